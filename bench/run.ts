@@ -1,0 +1,179 @@
+/**
+ * `npm run bench`: the gateway under load, side by side with the upstream called directly, in
+ * one run. Starts a private Redis, the mock OpenAI upstream (its own process), and the gateway
+ * and workers as separate processes; drives load with autocannon from child processes; prints
+ * one table and writes the same figures as JSON under bench/results/.
+ *
+ *   npm run bench                 # everything (about two minutes)
+ *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { repoRoot, spawnRedis, startService, type ServiceProcess } from '@gateway/testkit';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const burstSize = Number(process.env.BENCH_BURST ?? 5000);
+const burstLimit = 32;
+const adminToken = 'bench-root-token-0123456789';
+
+const progress = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
+
+interface LoadResult {
+  requests: number; rps: number; p50: number; p99: number; max: number; non2xx: number; errors: number;
+  timeouts: number; durationMs: number; ok: number; statusCodes: Record<string, number>;
+}
+
+function load(options: Record<string, unknown>): { done: Promise<LoadResult>; stop(): void } {
+  const child = fork(join(repoRoot, 'bench/load-process.ts'), [JSON.stringify(options)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const done = new Promise<LoadResult>((resolve, reject) => {
+    child.on('message', (m: { type: string; result: LoadResult }) => m.type === 'result' && resolve(m.result));
+    child.on('exit', (code) => code && reject(new Error(`load generator exited with ${code}`)));
+  });
+  return { done, stop: () => child.connected && child.send({ cmd: 'stop' }) };
+}
+
+function startMock(): Promise<{ child: ChildProcess; url: string; control(cmd: object): Promise<Record<string, number>> }> {
+  const child = fork(join(repoRoot, 'bench/mock-process.ts'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  let next = 0;
+  const waiting = new Map<number, (stats: Record<string, number>) => void>();
+  return new Promise((resolve) => {
+    child.on('message', (m: { type: string; url?: string; id?: number; stats?: Record<string, number> }) => {
+      if (m.type === 'ready') {
+        resolve({
+          child,
+          url: m.url!,
+          control: (cmd) => new Promise((done) => {
+            const id = ++next;
+            waiting.set(id, done);
+            child.send({ ...cmd, id });
+          }),
+        });
+      } else if (m.type === 'reply') {
+        waiting.get(m.id!)?.(m.stats!);
+        waiting.delete(m.id!);
+      }
+    });
+  });
+}
+
+const rssMb = (pid: number) => {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+};
+
+const redisServer = await spawnRedis();
+const redis = new Redis(redisServer.url);
+const usedMemoryMb = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0) / 1024 / 1024;
+const mock = await startMock();
+// The burst's upstream is a mock of its own, so the interactive load beside it does not count
+// against its 32-in-flight limit.
+const limited = await startMock();
+const env = { REDIS_URL: redisServer.url, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' };
+const quiet = { keepLogs: false };
+const services: ServiceProcess[] = [];
+try {
+  progress('starting the gateway and workers…');
+  services.push(await startService('admin-worker', env, 20_000, quiet));
+  services.push(await startService('completion-worker', env, 20_000, quiet));
+  const gateway = await startService('gateway', env, 20_000, quiet);
+  services.push(gateway);
+
+  const admin = async (method: string, path: string, body: unknown) => {
+    const response = await fetch(gateway.url + path, { method, headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const parsed = (await response.json()) as { success: boolean; data: any; message: string };
+    if (!parsed.success) throw new Error(`${path}: ${parsed.message}`);
+    return parsed.data;
+  };
+  await admin('POST', '/api/channel/', { name: 'bench', type: 'openai', key: 'sk-bench-upstream', base_url: mock.url, models: ['bench-model'] });
+  await admin('POST', '/api/channel/', { name: 'burst', type: 'openai', key: 'sk-bench-upstream', base_url: limited.url, models: ['burst-model'], max_concurrency: burstLimit });
+  const key = (await admin('POST', '/api/token/', { name: 'bench', unlimited_quota: true })).key as string;
+
+  const body = (model: string) => JSON.stringify({ model, prompt: 'Say this is a test', max_tokens: 16 });
+  const through = (model: string, extra: Record<string, string> = {}) => ({
+    url: `${gateway.url}/v1/completions`, method: 'POST', body: body(model),
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extra },
+  });
+  const direct = (model: string, upstream = mock) => ({
+    url: `${upstream.url}/v1/completions`, method: 'POST', body: body(model),
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream' },
+  });
+
+  // Warm-up: connections, JIT, caches.
+  progress('warming up…');
+  await load({ ...through('bench-model'), connections: 16, amount: 2000 }).done;
+  await load({ ...direct('bench-model'), connections: 16, amount: 2000 }).done;
+  const redisBaseline = await usedMemoryMb();
+
+  progress('latency at concurrency 1: upstream directly…');
+  const latencyDirect = await load({ ...direct('bench-model'), connections: 1, amount: 3000 }).done;
+  progress('latency at concurrency 1: through the gateway…');
+  const latencyGateway = await load({ ...through('bench-model'), connections: 1, amount: 3000 }).done;
+
+  progress(`throughput at concurrency 64 for ${seconds} s: upstream directly…`);
+  const throughputDirect = await load({ ...direct('bench-model'), connections: 64, duration: seconds }).done;
+  progress(`throughput at concurrency 64 for ${seconds} s: through the gateway…`);
+  const throughputGateway = await load({ ...through('bench-model'), connections: 64, duration: seconds }).done;
+  await mock.control({ cmd: 'reset' });
+
+  // The burst: every request at once, against an upstream that refuses past 32 in flight.
+  await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+  await limited.control({ cmd: 'behaviour', behaviour: { delayMs: 20 } });
+  progress(`burst: ${burstSize} requests at once through the gateway, with interactive load beside it…`);
+  let peakRss = rssMb(gateway.child.pid!);
+  let peakRedis = await usedMemoryMb();
+  const sampler = setInterval(async () => {
+    peakRss = Math.max(peakRss, rssMb(gateway.child.pid!));
+    peakRedis = Math.max(peakRedis, await usedMemoryMb());
+  }, 100);
+  const interactive = load({ ...through('bench-model'), connections: 4, duration: 600 });
+  const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+  interactive.stop();
+  const interactiveResult = await interactive.done;
+  clearInterval(sampler);
+  const upstreamAfterGateway = await limited.control({ cmd: 'stats' });
+  await limited.control({ cmd: 'reset' });
+
+  await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+  await limited.control({ cmd: 'behaviour', behaviour: { delayMs: 20 } });
+  progress(`burst: ${burstSize} requests at once straight to the upstream…`);
+  const burstDirect = await load({ ...direct('burst-model', limited), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+  const upstreamAfterDirect = await limited.control({ cmd: 'stats' });
+  await limited.control({ cmd: 'reset' });
+
+  await new Promise((r) => setTimeout(r, 3000)); // results expire, reply streams are trimmed
+  const redisAfter = await usedMemoryMb();
+  progress('');
+
+  const overhead = (a: number, b: number) => `${(b - a >= 0 ? '+' : '')}${(b - a).toFixed(2)}`;
+  const rows = [
+    { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: '' },
+    { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `p50 overhead ${overhead(latencyDirect.p50, latencyGateway.p50)} ms` },
+    { scenario: `throughput c=64 ${seconds}s`, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
+    { scenario: `throughput c=64 ${seconds}s`, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
+    { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: `${(100 * burstDirect.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterDirect.overLimit} over-limit, last reply ${(burstDirect.durationMs / 1000).toFixed(1)} s` },
+    { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: `${(100 * burstGateway.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterGateway.overLimit} over-limit, last reply ${(burstGateway.durationMs / 1000).toFixed(1)} s` },
+    { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
+    { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
+    { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
+  ];
+  console.table(rows.map((r) => ({ ...r, 'req/s': typeof r['req/s'] === 'number' ? Math.round(r['req/s']) : r['req/s'] })));
+  const dir = join(repoRoot, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({
+    at: new Date().toISOString(), seconds, burstSize, burstLimit,
+    latency: { direct: latencyDirect, gateway: latencyGateway },
+    throughput: { direct: throughputDirect, gateway: throughputGateway },
+    burst: { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult },
+    memory: { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter },
+  }, null, 2));
+  console.log(`figures written to ${file}`);
+} finally {
+  await Promise.all(services.map((s) => s.stop('SIGKILL')));
+  mock.child.kill();
+  limited.child.kill();
+  redis.disconnect();
+  await redisServer.close();
+}

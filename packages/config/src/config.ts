@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+const integer = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+const redisUrl = z
+  .string()
+  .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+  .optional();
+
+/** Every environment variable, with its default. The README lists the same set. */
+export const configSchema = z.object({
+  REDIS_URL: redisUrl,
+  PORT: integer(3000, 0, 65535),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').max(64).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  COMPLETION_CONCURRENCY: integer(256, 1, 10_000),
+  AUDIO_CONCURRENCY: integer(16, 1, 10_000),
+  ADMIN_CONCURRENCY: integer(16, 1, 10_000),
+  REQUEST_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
+  BODY_LIMIT_BYTES: integer(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  METRICS_PORT: integer(0, 0, 65535),
+  CHANNEL_FAILURES_BEFORE_COOLDOWN: integer(3, 1, 1000),
+  CHANNEL_COOLDOWN_MS: integer(30_000, 0, 3_600_000),
+  CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: integer(3, 1, 1000),
+  CHANNEL_LEASE_TTL_MS: integer(15_000, 1000, 3_600_000),
+  ADMISSION_MAX_BACKLOG: integer(100_000, 1, 100_000_000),
+  SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
+  REDIS_DATA_DIR: z.string().min(1).default('.data/redis'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** A start-up error that names the variable at fault. */
+export class ConfigError extends Error {
+  readonly variables: string[];
+  constructor(issues: { variable: string; message: string }[]) {
+    super(
+      'invalid configuration: ' +
+        issues.map((i) => `${i.variable}: ${i.message}`).join('; '),
+    );
+    this.name = 'ConfigError';
+    this.variables = issues.map((i) => i.variable);
+  }
+}
+
+/** Parses the environment once; empty strings count as unset. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') cleaned[key] = value;
+  }
+  const parsed = configSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        variable: String(issue.path[0] ?? '?'),
+        message: issue.message,
+      })),
+    );
+  }
+  return parsed.data;
+}

@@ -1,0 +1,7 @@
+/**
+ * @gateway/config owns the environment and the process lifecycle: every variable the gateway
+ * and its workers read is declared here once and parsed with zod (a bad value stops start-up
+ * naming the variable), and each service's shutdown on SIGTERM goes through here.
+ */
+export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
+export { loadServiceConfig, onShutdown } from './lifecycle.ts';

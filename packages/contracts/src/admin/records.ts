@@ -1,0 +1,76 @@
+/** The stored records, with new-api's field names and status numbers. */
+export const Role = { common: 1, admin: 10, root: 100 } as const;
+export type Role = (typeof Role)[keyof typeof Role];
+
+export const UserStatus = { enabled: 1, disabled: 2 } as const;
+export const ChannelStatus = { enabled: 1, manuallyDisabled: 2, autoDisabled: 3 } as const;
+export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 } as const;
+
+export type ChannelType = 'openai' | 'gemini';
+export type Priority = 'interactive' | 'batch';
+
+export interface User {
+  id: number;
+  username: string;
+  display_name: string;
+  role: number;
+  status: number;
+  quota: number;
+  used_quota: number;
+  request_count: number;
+  group: string;
+  created_time: number;
+}
+
+export interface Channel {
+  id: number;
+  name: string;
+  type: ChannelType;
+  /** Masked (`sk-a…xyz`) whenever a channel leaves the store for a caller. */
+  key: string;
+  base_url: string;
+  models: string[];
+  group: string;
+  tag: string;
+  priority: number;
+  weight: number;
+  model_mapping: Record<string, string>;
+  max_concurrency: number;
+  timeout_ms: number;
+  status: number;
+  status_reason: string;
+  created_time: number;
+  used_quota: number;
+  response_time: number;
+}
+
+export interface Token {
+  id: number;
+  user_id: number;
+  name: string;
+  /** Masked; the full key is shown once, at creation. */
+  key: string;
+  status: number;
+  remain_quota: number;
+  unlimited_quota: boolean;
+  used_quota: number;
+  expired_time: number;
+  models: string[];
+  rpm_limit: number;
+  priority: Priority;
+  created_time: number;
+  accessed_time: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  page: number;
+  page_size: number;
+}
+
+/** Who asks: resolved by the ingress from the access token. */
+export interface Actor {
+  id: number;
+  role: number;
+}

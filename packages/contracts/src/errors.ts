@@ -1,0 +1,76 @@
+/**
+ * One error type for the whole request path. Workers raise it, it travels back to the ingress
+ * on the reply path as plain data (`ErrorReply`), and each wire format renders it its own way.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_api_key'
+  | 'unauthenticated'
+  | 'permission_denied'
+  | 'not_found'
+  | 'model_not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'rate_limited'
+  | 'insufficient_quota'
+  | 'upstream_error'
+  | 'no_channel'
+  | 'overloaded'
+  | 'timeout'
+  | 'cancelled'
+  | 'internal';
+
+export interface ErrorReply {
+  status: number;
+  code: ErrorCode;
+  message: string;
+  /** The request field at fault, for 400s. */
+  param?: string | null;
+  /** Seconds after which a retry may succeed; sent as Retry-After. */
+  retryAfter?: number;
+  /** false when retrying cannot help (x-should-retry: false). */
+  shouldRetry?: boolean;
+  /** An upstream's own error body, passed through for the caller's 4xx. */
+  upstreamBody?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  readonly retryAfter?: number;
+  readonly shouldRetry?: boolean;
+  readonly upstreamBody?: unknown;
+
+  constructor(reply: ErrorReply) {
+    super(reply.message);
+    this.name = 'GatewayError';
+    this.status = reply.status;
+    this.code = reply.code;
+    this.param = reply.param ?? null;
+    this.retryAfter = reply.retryAfter;
+    this.shouldRetry = reply.shouldRetry;
+    this.upstreamBody = reply.upstreamBody;
+  }
+
+  toReply(): ErrorReply {
+    const reply: ErrorReply = { status: this.status, code: this.code, message: this.message, param: this.param };
+    if (this.retryAfter !== undefined) reply.retryAfter = this.retryAfter;
+    if (this.shouldRetry !== undefined) reply.shouldRetry = this.shouldRetry;
+    if (this.upstreamBody !== undefined) reply.upstreamBody = this.upstreamBody;
+    return reply;
+  }
+
+  static from(error: unknown): GatewayError {
+    if (error instanceof GatewayError) return error;
+    return new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
+  }
+}
+
+export const badRequest = (message: string, param: string | null = null) =>
+  new GatewayError({ status: 400, code: 'invalid_request', message, param });
+export const notFound = (message: string) => new GatewayError({ status: 404, code: 'not_found', message });
+export const forbidden = (message: string) => new GatewayError({ status: 403, code: 'permission_denied', message });
+export const unauthenticated = (message: string) => new GatewayError({ status: 401, code: 'unauthenticated', message });
+export const conflict = (message: string) => new GatewayError({ status: 409, code: 'conflict', message });

@@ -1,0 +1,16 @@
+/**
+ * @gateway/contracts owns what the services agree on: queue names, job envelopes and payloads,
+ * the management API's schemas and records, wire-format schemas, and the error type that
+ * travels back on the reply path.
+ */
+export * from './errors.ts';
+export * from './validation.ts';
+export * from './queues.ts';
+export * from './jobs.ts';
+export * from './admin/records.ts';
+export * from './admin/schemas.ts';
+export * from './admin/operations.ts';
+export * from './wire/gemini-generate.ts';
+export * from './wire/pcm-audio.ts';
+export * from './model-jobs.ts';
+export * from './wire/openai-completion.ts';

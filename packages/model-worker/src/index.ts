@@ -1,0 +1,62 @@
+/**
+ * @gateway/model-worker owns the process around a model worker (completion, audio): its
+ * configuration, Redis, the ModelRouter with its metrics, the job worker with its concurrency,
+ * the health and metrics port, and shutdown. A worker service supplies only its queue and the
+ * handler of one job.
+ */
+import { loadServiceConfig, onShutdown, type Config } from '@gateway/config';
+import type { QueueName } from '@gateway/contracts';
+import { createLogger } from '@gateway/log';
+import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
+import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
+import { ModelRouter } from '@gateway/routing';
+
+export interface ModelWorkerSpec<P> {
+  service: string;
+  queue: QueueName;
+  /** The jobs one process runs at once, from the configuration. */
+  concurrency: (config: Config) => number;
+  handler: (deps: { router: ModelRouter }) => JobHandler<P>;
+}
+
+export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void> {
+  const config = loadServiceConfig(spec.service);
+  const log = createLogger(spec.service, config.LOG_LEVEL);
+  const metrics = createWorkerMetrics(spec.service);
+  const concurrency = spec.concurrency(config);
+
+  const redis = createRedis(config.REDIS_URL, { name: spec.service });
+  await waitForRedis(redis, 30_000);
+  const router = await ModelRouter.start({
+    redis,
+    subscriber: createRedis(config.REDIS_URL, { name: `${spec.service}-invalidations`, blocking: true }),
+    failuresBeforeCooldown: config.CHANNEL_FAILURES_BEFORE_COOLDOWN,
+    cooldownMs: config.CHANNEL_COOLDOWN_MS,
+    authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
+    leaseTtlMs: config.CHANNEL_LEASE_TTL_MS,
+    observer: observeRouting(metrics, spec.queue),
+    log,
+  });
+
+  // `concurrency` jobs at once in this process; more processes share the same queue.
+  const worker = await startJobWorker<P>({
+    queue: spec.queue,
+    redisUrl: config.REDIS_URL,
+    redis,
+    concurrency,
+    handler: spec.handler({ router }),
+    onJobDone: countJobs(metrics, spec.queue),
+    log,
+  });
+
+  const http = await serveWorkerPort({
+    port: config.METRICS_PORT, host: config.HOST, redis, isRunning: () => worker.worker.isRunning(), registry: metrics.registry,
+  });
+
+  onShutdown(async () => {
+    await worker.close(); // finishes the jobs it holds, giving their leases back
+    router.close();
+    http?.close();
+  }, config.SHUTDOWN_TIMEOUT_MS, log);
+  log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
+}

@@ -1,0 +1,147 @@
+/**
+ * The one way providers talk HTTP to an upstream: a shared keep-alive connection pool, a
+ * time-out, the caller's AbortSignal, and every failure turned into an `UpstreamError`.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { parseRetryAfter, UpstreamError } from './upstream-error.ts';
+
+/** Shared by every upstream call of the process: connections are reused across requests. */
+export const upstreamAgent = new Agent({
+  keepAliveTimeout: 30_000,
+  keepAliveMaxTimeout: 600_000,
+  connectTimeout: 10_000,
+  // Time-outs are ours (per channel), not undici's defaults of 300 s.
+  headersTimeout: 0,
+  bodyTimeout: 0,
+});
+
+export interface UpstreamRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** Milliseconds until the reply must be complete (or, for a stream, until each next piece). */
+  timeoutMs: number;
+  /** Aborted when nobody waits for the answer any more. */
+  signal?: AbortSignal;
+}
+
+/** A reply whose body is still to be read, with the time-out still running. */
+export interface OpenUpstreamReply {
+  status: number;
+  headers: Dispatcher.ResponseData['headers'];
+  body: Dispatcher.ResponseData['body'];
+  /** Restarts the time-out: called as a stream makes progress. */
+  touch(): void;
+  /** Turns an error thrown while reading into an `UpstreamError`. */
+  failure(error: unknown): UpstreamError;
+  /** Stops the time-out and detaches from the caller's signal. */
+  done(): void;
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+/**
+ * Sends a JSON POST and resolves once a 2xx reply's headers arrived; any other status, a
+ * time-out, an abort or a connection error rejects with an `UpstreamError`.
+ */
+export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamReply> {
+  const timeout = new AbortController();
+  const combined = new AbortController();
+  const timeoutError = () => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${req.timeoutMs} ms` });
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    if (req.timeoutMs > 0) timer = setTimeout(() => { timeout.abort(); combined.abort(timeoutError()); }, req.timeoutMs);
+  };
+  const onCallerAbort = () => combined.abort(new UpstreamError({ kind: 'cancelled', message: 'the request was cancelled' }));
+  if (req.signal?.aborted) onCallerAbort();
+  else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  const done = () => {
+    clearTimeout(timer);
+    req.signal?.removeEventListener('abort', onCallerAbort);
+  };
+  const failure = (error: unknown): UpstreamError => {
+    if (timeout.signal.aborted) return timeoutError();
+    if (req.signal?.aborted) return new UpstreamError({ kind: 'cancelled', message: 'the request was cancelled', cause: error });
+    if (error instanceof UpstreamError) return error;
+    const code = (error as { code?: string }).code ?? '';
+    return new UpstreamError({
+      kind: 'connection',
+      message: `upstream connection failed: ${code || (error as Error).message}`,
+      cause: error,
+    });
+  };
+
+  arm();
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(req.url, {
+      method: 'POST',
+      headers: req.headers,
+      body: JSON.stringify(req.body),
+      signal: combined.signal,
+      dispatcher: upstreamAgent,
+    });
+  } catch (error) {
+    done();
+    throw failure(error);
+  }
+
+  if (response.statusCode < 200 || response.statusCode >= 300) {
+    let text = '';
+    try {
+      text = await readText(response.body, MAX_ERROR_BODY);
+    } catch {
+      /* the status says enough */
+    }
+    done();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    throw new UpstreamError({
+      kind: 'http',
+      status: response.statusCode,
+      retryAfter: parseRetryAfter(response.headers['retry-after']),
+      body,
+      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
+    });
+  }
+
+  return { status: response.statusCode, headers: response.headers, body: response.body, touch: arm, failure, done };
+}
+
+/** Sends a JSON POST and returns the parsed JSON reply. */
+export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
+  const reply = await openUpstream(req);
+  try {
+    const text = await reply.body.text();
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
+    }
+  } catch (error) {
+    throw reply.failure(error);
+  } finally {
+    reply.done();
+  }
+}
+
+async function readText(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+  let size = 0;
+  const parts: Buffer[] = [];
+  for await (const chunk of body) {
+    if (size < limit) parts.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(parts).toString('utf8').slice(0, limit);
+}
+
+function upstreamMessage(body: unknown, text: string): string {
+  const error = (body as { error?: { message?: unknown } } | undefined)?.error;
+  const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200);
+  return message ? `: ${message}` : '';
+}

@@ -1,0 +1,11 @@
+/**
+ * @gateway/queue owns how the services meet: Redis connections, the BullMQ queues, and the
+ * reply path (a per-ingress reply stream the workers append to, and cancellation back to them).
+ */
+export { createRedis, waitForRedis, isRedisUnavailable, type Redis, type ConnectionOptions } from './redis-connection.ts';
+export { ReplyInbox } from './reply-inbox.ts';
+export { ReplySender } from './reply-sender.ts';
+export { JobClient, defaultJobOptions, type RequestOptions } from './job-client.ts';
+export { CancelListener } from './cancel-listener.ts';
+export { startJobWorker, type JobContext, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
+export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import type { Redis } from './redis-connection.ts';
+import type { ReplyInbox } from './reply-inbox.ts';
+import { CANCEL_CHANNEL } from './reply-keys.ts';
+
+export interface RequestOptions {
+  requestId: string;
+  timeoutMs: number;
+  /** Aborted when the client goes away: the job is cancelled. */
+  signal?: AbortSignal;
+  /** Receives stream chunks as the worker produces them. */
+  onChunk?: (chunk: string) => void;
+  /** BullMQ priority: 0 is served first, higher numbers later. */
+  priority?: number;
+}
+
+const redisUnavailable = () =>
+  new GatewayError({ status: 503, code: 'overloaded', message: 'the job queue (Redis) is unavailable; try again shortly', retryAfter: 1 });
+
+/** Failed jobs stay visible (for the dashboard) for an hour; completed ones go at once. */
+export const defaultJobOptions = {
+  removeOnComplete: true,
+  removeOnFail: { age: 3600, count: 1000 },
+  attempts: 1,
+} as const;
+
+/**
+ * The ingress's way to run a job and await its answer: registers with the reply inbox,
+ * enqueues, and resolves with the worker's result, or rejects with its error, a 504 at the
+ * deadline, or a cancellation when the client leaves. A job nobody waits for is cancelled.
+ */
+export class JobClient {
+  private readonly redis: Redis;
+  private readonly inbox: ReplyInbox;
+  private readonly queues = new Map<QueueName, Queue>();
+
+  constructor(redis: Redis, inbox: ReplyInbox) {
+    this.redis = redis;
+    this.inbox = inbox;
+  }
+
+  queue(name: QueueName): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, {
+        connection: this.redis,
+        prefix: QUEUE_PREFIX,
+        defaultJobOptions,
+        streams: { events: { maxLen: 1000 } },
+      });
+      queue.on('error', () => {});
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  async request<P, R>(queueName: QueueName, payload: P, options: RequestOptions): Promise<R> {
+    if (this.redis.status !== 'ready') throw redisUnavailable();
+    const jobId = randomUUID();
+    const deadline = Date.now() + options.timeoutMs;
+    const envelope: JobEnvelope<P> = {
+      requestId: options.requestId,
+      replyTo: this.inbox.id,
+      deadline,
+      stream: options.onChunk !== undefined,
+      ...(options.priority ? { priority: options.priority } : {}),
+      payload,
+    };
+    const reply = this.inbox.expect(jobId, options.onChunk);
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const givenUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms` }));
+      }, options.timeoutMs);
+      if (options.signal) {
+        onAbort = () => reject(new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' }));
+        if (options.signal.aborted) onAbort();
+        else options.signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    // Either may settle while the job is being added; they are awaited below.
+    reply.catch(() => {});
+    givenUp.catch(() => {});
+    try {
+      try {
+        await this.queue(queueName).add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
+      } catch {
+        throw redisUnavailable();
+      }
+      return (await Promise.race([reply, givenUp])) as R;
+    } catch (error) {
+      this.inbox.forget(jobId);
+      const failure = GatewayError.from(error);
+      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queueName, jobId);
+      throw failure;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Removes a job still waiting, and tells whichever worker holds it to stop. */
+  cancel(queueName: QueueName, jobId: string): void {
+    this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
+    this.queue(queueName).remove(jobId).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+  }
+}

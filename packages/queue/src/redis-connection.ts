@@ -1,0 +1,63 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+export type { Redis } from 'ioredis';
+
+export interface ConnectionOptions {
+  /** Name shown by CLIENT LIST, for operators. */
+  name: string;
+  /** Blocking readers and BullMQ workers must wait forever for Redis; commands of a request must not. */
+  blocking?: boolean;
+  /**
+   * Fail commands at once while Redis is unreachable instead of queueing them until it is back
+   * (the gateway: a request gets a quick 503, not a hang until its time-out).
+   */
+  failFast?: boolean;
+}
+
+/**
+ * Opens an ioredis connection with the settings this project relies on: auto-pipelining
+ * (commands of concurrent requests share round trips) and unlimited reconnects with a short
+ * back-off, so every process heals by itself when Redis comes back.
+ */
+export function createRedis(url: string, { name, blocking = false, failFast = false }: ConnectionOptions): Redis {
+  const options: RedisOptions = {
+    connectionName: name,
+    enableAutoPipelining: !blocking,
+    maxRetriesPerRequest: blocking ? null : 2,
+    retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+    enableReadyCheck: true,
+    enableOfflineQueue: !failFast,
+  };
+  const redis = new Redis(url, options);
+  // Errors surface through the commands that fail; the event would otherwise crash the process.
+  redis.on('error', () => {});
+  return redis;
+}
+
+/** Resolves once the connection is ready, or rejects after `timeoutMs`. */
+export async function waitForRedis(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`Redis did not become ready within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+    };
+    redis.on('ready', onReady);
+  });
+}
+
+/** True for the errors ioredis raises while Redis cannot be reached. */
+export function isRedisUnavailable(error: unknown): boolean {
+  const e = error as { name?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (e.name === 'MaxRetriesPerRequestError') return true;
+  return /Stream isn't writeable|Connection is closed|ECONNREFUSED|ECONNRESET|enableOfflineQueue/i.test(e.message ?? '');
+}

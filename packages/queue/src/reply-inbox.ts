@@ -1,0 +1,112 @@
+import { GatewayError, type ErrorReply } from '@gateway/contracts';
+import type { Redis } from './redis-connection.ts';
+import { INGRESS_HEARTBEAT_MS, INGRESS_TTL_MS, ReplyType, ingressKey, replyStreamKey } from './reply-keys.ts';
+
+interface Waiter {
+  resolve: (value: unknown) => void;
+  reject: (error: GatewayError) => void;
+  onChunk?: (chunk: string) => void;
+}
+
+/**
+ * The ingress's side of the reply path: one Redis stream per ingress instance, read by one
+ * blocking XREAD loop that hands each entry to the request waiting for that job. Entries are
+ * deleted once read; a reconnect resumes after the last entry read, so no reply is lost while
+ * the connection blips.
+ */
+export class ReplyInbox {
+  readonly id: string;
+  private readonly reader: Redis;
+  private readonly writer: Redis;
+  private readonly key: string;
+  private readonly waiters = new Map<string, Waiter>();
+  private lastId = '0-0';
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  /** `reader` is dedicated to the blocking read; `writer` is a shared command connection. */
+  constructor(id: string, reader: Redis, writer: Redis) {
+    this.id = id;
+    this.reader = reader;
+    this.writer = writer;
+    this.key = replyStreamKey(id);
+  }
+
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
+  /**
+   * Starts reading, and a heartbeat that tells the workers this ingress still waits for its
+   * jobs: when it dies, they drop its jobs instead of calling upstreams nobody will answer.
+   */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    const beat = () => void this.writer.set(ingressKey(this.id), '1', 'PX', INGRESS_TTL_MS).catch(() => {});
+    beat();
+    this.heartbeat = setInterval(beat, INGRESS_HEARTBEAT_MS);
+    this.heartbeat.unref();
+    this.loop = this.readLoop();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearInterval(this.heartbeat);
+    await this.writer.del(ingressKey(this.id)).catch(() => {});
+    this.reader.disconnect();
+    await this.loop;
+    for (const waiter of this.waiters.values()) {
+      waiter.reject(new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down', retryAfter: 1 }));
+    }
+    this.waiters.clear();
+  }
+
+  /** Registers interest in a job's reply before the job is enqueued, so none can slip past. */
+  expect(jobId: string, onChunk?: (chunk: string) => void): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.waiters.set(jobId, { resolve, reject, onChunk });
+    });
+  }
+
+  /** Stops waiting for a job; later entries for it are dropped. */
+  forget(jobId: string): void {
+    this.waiters.delete(jobId);
+  }
+
+  private async readLoop(): Promise<void> {
+    while (this.running) {
+      let batch: [string, [string, string[]][]][] | null;
+      try {
+        batch = (await this.reader.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.key, this.lastId)) as typeof batch;
+      } catch {
+        if (!this.running) return;
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      if (!batch) continue;
+      const entries = batch[0]![1];
+      const ids: string[] = new Array(entries.length);
+      for (let i = 0; i < entries.length; i++) {
+        const [entryId, fields] = entries[i]!;
+        ids[i] = entryId;
+        this.dispatch(fields[1]!, fields[3]!, fields[5]!);
+      }
+      this.lastId = ids[ids.length - 1]!;
+      this.writer.xdel(this.key, ...ids).catch(() => {});
+    }
+  }
+
+  private dispatch(jobId: string, type: string, data: string): void {
+    const waiter = this.waiters.get(jobId);
+    if (!waiter) return;
+    if (type === ReplyType.chunk) {
+      waiter.onChunk?.(data);
+      return;
+    }
+    this.waiters.delete(jobId);
+    if (type === ReplyType.result) waiter.resolve(JSON.parse(data));
+    else waiter.reject(new GatewayError(JSON.parse(data) as ErrorReply));
+  }
+}

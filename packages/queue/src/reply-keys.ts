@@ -1,0 +1,17 @@
+/** Redis keys and channels of the reply path and of queue accounting. */
+export const replyStreamKey = (ingressId: string) => `gw:replies:${ingressId}`;
+/** Channel on which an ingress tells the workers that nobody waits for a job any more. */
+export const CANCEL_CHANNEL = 'gw:cancel';
+/** An unread reply stream outlives its ingress by this long, then vanishes. */
+export const REPLY_STREAM_TTL_MS = 120_000;
+
+/** Reply entry types: a result, an error, a stream chunk. */
+export const ReplyType = { result: 'r', error: 'e', chunk: 'c' } as const;
+
+/** Ever-growing count of jobs the workers of a queue have finished (admission control's drain rate). */
+export const drainedCounterKey = (queue: string) => `gw:drained:${queue}`;
+
+/** Present while an ingress lives (refreshed every INGRESS_HEARTBEAT_MS, expiring after INGRESS_TTL_MS). */
+export const ingressKey = (ingressId: string) => `gw:ingress:${ingressId}`;
+export const INGRESS_HEARTBEAT_MS = 3_000;
+export const INGRESS_TTL_MS = 10_000;

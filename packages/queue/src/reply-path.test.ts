@@ -1,0 +1,130 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { GatewayError, QueueName } from '@gateway/contracts';
+import { createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, type JobHandler, type JobWorker, type Redis } from './index.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let inbox: ReplyInbox;
+let jobs: JobClient;
+let worker: JobWorker | undefined;
+const log = pino({ level: 'silent' });
+
+let handler: JobHandler<{ n: number; wait?: number; chunks?: number }> = async () => null;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = createRedis(server.url, { name: 'test' });
+  inbox = new ReplyInbox('test-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
+  inbox.start();
+  jobs = new JobClient(redis, inbox);
+});
+afterEach(async () => {
+  await worker?.close();
+  worker = undefined;
+});
+afterAll(async () => {
+  await inbox.stop();
+  await jobs.close();
+  redis.disconnect();
+  await server.close();
+});
+
+async function runWorker(concurrency = 64) {
+  worker = await startJobWorker<{ n: number; wait?: number; chunks?: number }>({ queue: QueueName.admin, redisUrl: server.url, concurrency, handler: (c) => handler(c), log });
+}
+
+const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
+  jobs.request<{ n: number; wait?: number; chunks?: number }, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 3000) {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('the reply path', () => {
+  it('answers every one of 2,000 concurrent requests with its own result, and leaves nothing behind', async () => {
+    handler = async ({ payload }) => ({ doubled: payload.n * 2 });
+    await runWorker(128);
+    const results = await Promise.all(Array.from({ length: 2000 }, (_, n) => request(n, { timeoutMs: 30_000 })));
+    results.forEach((result, n) => expect(result).toEqual({ doubled: n * 2 }));
+    await eventually(async () => (await redis.xlen(replyStreamKey('test-ingress'))) === 0);
+    const counts = await jobs.queue(QueueName.admin).getJobCounts('waiting', 'active', 'completed', 'failed');
+    expect(counts).toMatchObject({ waiting: 0, active: 0, completed: 0, failed: 0 });
+  });
+
+  it('turns a thrown GatewayError into a rejection with the same status and message', async () => {
+    handler = async () => {
+      throw new GatewayError({ status: 409, code: 'conflict', message: 'taken' });
+    };
+    await runWorker();
+    await expect(request(1)).rejects.toMatchObject({ status: 409, message: 'taken' });
+  });
+
+  it('relays stream chunks in order before the result', async () => {
+    handler = async ({ payload, sendChunk }) => {
+      for (let i = 0; i < payload.chunks!; i++) await sendChunk(`chunk-${i}`);
+      return 'done';
+    };
+    await runWorker();
+    const seen: string[] = [];
+    const result = await jobs.request(QueueName.admin, { n: 1, chunks: 50 }, { requestId: 'r', timeoutMs: 5000, onChunk: (c) => seen.push(c) });
+    expect(result).toBe('done');
+    expect(seen).toEqual(Array.from({ length: 50 }, (_, i) => `chunk-${i}`));
+  });
+
+  it('gives a 504 at the deadline and aborts the worker that holds the job', async () => {
+    let aborted = false;
+    handler = ({ signal }) =>
+      new Promise((_, reject) => signal.addEventListener('abort', () => {
+        aborted = true;
+        reject(new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' }));
+      }));
+    await runWorker();
+    const started = Date.now();
+    await expect(request(1, { timeoutMs: 300 })).rejects.toMatchObject({ status: 504 });
+    expect(Date.now() - started).toBeLessThan(1500);
+    await eventually(async () => aborted);
+    await eventually(async () => (await jobs.queue(QueueName.admin).getActiveCount()) === 0);
+  });
+
+  it('removes a job nobody has taken yet when its request times out', async () => {
+    const queue = jobs.queue(QueueName.admin);
+    await expect(request(7, { timeoutMs: 200 })).rejects.toMatchObject({ status: 504 });
+    await eventually(async () => (await queue.getWaitingCount()) === 0);
+  });
+
+  it('cancels the job when the client goes away', async () => {
+    let aborted = false;
+    handler = ({ signal }) =>
+      new Promise((resolve) => signal.addEventListener('abort', () => {
+        aborted = true;
+        resolve(null);
+      }));
+    await runWorker();
+    const client = new AbortController();
+    const pending = request(1, { signal: client.signal });
+    await eventually(async () => (await jobs.queue(QueueName.admin).getActiveCount()) === 1);
+    client.abort();
+    await expect(pending).rejects.toMatchObject({ code: 'cancelled' });
+    await eventually(async () => aborted);
+  });
+
+  it('loses no reply when the ingress connection drops while workers answer', async () => {
+    handler = async ({ payload }) => {
+      await new Promise((r) => setTimeout(r, payload.wait));
+      return payload.n;
+    };
+    await runWorker(256);
+    // A job whose hand-over to the worker is cut off is recovered when its lock lapses (stalled-job check).
+    const pending = Array.from({ length: 200 }, (_, n) => request(n, { wait: 100, timeoutMs: 20_000 } as never));
+    await new Promise((r) => setTimeout(r, 50));
+    await redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    const results = await Promise.all(pending);
+    expect(results).toEqual(Array.from({ length: 200 }, (_, n) => n));
+  }, 30_000);
+});

@@ -1,0 +1,136 @@
+import type { Redis } from 'ioredis';
+import { keys } from '@gateway/store';
+import { cooldownMessage, parseCooldownMessage, routingKeys } from './routing-keys.ts';
+
+export interface ChannelHealthOptions {
+  /** Consecutive failures after which a channel cools down. */
+  failuresBeforeCooldown: number;
+  /** How long a cooled-down channel is chosen only as a last resort. */
+  cooldownMs: number;
+  /** Consecutive 401/403 answers after which a channel is auto-disabled (status 3). */
+  authFailuresBeforeDisable: number;
+}
+
+/** What a failure led to. */
+export type HealthVerdict = 'none' | 'cooldown' | 'disabled';
+
+/** A failure as health sees it: whether the upstream refused the channel's credentials. */
+export interface ChannelFailure {
+  auth: boolean;
+  /** Why, for the channel's status_reason when it gets disabled; never a secret. */
+  reason: string;
+}
+
+// KEYS: health hash, channel hash. ARGV: auth(1/0), failures before cooldown, cooldown ms,
+// auth failures before disable, now ms, reason, health ttl ms.
+const RECORD_FAILURE = `
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local auth = 0
+if ARGV[1] == '1' then
+  auth = redis.call('HINCRBY', KEYS[1], 'auth_failures', 1)
+else
+  redis.call('HDEL', KEYS[1], 'auth_failures')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+if auth >= tonumber(ARGV[4]) then
+  redis.call('HDEL', KEYS[1], 'auth_failures')
+  if redis.call('HGET', KEYS[2], 'status') == '1' then
+    redis.call('HSET', KEYS[2], 'status', '3', 'status_reason', ARGV[6])
+    return {'disabled', '0'}
+  end
+end
+if failures >= tonumber(ARGV[2]) then
+  local untilMs = tonumber(ARGV[5]) + tonumber(ARGV[3])
+  redis.call('HSET', KEYS[1], 'failures', '0', 'cooldown_until', tostring(untilMs))
+  return {'cooldown', tostring(untilMs)}
+end
+return {'none', '0'}
+`;
+
+type Scripted = Redis & {
+  gwRecordChannelFailure(health: string, channel: string, ...args: string[]): Promise<[string, string]>;
+};
+
+/**
+ * Channel health shared by every worker process: consecutive-failure counters live in Redis,
+ * a channel that keeps failing cools down (every process hears it at once on the invalidation
+ * feed), and one whose upstream keeps refusing its key is auto-disabled with the reason. A single
+ * transient failure changes nothing but a counter; a success resets the counters.
+ */
+export class ChannelHealth {
+  private readonly redis: Scripted;
+  private readonly options: ChannelHealthOptions;
+  private readonly coolingUntil = new Map<number, number>();
+
+  constructor(redis: Redis, options: ChannelHealthOptions) {
+    this.redis = redis as Scripted;
+    this.options = options;
+    redis.defineCommand('gwRecordChannelFailure', { numberOfKeys: 2, lua: RECORD_FAILURE });
+  }
+
+  isCoolingDown(channelId: number, now = Date.now()): boolean {
+    const until = this.coolingUntil.get(channelId);
+    return until !== undefined && until > now;
+  }
+
+  /** Counts a failure; cools the channel down or disables it when the thresholds are reached. */
+  async recordFailure(channelId: number, failure: ChannelFailure): Promise<HealthVerdict> {
+    const now = Date.now();
+    const ttl = Math.max(600_000, this.options.cooldownMs * 2);
+    const [verdict, until] = await this.redis.gwRecordChannelFailure(
+      routingKeys.health(channelId),
+      keys.channel(channelId),
+      failure.auth ? '1' : '0',
+      String(this.options.failuresBeforeCooldown),
+      String(this.options.cooldownMs),
+      String(this.options.authFailuresBeforeDisable),
+      String(now),
+      failure.reason,
+      String(ttl),
+    );
+    if (verdict === 'cooldown') {
+      this.coolingUntil.set(channelId, Number(until));
+      await this.redis.publish(keys.invalidations, cooldownMessage(channelId, Number(until)));
+    } else if (verdict === 'disabled') {
+      await this.redis.publish(keys.invalidations, 'channels');
+    }
+    return verdict as HealthVerdict;
+  }
+
+  /**
+   * Resets the counters after an answer that shows the channel works (when usage is charged,
+   * the usage ledger resets them in the same script instead).
+   */
+  async recordSuccess(channelId: number): Promise<void> {
+    this.noteSuccess(channelId);
+    await this.redis.del(routingKeys.health(channelId));
+  }
+
+  /** Forgets a local cooldown; the Redis side is reset by the caller's write. */
+  noteSuccess(channelId: number): void {
+    this.coolingUntil.delete(channelId);
+  }
+
+  /** Loads the cooldowns of these channels (with a channel-table load). */
+  async load(channelIds: readonly number[]): Promise<void> {
+    if (channelIds.length === 0) {
+      this.coolingUntil.clear();
+      return;
+    }
+    const pipeline = this.redis.pipeline();
+    for (const id of channelIds) pipeline.hget(routingKeys.health(id), 'cooldown_until');
+    const results = (await pipeline.exec()) ?? [];
+    const now = Date.now();
+    this.coolingUntil.clear();
+    results.forEach(([, value], i) => {
+      const until = Number(value);
+      if (value && until > now) this.coolingUntil.set(channelIds[i]!, until);
+    });
+  }
+
+  /** Applies a cooldown another process announced. */
+  hear(message: string): void {
+    const cooldown = parseCooldownMessage(message);
+    if (cooldown) this.coolingUntil.set(cooldown.channelId, cooldown.until);
+  }
+}

@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { Channel } from '@gateway/contracts';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { ChannelLeases, type Lease } from './channel-leases.ts';
+import { LeaseQueue } from './lease-queue.ts';
+import { routingKeys } from './routing-keys.ts';
+
+let server: TestRedis;
+const connections: Redis[] = [];
+const closers: (() => void)[] = [];
+
+beforeAll(async () => {
+  server = await useTestRedis();
+});
+afterAll(async () => {
+  for (const close of closers) close();
+  for (const c of connections) c.disconnect();
+  await server.close();
+});
+
+const connect = () => {
+  const redis = new Redis(server.url);
+  connections.push(redis);
+  return redis;
+};
+
+/** One worker process as far as leases go: its connections, leases and waiting queue. */
+async function process(ttlMs = 15_000) {
+  const leases = new ChannelLeases(connect(), { ttlMs });
+  const queue = new LeaseQueue(leases);
+  const subscriber = connect();
+  subscriber.on('message', (_: string, id: string) => queue.hear(Number(id)));
+  await subscriber.subscribe(routingKeys.leaseFreed);
+  closers.push(() => leases.close());
+  return { leases, queue };
+}
+
+let seq = 1000;
+const channel = (max_concurrency: number, fields: Partial<Channel> = {}): Channel => ({
+  id: ++seq, name: 'c', type: 'openai', key: 'sk-x', base_url: 'http://u', models: ['m'], group: 'default',
+  tag: '', priority: 0, weight: 1, model_mapping: {}, max_concurrency, timeout_ms: 1000, status: 1,
+  status_reason: '', created_time: 0, used_quota: 0, response_time: 0, ...fields,
+});
+const wait = (deadlineMs = 5000, signal = new AbortController().signal) => ({ signal, deadline: Date.now() + deadlineMs });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('channel leases', () => {
+  it('hands out at most max_concurrency leases across processes, and a release makes room', async () => {
+    const [a, b] = [await process(), await process()];
+    const ch = channel(2);
+    const first = await a.leases.tryAcquire(ch.id, 2);
+    const second = await b.leases.tryAcquire(ch.id, 2);
+    expect(first.leases).toHaveLength(1);
+    expect(second).toMatchObject({ leases: [expect.anything()], free: 0 });
+    const third = await a.leases.tryAcquire(ch.id, 2);
+    expect(third.leases).toEqual([]);
+    expect(third.expiresInMs).toBeGreaterThan(14_000);
+    await b.leases.release(second.leases[0]!);
+    expect((await a.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
+  });
+
+  it('takes several leases in one call, only as many as are free', async () => {
+    const a = await process();
+    const ch = channel(5);
+    await a.leases.tryAcquire(ch.id, 5, 2);
+    const batch = await a.leases.tryAcquire(ch.id, 5, 10);
+    expect(batch).toMatchObject({ free: 0 });
+    expect(batch.leases).toHaveLength(3);
+    expect(new Set(batch.leases.map((l) => l.id)).size).toBe(3);
+    expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(5);
+    for (const lease of batch.leases) await a.leases.release(lease);
+    expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(2);
+  });
+
+  it('lets the leases of a process that stopped renewing them run out, and renews those of a live one', async () => {
+    const crashed = await process(600);
+    const live = await process(600);
+    const ch = channel(2);
+    expect((await crashed.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
+    expect((await live.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
+    crashed.leases.close(); // no more renewals: as if the process had died
+    expect((await live.leases.tryAcquire(ch.id, 2)).leases).toEqual([]);
+    await sleep(900);
+    expect((await live.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
+    // The live lease was renewed past its first expiry: the channel is full again.
+    expect((await live.leases.tryAcquire(ch.id, 2)).leases).toEqual([]);
+    expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(2);
+  });
+
+  it('removes the key once the last lease is given back', async () => {
+    const a = await process();
+    const ch = channel(1);
+    const { leases: [lease] } = await a.leases.tryAcquire(ch.id, 1);
+    await a.leases.release(lease!);
+    expect(await connections[0]!.exists(routingKeys.leases(ch.id))).toBe(0);
+  });
+});
+
+describe('waiting for a lease', () => {
+  it('costs no Redis call for a channel without a limit, and prefers the choice order', async () => {
+    const a = await process();
+    const unlimited = channel(0);
+    expect(await a.queue.acquire([unlimited], wait())).toEqual({ channel: unlimited });
+    expect(await connections[0]!.exists(routingKeys.leases(unlimited.id))).toBe(0);
+
+    const [full, spare] = [channel(1), channel(1)];
+    await a.leases.tryAcquire(full.id, 1);
+    const slot = await a.queue.acquire([full, spare], wait());
+    expect(slot.channel.id).toBe(spare.id);
+    expect(slot.lease?.channelId).toBe(spare.id);
+  });
+
+  it('wakes a waiter in another process as soon as a lease is given back', async () => {
+    const [a, b] = [await process(), await process()];
+    const ch = channel(1);
+    const { leases: [lease] } = await a.leases.tryAcquire(ch.id, 1);
+    let got = 0;
+    const waiting = b.queue.acquire([ch], wait()).then((slot) => { got = Date.now(); return slot; });
+    await sleep(300);
+    expect(got).toBe(0);
+    const released = Date.now();
+    await a.leases.release(lease!);
+    const slot = await waiting;
+    expect(slot.lease).toBeDefined();
+    // Well before the fallback back-off (which has doubled to 500 ms by now).
+    expect(got - released).toBeLessThan(150);
+  });
+
+  it('serves the waiters of a process first come, first served, without newcomers overtaking them', async () => {
+    const a = await process();
+    const ch = channel(1);
+    let lease: Lease | undefined = (await a.leases.tryAcquire(ch.id, 1)).leases[0];
+    const order: number[] = [];
+    const waiters = [0, 1, 2, 3].map((i) =>
+      a.queue.acquire([ch], wait()).then((slot) => { order.push(i); return slot; }),
+    );
+    await sleep(50);
+    for (let i = 0; i < 4; i++) {
+      await a.leases.release(lease!);
+      if (i === 0) {
+        // A newcomer arriving while the channel has room for a moment still queues behind.
+        waiters.push(a.queue.acquire([ch], wait()).then((slot) => { order.push(4); return slot; }));
+      }
+      ({ lease } = await waiters[i]!);
+    }
+    await a.leases.release(lease!);
+    ({ lease } = await waiters[4]!);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    await a.leases.release(lease!);
+  });
+
+  it('serves a more urgent request first, even one that came later', async () => {
+    const a = await process();
+    const ch = channel(1);
+    let lease: Lease | undefined = (await a.leases.tryAcquire(ch.id, 1)).leases[0];
+    const order: string[] = [];
+    const queued = (name: string, priority: number) =>
+      a.queue.acquire([ch], { ...wait(), priority }).then((slot) => { order.push(name); return slot; });
+    const batch = [queued('batch-1', 10), queued('batch-2', 10)];
+    await sleep(20);
+    const interactive = queued('interactive', 0);
+    await sleep(20);
+    await a.leases.release(lease!);
+    ({ lease } = await interactive);
+    await a.leases.release(lease!);
+    ({ lease } = await batch[0]!);
+    await a.leases.release(lease!);
+    ({ lease } = await batch[1]!);
+    expect(order).toEqual(['interactive', 'batch-1', 'batch-2']);
+    await a.leases.release(lease!);
+  });
+
+  it('gives up at the deadline with 504, or at once when the request is cancelled, and leaks nothing', async () => {
+    const a = await process();
+    const ch = channel(1);
+    const { leases: [lease] } = await a.leases.tryAcquire(ch.id, 1);
+    const started = Date.now();
+    await expect(a.queue.acquire([ch], wait(300))).rejects.toMatchObject({ status: 504 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+
+    const controller = new AbortController();
+    const cancelled = a.queue.acquire([ch], wait(5000, controller.signal));
+    await sleep(50);
+    controller.abort();
+    await expect(cancelled).rejects.toMatchObject({ status: 499 });
+    expect(a.queue.waiting).toBe(0);
+
+    await a.leases.release(lease!);
+    await sleep(50);
+    expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(0);
+  });
+
+  it('takes an expired lease of a crashed process when it runs out, without any release', async () => {
+    const crashed = await process(500);
+    const a = await process(500);
+    const ch = channel(1);
+    await crashed.leases.tryAcquire(ch.id, 1);
+    crashed.leases.close();
+    const started = Date.now();
+    const slot = await a.queue.acquire([ch], wait());
+    expect(slot.lease).toBeDefined();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it('never has more than the limit in flight with many waiters in several processes', async () => {
+    const processes = [await process(), await process(), await process()];
+    const ch = channel(3);
+    let inFlight = 0;
+    let most = 0;
+    const work = Array.from({ length: 30 }, async (_, i) => {
+      const p = processes[i % 3]!;
+      const { lease } = await p.queue.acquire([ch], wait(10_000));
+      inFlight++;
+      most = Math.max(most, inFlight);
+      await sleep(10 + (i % 4) * 5);
+      inFlight--;
+      await p.leases.release(lease!);
+    });
+    await Promise.all(work);
+    expect(most).toBe(3);
+  });
+});

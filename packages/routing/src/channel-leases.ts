@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { routingKeys } from './routing-keys.ts';
+
+/** The right to have one request in flight to a channel; given back with `ChannelLeases.release`. */
+export interface Lease {
+  readonly id: string;
+  readonly channelId: number;
+  /** The channel's max_concurrency when the lease was taken. */
+  readonly limit: number;
+}
+
+/** What an attempt to take leases got. */
+export interface LeaseAttempt {
+  /** The leases taken: as many as asked for, or as many as were free. */
+  leases: Lease[];
+  /** Leases still free on the channel afterwards. */
+  free: number;
+  /** When none was free: milliseconds until the channel's first lease expires unless renewed. */
+  expiresInMs: number;
+}
+
+export interface ChannelLeasesOptions {
+  /**
+   * How long a lease lives unless renewed. The process renews its leases every third of it
+   * while their calls run, so only a crashed process's leases run out: this bounds how long a
+   * crash keeps a channel's capacity. Default 15 s.
+   */
+  ttlMs?: number;
+}
+
+// Time comes from Redis (TIME), so processes on machines with skewed clocks agree on expiry.
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+// KEYS: the channel's lease set. ARGV: limit, ttl ms, how many, lease id prefix, first number.
+// Takes up to "how many" leases, ids prefix..number. Returns {taken, free left, ms until the
+// first lease expires when none was free}.
+const ACQUIRE = `${NOW}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+local limit = tonumber(ARGV[1])
+local taken = math.min(tonumber(ARGV[3]), limit - held)
+if taken > 0 then
+  local expiry = now + tonumber(ARGV[2])
+  local first = tonumber(ARGV[5])
+  for i = 0, taken - 1 do
+    redis.call('ZADD', KEYS[1], expiry, ARGV[4] .. (first + i))
+  end
+  redis.call('PEXPIREAT', KEYS[1], expiry)
+  return {taken, limit - held - taken, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = 0
+if oldest[2] then wait = tonumber(oldest[2]) - now end
+return {0, 0, wait}
+`;
+
+// KEYS: the channel's lease set. ARGV: lease id, limit, channel id, notification channel.
+// Announces the free lease only when the channel was full: nobody waits for a channel with room.
+const RELEASE = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('ZCARD', KEYS[1]) + 1 >= tonumber(ARGV[2]) then
+  redis.call('PUBLISH', ARGV[4], ARGV[3])
+end
+return 1
+`;
+
+// KEYS: the channel's lease set. ARGV: ttl ms, lease ids. Returns how many were gone already.
+const RENEW = `${NOW}
+local expiry = now + tonumber(ARGV[1])
+local lost = 0
+for i = 2, #ARGV do
+  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    redis.call('ZADD', KEYS[1], expiry, ARGV[i])
+  else
+    lost = lost + 1
+  end
+end
+if lost < #ARGV - 1 then redis.call('PEXPIREAT', KEYS[1], expiry) end
+return lost
+`;
+
+type Scripted = Redis & {
+  gwAcquireLeases(key: string, limit: number, ttlMs: number, count: number, prefix: string, first: number): Promise<[number, number, number]>;
+  gwReleaseLease(key: string, id: string, limit: number, channelId: number, notify: string): Promise<number>;
+  gwRenewLeases(key: string, ttlMs: number, ...ids: string[]): Promise<number>;
+};
+
+/**
+ * Per-channel concurrency leases shared by every worker process: a channel's leases are a
+ * sorted set of lease ids scored by expiry, so a channel never has more calls in flight than
+ * its `max_concurrency`, whichever process makes them. Expired leases (of a process that
+ * crashed) are swept by the next acquire. A release on a full channel is announced on
+ * `routingKeys.leaseFreed` so that waiting processes try again at once.
+ */
+export class ChannelLeases {
+  readonly ttlMs: number;
+  private readonly redis: Scripted;
+  private readonly owner = randomUUID().slice(0, 8);
+  private sequence = 0;
+  /** Leases this process holds, renewed until released. */
+  private readonly held = new Map<string, Lease>();
+  private readonly renewer: NodeJS.Timeout;
+  /** Told when renewing found leases gone (expired while this process stalled). */
+  onLost?: (channelId: number, count: number) => void;
+
+  constructor(redis: Redis, options: ChannelLeasesOptions = {}) {
+    this.redis = redis as Scripted;
+    this.ttlMs = options.ttlMs ?? 15_000;
+    redis.defineCommand('gwAcquireLeases', { numberOfKeys: 1, lua: ACQUIRE });
+    redis.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE });
+    redis.defineCommand('gwRenewLeases', { numberOfKeys: 1, lua: RENEW });
+    this.renewer = setInterval(() => this.renew(), Math.max(100, Math.floor(this.ttlMs / 3)));
+    this.renewer.unref();
+  }
+
+  /**
+   * Takes up to `count` leases on the channel, as many as keep it within `limit`; never waits.
+   * One round trip however many, so a process with many waiting requests catches up at once.
+   */
+  async tryAcquire(channelId: number, limit: number, count = 1): Promise<LeaseAttempt> {
+    const first = this.sequence + 1;
+    this.sequence += count;
+    const [taken, free, expiresInMs] = await this.redis.gwAcquireLeases(
+      routingKeys.leases(channelId), limit, this.ttlMs, count, `${this.owner}:`, first,
+    );
+    const leases: Lease[] = [];
+    for (let i = 0; i < taken; i++) {
+      const lease: Lease = { id: `${this.owner}:${first + i}`, channelId, limit };
+      this.held.set(lease.id, lease);
+      leases.push(lease);
+    }
+    return { leases, free, expiresInMs: Math.max(0, expiresInMs) };
+  }
+
+  /** Gives a lease back; a lease that cannot be given back (Redis away) runs out by itself. */
+  async release(lease: Lease): Promise<void> {
+    if (!this.held.delete(lease.id)) return;
+    await this.redis.gwReleaseLease(routingKeys.leases(lease.channelId), lease.id, lease.limit, lease.channelId, routingKeys.leaseFreed);
+  }
+
+  /** Leases held by this process now. */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  close(): void {
+    clearInterval(this.renewer);
+  }
+
+  private renew(): void {
+    if (this.held.size === 0) return;
+    const byChannel = new Map<number, string[]>();
+    for (const lease of this.held.values()) {
+      const ids = byChannel.get(lease.channelId);
+      if (ids) ids.push(lease.id);
+      else byChannel.set(lease.channelId, [lease.id]);
+    }
+    for (const [channelId, ids] of byChannel) {
+      this.redis.gwRenewLeases(routingKeys.leases(channelId), this.ttlMs, ...ids).then(
+        (lost) => { if (lost > 0) this.onLost?.(channelId, lost); },
+        () => { /* the next round tries again; the ttl leaves two more */ },
+      );
+    }
+  }
+}

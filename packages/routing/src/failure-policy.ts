@@ -1,0 +1,98 @@
+/**
+ * What a failed upstream call means for the request and for the channel: try another channel,
+ * wait for a rate-limited one, or hand the caller's own mistake back unchanged; and which status
+ * the client gets when every channel failed. Provider-agnostic: it reads only `UpstreamError`.
+ */
+import { GatewayError } from '@gateway/contracts';
+import { UpstreamError } from '@gateway/providers';
+
+export type FailureDecision =
+  /** Another channel may succeed; counts against this channel's health. */
+  | { action: 'failover'; auth: boolean; reason: string }
+  /**
+   * The upstream is busy (429): try another channel, and this one again once it has rested
+   * (`retryAfterMs` when the upstream said, else a back-off). The channel works, so its health
+   * is left as it is.
+   */
+  | { action: 'back-off'; retryAfterMs: number | undefined }
+  /** The caller's own request is at fault: return the upstream's answer as it is. */
+  | { action: 'return'; error: GatewayError };
+
+const failoverStatuses = new Set([401, 403, 408, 409, 429]);
+
+export function decideOnFailure(error: UpstreamError): FailureDecision {
+  if (error.kind !== 'http') {
+    return { action: 'failover', auth: false, reason: error.kind === 'timeout' ? 'time-out' : error.message };
+  }
+  const status = error.status;
+  if (status === 429 && !isQuotaExhausted(error)) {
+    return { action: 'back-off', retryAfterMs: error.retryAfter ? error.retryAfter * 1000 : undefined };
+  }
+  if (status >= 500 || failoverStatuses.has(status) || status < 400) {
+    const auth = status === 401 || status === 403;
+    return { action: 'failover', auth, reason: `upstream answered ${status}` };
+  }
+  return { action: 'return', error: callerError(error) };
+}
+
+/**
+ * OpenAI answers 429 `insufficient_quota` when the channel's account has run out of credit:
+ * waiting does not help, so it is a failure like any other.
+ */
+function isQuotaExhausted(error: UpstreamError): boolean {
+  const detail = (error.body as { error?: { code?: unknown; type?: unknown } } | undefined)?.error;
+  return typeof detail === 'object' && detail !== null && (detail.code === 'insufficient_quota' || detail.type === 'insufficient_quota');
+}
+
+/** The upstream's 4xx, its body passed through when it is a proper error body. */
+function callerError(error: UpstreamError): GatewayError {
+  const body = error.body as { error?: unknown } | undefined;
+  const passable = typeof body === 'object' && body !== null && typeof body.error === 'object' && body.error !== null;
+  const message = passable && typeof (body.error as { message?: unknown }).message === 'string'
+    ? (body.error as { message: string }).message
+    : error.message;
+  return new GatewayError({
+    status: error.status,
+    code: error.status === 404 ? 'model_not_found' : 'invalid_request',
+    message,
+    upstreamBody: passable ? body : undefined,
+  });
+}
+
+/**
+ * The answer for a request whose channels are all rate-limited for longer than it may wait:
+ * 429, with the time until the first of them may be called again.
+ */
+export function rateLimitedError(retryAfterMs: number): GatewayError {
+  return new GatewayError({
+    status: 429,
+    code: 'rate_limited',
+    message: 'the upstream is rate-limiting requests and would not take this one before its time-out; retry later',
+    retryAfter: Math.max(1, Math.ceil(retryAfterMs / 1000)),
+  });
+}
+
+/** The error for a request whose every candidate channel failed, from the last failure. */
+export function exhaustedError(last: UpstreamError | undefined, tried: number): GatewayError {
+  const suffix = tried > 1 ? ` (after trying ${tried} channels)` : '';
+  if (!last) return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream failed${suffix}` });
+  if (last.kind === 'timeout') {
+    return new GatewayError({ status: 504, code: 'timeout', message: `the upstream did not answer in time${suffix}` });
+  }
+  if (last.kind === 'http' && last.status === 429 && isQuotaExhausted(last)) {
+    return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream account of the channel is out of quota${suffix}` });
+  }
+  if (last.kind === 'http' && last.status === 429) {
+    return new GatewayError({
+      status: 429,
+      code: 'rate_limited',
+      message: `the upstream is rate-limiting requests; retry later${suffix}`,
+      retryAfter: last.retryAfter ?? 1,
+    });
+  }
+  if (last.kind === 'http' && (last.status === 401 || last.status === 403)) {
+    return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream refused the channel's credentials${suffix}` });
+  }
+  const what = last.kind === 'http' ? `answered ${last.status}` : last.kind === 'connection' ? 'could not be reached or broke the connection' : 'sent a malformed reply';
+  return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream ${what}${suffix}` });
+}

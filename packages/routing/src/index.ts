@@ -1,0 +1,19 @@
+/**
+ * @gateway/routing owns how a model request finds its way upstream, for every provider: which
+ * channel serves it (`choose-channel.ts`), the in-process channel table (`channel-cache.ts`),
+ * failover (`model-router.ts`, `failure-policy.ts`), channel health shared across processes
+ * (`channel-health.ts`), per-channel concurrency leases shared across processes
+ * (`channel-leases.ts`) and the in-process queue of requests waiting for one (`lease-queue.ts`),
+ * upstream 429s as back-pressure (`back-pressure.ts`), and quota and usage accounting
+ * (`usage-ledger.ts`). A worker supplies only "call this channel"; `ModelRouter.run` does the rest.
+ */
+export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RoutingObserver, type RouteTarget, type ChannelCall } from './model-router.ts';
+export { candidateChannels, channelOrder, pickChannel, upstreamModelFor, servesGroup, type ChannelQuery } from './choose-channel.ts';
+export { ChannelCache, ChannelSnapshot, type ChannelCacheOptions } from './channel-cache.ts';
+export { ChannelHealth, type ChannelHealthOptions, type ChannelFailure, type HealthVerdict } from './channel-health.ts';
+export { UsageLedger, type Usage, type Charge } from './usage-ledger.ts';
+export { decideOnFailure, exhaustedError, rateLimitedError, type FailureDecision } from './failure-policy.ts';
+export { ChannelLeases, type ChannelLeasesOptions, type Lease, type LeaseAttempt } from './channel-leases.ts';
+export { LeaseQueue, type ChannelSlot, type LeaseQueueOptions, type LeaseWait } from './lease-queue.ts';
+export { backoffMs, RetryAfterWindows } from './back-pressure.ts';
+export { routingKeys } from './routing-keys.ts';

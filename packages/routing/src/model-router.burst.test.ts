@@ -1,0 +1,196 @@
+/**
+ * The router under bursts: waiting for a channel's concurrency lease instead of failing, and
+ * treating upstream 429s as back-pressure (wait, then try again) within the request's deadline.
+ * Real Redis, real mock upstreams over HTTP.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
+import { createLogger } from '@gateway/log';
+import { openai } from '@gateway/providers';
+import { createStore, type NewChannel, type Store } from '@gateway/store';
+import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
+import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
+import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
+import { routingKeys } from './routing-keys.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+let router: ModelRouter;
+let who: ModelCaller;
+let mocks: MockOpenAIUpstream[] = [];
+const log = createLogger('test', 'silent');
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+  router = await ModelRouter.start({
+    redis,
+    subscriber: new Redis(server.url),
+    failuresBeforeCooldown: 1,
+    cooldownMs: 60_000,
+    authFailuresBeforeDisable: 100,
+    log,
+  });
+  const user = await store.users.create({ username: 'burst', password_hash: 'x' });
+  const { token } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true });
+  who = { tokenId: token.id, userId: user.id, group: 'default' };
+});
+afterEach(async () => {
+  await Promise.all(mocks.map((m) => m.close()));
+  mocks = [];
+});
+afterAll(async () => {
+  router.close();
+  redis.disconnect();
+  await server.close();
+});
+
+async function upstream(): Promise<MockOpenAIUpstream> {
+  const mock = await startMockOpenAIUpstream();
+  mocks.push(mock);
+  return mock;
+}
+
+let seq = 0;
+const model = () => `burst-model-${++seq}`;
+const channel = (mock: MockOpenAIUpstream, m: string, fields: Partial<NewChannel> = {}): Promise<Channel> =>
+  store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
+const request = (m: string, deadlineMs = 10_000, signal = new AbortController().signal): ModelRequest =>
+  ({ caller: who, type: 'openai', model: m, signal, deadline: Date.now() + deadlineMs, log });
+
+const complete = async (target: RouteTarget) => {
+  const response = await openai.complete(
+    { baseUrl: target.channel.base_url, key: target.channel.key, upstreamModel: target.upstreamModel, timeoutMs: target.timeoutMs, signal: target.signal },
+    { model: 'x', prompt: 'hello' } as CompletionRequest,
+  );
+  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  return target.channel.id;
+};
+
+describe('per-channel concurrency', () => {
+  it('waits for a lease instead of failing: the upstream never sees more than max_concurrency', async () => {
+    const mock = await upstream();
+    mock.setBehaviour({ delayMs: 40 });
+    mock.limitConcurrency(2);
+    const m = model();
+    const ch = await channel(mock, m, { max_concurrency: 2 });
+    const results = await Promise.all(Array.from({ length: 20 }, () => router.run(request(m), complete)));
+    expect(results).toEqual(Array(20).fill(ch.id));
+    expect(mock.maxInFlight).toBe(2);
+    expect(mock.overLimit).toBe(0);
+    expect(await redis.exists(routingKeys.leases(ch.id))).toBe(0);
+  });
+
+  it('uses the next channel in the choice order while the preferred one is full', async () => {
+    const [small, spare] = [await upstream(), await upstream()];
+    small.setBehaviour({ delayMs: 200 });
+    const m = model();
+    const preferred = await channel(small, m, { priority: 10, max_concurrency: 1 });
+    const backup = await channel(spare, m, { priority: 0 });
+    const results = await Promise.all([0, 1, 2].map(() => router.run(request(m), complete)));
+    expect(results.filter((id) => id === preferred.id)).toHaveLength(1);
+    expect(results.filter((id) => id === backup.id)).toHaveLength(2);
+  });
+
+  it('gives the lease back when the call fails or is cancelled', async () => {
+    const mock = await upstream();
+    const m = model();
+    const ch = await channel(mock, m, { max_concurrency: 1 });
+    mock.setBehaviour({ status: 500 });
+    await expect(router.run(request(m), complete)).rejects.toMatchObject({ status: 502 });
+    mock.setBehaviour({ hang: true });
+    const controller = new AbortController();
+    const run = router.run(request(m, 10_000, controller.signal), complete);
+    await mock.waitFor((x) => x.inFlight === 1);
+    controller.abort();
+    await expect(run).rejects.toMatchObject({ status: 499 });
+    await expect.poll(() => redis.zcard(routingKeys.leases(ch.id))).toBe(0);
+  });
+});
+
+describe('upstream 429 as back-pressure', () => {
+  it('waits for the Retry-After and tries again: every request succeeds', async () => {
+    const mock = await upstream();
+    mock.next({ status: 429, retryAfter: 1 }, { status: 429, retryAfter: 1 });
+    const m = model();
+    const ch = await channel(mock, m);
+    const started = Date.now();
+    const results = await Promise.all(Array.from({ length: 5 }, () => router.run(request(m), complete)));
+    expect(results).toEqual(Array(5).fill(ch.id));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(mock.requests.length).toBe(7);
+    // A 429 is not a failure of the channel: with a cooldown after one failure, it did not cool.
+    expect(router.health.isCoolingDown(ch.id)).toBe(false);
+    expect(await redis.hget(routingKeys.health(ch.id), 'failures')).toBeNull();
+  });
+
+  it('shares a Retry-After with the later requests of the process, which use another channel meanwhile', async () => {
+    const [limited, other] = [await upstream(), await upstream()];
+    limited.setBehaviour({ status: 429, retryAfter: 5 });
+    const m = model();
+    await channel(limited, m, { priority: 10 });
+    const spare = await channel(other, m);
+    expect(await router.run(request(m), complete)).toBe(spare.id);
+    expect(await router.run(request(m), complete)).toBe(spare.id);
+    expect(limited.requests.length).toBe(1);
+  });
+
+  it('backs off exponentially with jitter when the upstream gives no Retry-After', async () => {
+    const mock = await upstream();
+    mock.next({ status: 429 }, { status: 429 });
+    const m = model();
+    await channel(mock, m);
+    const started = Date.now();
+    await router.run(request(m), complete);
+    const elapsed = Date.now() - started;
+    // 250–500 ms, then 500–1000 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(740);
+    expect(elapsed).toBeLessThan(2000);
+    expect(mock.requests.length).toBe(3);
+  });
+
+  it('answers 429 with Retry-After before the deadline when waiting would pass it', async () => {
+    const mock = await upstream();
+    mock.setBehaviour({ status: 429 });
+    const m = model();
+    await channel(mock, m);
+    const started = Date.now();
+    const error = await router.run(request(m, 1200), complete).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: expect.any(Number) });
+    expect(Date.now() - started).toBeLessThan(1200);
+    expect(mock.requests.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('treats an upstream account out of quota as a failure, not as a reason to wait', async () => {
+    const [broke, fine] = [await upstream(), await upstream()];
+    broke.setBehaviour({ status: 429, retryAfter: 1, body: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } } });
+    const m = model();
+    const dry = await channel(broke, m, { priority: 10 });
+    const spare = await channel(fine, m);
+    expect(await router.run(request(m), complete)).toBe(spare.id);
+    expect(router.health.isCoolingDown(dry.id)).toBe(true);
+    const alone = model();
+    await channel(broke, alone);
+    await expect(router.run(request(alone), complete)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+  });
+});
+
+describe('back-off arithmetic', () => {
+  it('doubles from 500 ms up to 8 s, half of it random', () => {
+    expect(backoffMs(1, () => 0)).toBe(250);
+    expect(backoffMs(1, () => 1)).toBe(500);
+    expect(backoffMs(3, () => 0)).toBe(1000);
+    expect(backoffMs(10, () => 1)).toBe(8000);
+  });
+
+  it('keeps the longer of two Retry-After windows', () => {
+    const windows = new RetryAfterWindows();
+    windows.note(1, 5000, 0);
+    windows.note(1, 1000, 100);
+    expect(windows.restingUntil(1, 200)).toBe(5000);
+    expect(windows.restingUntil(1, 5000)).toBe(0);
+  });
+});

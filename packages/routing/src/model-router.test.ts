@@ -1,0 +1,201 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
+import { createLogger } from '@gateway/log';
+import { openai, UpstreamError } from '@gateway/providers';
+import { createStore, type NewChannel, type Store } from '@gateway/store';
+import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
+import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+let router: ModelRouter;
+let mocks: MockOpenAIUpstream[] = [];
+const log = createLogger('test', 'silent');
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+  router = await ModelRouter.start({
+    redis,
+    subscriber: new Redis(server.url),
+    failuresBeforeCooldown: 100,
+    cooldownMs: 60_000,
+    authFailuresBeforeDisable: 100,
+    log,
+  });
+});
+afterEach(async () => {
+  await Promise.all(mocks.map((m) => m.close()));
+  mocks = [];
+});
+afterAll(async () => {
+  router.close();
+  redis.disconnect();
+  await server.close();
+});
+
+let modelSeq = 0;
+async function caller(token: { remain_quota?: number; unlimited_quota?: boolean } = { unlimited_quota: true }, group = 'default'): Promise<ModelCaller> {
+  const user = await store.users.create({ username: `user${++modelSeq}`, password_hash: 'x', group });
+  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token });
+  return { tokenId: t.id, userId: user.id, group };
+}
+
+async function upstream(): Promise<MockOpenAIUpstream> {
+  const mock = await startMockOpenAIUpstream();
+  mocks.push(mock);
+  return mock;
+}
+
+async function channel(mock: MockOpenAIUpstream, model: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
+  return store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
+}
+
+function request(model: string, who: ModelCaller, signal = new AbortController().signal): ModelRequest {
+  return { caller: who, type: 'openai', model, signal, deadline: Date.now() + 10_000, log };
+}
+
+/** The completion worker's call, reduced to what routing needs. */
+const complete = (body: Partial<CompletionRequest> = {}) => async (target: RouteTarget) => {
+  const response = await openai.complete(
+    { baseUrl: target.channel.base_url, key: target.channel.key, upstreamModel: target.upstreamModel, timeoutMs: target.timeoutMs, signal: target.signal },
+    { model: 'x', prompt: 'hello there', ...body } as CompletionRequest,
+  );
+  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  return { response, channelId: target.channel.id, upstreamModel: target.upstreamModel };
+};
+
+const model = () => `model-${++modelSeq}`;
+
+describe('ModelRouter', () => {
+  it('fails over from a failing channel to the next, never back to the one that failed', async () => {
+    const [bad, good] = [await upstream(), await upstream()];
+    bad.setBehaviour({ status: 500 });
+    const m = model();
+    await channel(bad, m, { priority: 10 });
+    const ok = await channel(good, m, { priority: 0 });
+    const result = await router.run(request(m, await caller()), complete());
+    expect(result.channelId).toBe(ok.id);
+    expect(bad.requests.length).toBe(1);
+    expect(good.requests.length).toBe(1);
+  });
+
+  it('returns the caller\'s own 4xx as the upstream gave it, without failing over', async () => {
+    const [strict, other] = [await upstream(), await upstream()];
+    const body = { error: { message: 'max_tokens is too large', type: 'invalid_request_error', param: 'max_tokens', code: null } };
+    strict.setBehaviour({ status: 400, body });
+    const m = model();
+    await channel(strict, m, { priority: 10 });
+    await channel(other, m);
+    await expect(router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
+    expect(other.requests.length).toBe(0);
+  });
+
+  it('maps the last failure when every channel failed: 502, 504; 429 with Retry-After past the deadline', async () => {
+    const a = await upstream();
+    const b = await upstream();
+    const m1 = model();
+    a.setBehaviour({ status: 503 });
+    b.setBehaviour({ status: 500 });
+    await channel(a, m1);
+    await channel(b, m1);
+    await expect(router.run(request(m1, await caller()), complete())).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    expect(a.requests.length + b.requests.length).toBe(2);
+
+    const slow = await upstream();
+    slow.setBehaviour({ hang: true });
+    const m2 = model();
+    await channel(slow, m2, { timeout_ms: 200 });
+    await expect(router.run(request(m2, await caller()), complete())).rejects.toMatchObject({ status: 504, code: 'timeout' });
+    await slow.waitFor((x) => x.aborted === 1);
+
+    const limited = await upstream();
+    // A Retry-After longer than the request may wait: 429 at once, not a wait.
+    limited.setBehaviour({ status: 429, retryAfter: 30 });
+    const m3 = model();
+    await channel(limited, m3);
+    await expect(router.run(request(m3, await caller()), complete())).rejects.toMatchObject({ status: 429, retryAfter: 30 });
+    expect(limited.requests.length).toBe(1);
+  });
+
+  it('answers 404 for a model no channel serves and 503 when none may take it now', async () => {
+    await expect(router.run(request(model(), await caller()), complete())).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+    const mock = await upstream();
+    const m = model();
+    await channel(mock, m, { status: 2 });
+    await channel(mock, m, { group: 'vip' });
+    await expect(router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 503, code: 'no_channel' });
+    expect((await router.run(request(m, await caller({ unlimited_quota: true }, 'vip')), complete())).response.model).toBe('x');
+  });
+
+  it('sees a channel change at once: a disabled tag is never chosen on the next request', async () => {
+    const [tagged, plain] = [await upstream(), await upstream()];
+    const m = model();
+    await channel(tagged, m, { priority: 10, tag: `tag-${m}` });
+    await channel(plain, m);
+    const who = await caller();
+    await router.run(request(m, who), complete());
+    expect(tagged.requests.length).toBe(1);
+    await store.channels.setStatusByTag(`tag-${m}`, 2, 'disabled by tag');
+    for (let i = 0; i < 10; i++) await router.run(request(m, who), complete());
+    expect(tagged.requests.length).toBe(1);
+    expect(plain.requests.length).toBe(10);
+  });
+
+  it('sends the mapped model name upstream', async () => {
+    const mock = await upstream();
+    const m = model();
+    await channel(mock, `${m}-upstream`, { model_mapping: { [m]: `${m}-upstream` } });
+    const result = await router.run(request(m, await caller()), complete());
+    expect(result.upstreamModel).toBe(`${m}-upstream`);
+    expect(mock.requests[0]!.body.model).toBe(`${m}-upstream`);
+  });
+
+  it('checks quota before any upstream call, and charges the usage of the answer', async () => {
+    const mock = await upstream();
+    const m = model();
+    const ch = await channel(mock, m);
+    const who = await caller({ remain_quota: 5 });
+    const { response } = await router.run(request(m, who), complete());
+    const token = (await store.tokens.get(who.tokenId))!;
+    expect(token.used_quota).toBe(response.usage.total_tokens);
+    expect(token.remain_quota).toBe(5 - response.usage.total_tokens);
+    expect((await store.channels.get(ch.id))!.used_quota).toBe(response.usage.total_tokens);
+    await expect(router.run(request(m, who), complete())).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
+    expect(mock.requests.length).toBe(1);
+  });
+
+  it('does not fail over once output reached the client, and charges what was used', async () => {
+    const [first, second] = [await upstream(), await upstream()];
+    const m = model();
+    const ch = await channel(first, m, { priority: 10 });
+    await channel(second, m);
+    const who = await caller();
+    const run = router.run(request(m, who), async (target) => {
+      target.commit();
+      target.reportUsage({ totalTokens: 3 });
+      throw new UpstreamError({ kind: 'connection', message: 'broke mid-stream' });
+    });
+    await expect(run).rejects.toMatchObject({ status: 502 });
+    expect((await store.channels.get(ch.id))!.used_quota).toBe(3);
+    expect(second.requests.length).toBe(0);
+  });
+
+  it('stops at once when the request is cancelled, aborting the upstream call', async () => {
+    const [hanging, other] = [await upstream(), await upstream()];
+    hanging.setBehaviour({ hang: true });
+    const m = model();
+    await channel(hanging, m, { priority: 10 });
+    await channel(other, m);
+    const controller = new AbortController();
+    const run = router.run(request(m, await caller(), controller.signal), complete());
+    await hanging.waitFor((x) => x.inFlight === 1);
+    controller.abort();
+    await expect(run).rejects.toMatchObject({ status: 499, code: 'cancelled' });
+    await hanging.waitFor((x) => x.aborted === 1);
+    expect(other.requests.length).toBe(0);
+  });
+});

@@ -1,0 +1,17 @@
+/** Redis keys and invalidation messages that routing adds to the store's. */
+export const routingKeys = {
+  /** Hash of one channel's health: consecutive failures, consecutive auth failures, cooldown end. */
+  health: (channelId: number | string) => `gw:channel-health:${channelId}`,
+  /** Sorted set of one channel's concurrency leases (lease id scored by expiry, epoch ms). */
+  leases: (channelId: number | string) => `gw:channel-leases:${channelId}`,
+  /** Pub/sub channel on which a lease given back on a full channel is announced (message: channel id). */
+  leaseFreed: 'gw:channel-lease-freed',
+};
+
+/** Invalidation message announcing that a channel cools down until an epoch-ms time. */
+export const cooldownMessage = (channelId: number, until: number) => `channel-cooldown:${channelId}:${until}`;
+
+export function parseCooldownMessage(message: string): { channelId: number; until: number } | undefined {
+  const match = /^channel-cooldown:(\d+):(\d+)$/.exec(message);
+  return match ? { channelId: Number(match[1]), until: Number(match[2]) } : undefined;
+}

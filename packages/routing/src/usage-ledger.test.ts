@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { createStore, keys, type Store } from '@gateway/store';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { UsageLedger } from './usage-ledger.ts';
+import { routingKeys } from './routing-keys.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+let ledger: UsageLedger;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+  ledger = new UsageLedger(redis);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+});
+
+let n = 0;
+async function setup(token: { remain_quota?: number; unlimited_quota?: boolean } = {}, userQuota = 0) {
+  const user = await store.users.create({ username: `u${++n}`, password_hash: 'x', quota: userQuota });
+  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token });
+  const channel = await store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: 'http://u', models: ['m'] });
+  return { caller: { tokenId: t.id, userId: user.id, group: 'default' }, channel };
+}
+
+describe('usage ledger', () => {
+  it('charges the key, the user and the channel in one step, and resets channel health', async () => {
+    const { caller, channel } = await setup({ remain_quota: 100 });
+    await redis.hset(routingKeys.health(channel.id), 'failures', '2');
+    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 30 }, responseTimeMs: 123.4 });
+    const token = (await store.tokens.get(caller.tokenId))!;
+    const user = (await store.users.get(caller.userId))!;
+    const stored = (await store.channels.get(channel.id))!;
+    expect([token.used_quota, token.remain_quota]).toEqual([30, 70]);
+    expect(token.accessed_time).toBeGreaterThan(0);
+    expect([user.used_quota, user.request_count]).toEqual([30, 1]);
+    expect([stored.used_quota, stored.response_time]).toEqual([30, 123]);
+    expect(await redis.exists(routingKeys.health(channel.id))).toBe(0);
+  });
+
+  it('leaves an unlimited key\'s remain_quota alone', async () => {
+    const { caller, channel } = await setup({ unlimited_quota: true, remain_quota: 5 });
+    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 50 }, responseTimeMs: 1 });
+    const token = (await store.tokens.get(caller.tokenId))!;
+    expect([token.used_quota, token.remain_quota]).toEqual([50, 5]);
+    await expect(ledger.assertQuota(caller)).resolves.toBeUndefined();
+  });
+
+  it('refuses a key or a user out of quota with 429 insufficient_quota, not retryable', async () => {
+    const key = await setup({ remain_quota: 10 });
+    await ledger.assertQuota(key.caller);
+    await ledger.charge({ caller: key.caller, channelId: key.channel.id, usage: { totalTokens: 10 }, responseTimeMs: 1 });
+    await expect(ledger.assertQuota(key.caller)).rejects.toMatchObject({ status: 429, code: 'insufficient_quota', shouldRetry: false });
+
+    const user = await setup({ unlimited_quota: true }, 20);
+    await ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 19 }, responseTimeMs: 1 });
+    await ledger.assertQuota(user.caller);
+    await ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 1 }, responseTimeMs: 1 });
+    await expect(ledger.assertQuota(user.caller)).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
+  });
+
+  it('loses no charge under concurrency, and recreates no deleted record', async () => {
+    const { caller, channel } = await setup({ remain_quota: 100_000 });
+    await Promise.all(Array.from({ length: 200 }, () => ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 })));
+    expect((await store.tokens.get(caller.tokenId))!.used_quota).toBe(1400);
+    expect((await store.users.get(caller.userId))!.request_count).toBe(200);
+    expect((await store.channels.get(channel.id))!.used_quota).toBe(1400);
+
+    await store.channels.delete(channel.id);
+    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 });
+    expect(await redis.exists(keys.channel(channel.id))).toBe(0);
+  });
+});

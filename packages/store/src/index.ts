@@ -1,0 +1,29 @@
+/**
+ * @gateway/store owns the records in Redis: users, channels and API keys (tokens), their
+ * indexes (username, access token, key hash, channel tag), and the secrets' hashing. Every
+ * write of a record and its indexes is one atomic Lua script.
+ */
+import type { Redis } from 'ioredis';
+import { ChannelStore } from './channel-store.ts';
+import { SessionStore } from './session-store.ts';
+import { TokenStore } from './token-store.ts';
+import { UserStore } from './user-store.ts';
+
+export { UserStore, publicUser, type StoredUser, type NewUser, type UserChanges } from './user-store.ts';
+export { ChannelStore, publicChannel, type NewChannel, type ChannelChanges } from './channel-store.ts';
+export { TokenStore, publicToken, type StoredToken, type NewToken, type TokenChanges } from './token-store.ts';
+export { hashPassword, verifyPassword, sha256, maskSecret, newApiKey, newAccessToken, sameDigest } from './secrets.ts';
+export { keys } from './keys.ts';
+export { SessionStore } from './session-store.ts';
+export { InvalidationFeed, EVERYTHING } from './invalidation-feed.ts';
+
+export interface Store {
+  users: UserStore;
+  channels: ChannelStore;
+  tokens: TokenStore;
+  sessions: SessionStore;
+}
+
+export function createStore(redis: Redis): Store {
+  return { users: new UserStore(redis), channels: new ChannelStore(redis), tokens: new TokenStore(redis), sessions: new SessionStore(redis) };
+}

@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import { keys } from './keys.ts';
+
+/** Sent to listeners when the feed may have missed messages (a reconnect): drop everything. */
+export const EVERYTHING = '*';
+
+/**
+ * One process's subscription to the store's change announcements (`keys.invalidations`), fanned
+ * out to its in-process caches. Writers publish `channels`, `token:<id>`, `user:<id>`, … ; after
+ * a reconnect every listener hears `*`, since messages published meanwhile are lost.
+ */
+export class InvalidationFeed {
+  private readonly subscriber: Redis;
+  private readonly listeners: ((message: string) => void)[] = [];
+  private subscribed = false;
+
+  /** `subscriber` must be a connection of its own: it enters subscribe mode. */
+  constructor(subscriber: Redis) {
+    this.subscriber = subscriber;
+    subscriber.on('message', (channel: string, message: string) => {
+      if (channel === keys.invalidations) this.emit(message);
+    });
+    subscriber.on('ready', () => {
+      // ioredis re-subscribes by itself after a reconnect; what was published meanwhile is gone.
+      if (this.subscribed) this.emit(EVERYTHING);
+    });
+  }
+
+  on(listener: (message: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  async start(): Promise<void> {
+    await this.subscriber.subscribe(keys.invalidations);
+    this.subscribed = true;
+  }
+
+  close(): void {
+    this.subscriber.disconnect();
+  }
+
+  private emit(message: string): void {
+    for (const listener of this.listeners) listener(message);
+  }
+}

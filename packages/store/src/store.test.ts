@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { createStore, hashPassword, keys, verifyPassword, type Store } from './index.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+});
+
+describe('users', () => {
+  it('keeps the username index in step with renames and deletes', async () => {
+    const user = await store.users.create({ username: 'ann', password_hash: 'x' });
+    expect(await redis.hget(keys.usernameIndex, 'ann')).toBe(String(user.id));
+    await store.users.update(user.id, { username: 'anna' });
+    expect(await redis.hget(keys.usernameIndex, 'ann')).toBeNull();
+    expect((await store.users.findByUsername('anna'))?.id).toBe(user.id);
+    await store.users.delete(user.id);
+    expect(await redis.hget(keys.usernameIndex, 'anna')).toBeNull();
+    expect(await store.users.get(user.id)).toBeNull();
+  });
+
+  it('refuses a taken username with 409, on create and on rename', async () => {
+    await store.users.create({ username: 'bob', password_hash: 'x' });
+    const carl = await store.users.create({ username: 'carl', password_hash: 'x' });
+    await expect(store.users.create({ username: 'bob', password_hash: 'y' })).rejects.toMatchObject({ status: 409 });
+    await expect(store.users.update(carl.id, { username: 'bob' })).rejects.toMatchObject({ status: 409 });
+    expect((await store.users.get(carl.id))?.username).toBe('carl');
+  });
+
+  it('lets exactly one of many concurrent renames to one name win, leaving no stray index entry', async () => {
+    const users = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => store.users.create({ username: `racer${i}`, password_hash: 'x' })),
+    );
+    const outcomes = await Promise.allSettled(users.map((u) => store.users.update(u.id, { username: 'winner' })));
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    const index = await redis.hgetall(keys.usernameIndex);
+    for (const u of users) {
+      const current = (await store.users.get(u.id))!;
+      expect(index[current.username]).toBe(String(u.id));
+    }
+  });
+
+  it('replaces the access token: the old one stops working at once', async () => {
+    const user = await store.users.create({ username: 'dora', password_hash: 'x' });
+    await store.users.setAccessToken(user.id, 'first-token-aaaaaaaaaaaa');
+    expect((await store.users.findByAccessToken('first-token-aaaaaaaaaaaa'))?.id).toBe(user.id);
+    await store.users.setAccessToken(user.id, 'second-token-bbbbbbbbbbb');
+    expect(await store.users.findByAccessToken('first-token-aaaaaaaaaaaa')).toBeNull();
+    expect((await store.users.findByAccessToken('second-token-bbbbbbbbbbb'))?.id).toBe(user.id);
+    const raw = await redis.hgetall(keys.user(user.id));
+    expect(JSON.stringify(raw)).not.toContain('second-token');
+  });
+
+  it('hashes passwords with scrypt and verifies them', async () => {
+    const hash = await hashPassword('correct horse');
+    expect(hash).toMatch(/^scrypt\$/);
+    expect(hash).not.toContain('correct horse');
+    expect(await verifyPassword('correct horse', hash)).toBe(true);
+    expect(await verifyPassword('wrong horse', hash)).toBe(false);
+  });
+});
+
+describe('channels', () => {
+  const base = { type: 'openai' as const, key: 'sk-upstream-1234567890', base_url: 'http://127.0.0.1:9', models: ['m'] };
+
+  it('moves a channel between tag indexes on retag and drops it on delete', async () => {
+    const channel = await store.channels.create({ ...base, name: 'a', tag: 'red' });
+    expect(await redis.sismember(keys.channelTagIndex('red'), String(channel.id))).toBe(1);
+    await store.channels.update(channel.id, { tag: 'blue' });
+    expect(await redis.sismember(keys.channelTagIndex('red'), String(channel.id))).toBe(0);
+    expect(await redis.sismember(keys.channelTagIndex('blue'), String(channel.id))).toBe(1);
+    await store.channels.delete(channel.id);
+    expect(await redis.sismember(keys.channelTagIndex('blue'), String(channel.id))).toBe(0);
+  });
+
+  it('disables and enables exactly the channels of a tag', async () => {
+    const a = await store.channels.create({ ...base, name: 'a', tag: 'batch' });
+    const b = await store.channels.create({ ...base, name: 'b', tag: 'batch' });
+    const c = await store.channels.create({ ...base, name: 'c', tag: 'other' });
+    expect(await store.channels.setStatusByTag('batch', 2, 'by tag')).toBe(2);
+    expect((await store.channels.get(a.id))?.status).toBe(2);
+    expect((await store.channels.get(b.id))?.status).toBe(2);
+    expect((await store.channels.get(c.id))?.status).toBe(1);
+    expect(await store.channels.setStatusByTag('batch', 1)).toBe(2);
+    expect((await store.channels.get(a.id))?.status).toBe(1);
+    expect(await store.channels.setStatusByTag('nobody', 2)).toBe(0);
+  });
+
+  it('changes only the fields given', async () => {
+    const channel = await store.channels.create({ ...base, name: 'keep', priority: 5, model_mapping: { a: 'b' } });
+    const updated = await store.channels.update(channel.id, { weight: 7 });
+    expect(updated).toMatchObject({ name: 'keep', priority: 5, weight: 7, model_mapping: { a: 'b' }, key: base.key });
+  });
+});
+
+describe('tokens', () => {
+  it('stores only the hash of a key, finds it by the full key, and forgets it on delete', async () => {
+    const { token, key } = await store.tokens.create({ user_id: 1, name: 'ci' });
+    expect(key).toMatch(/^sk-[A-Za-z0-9]{48}$/);
+    const raw = JSON.stringify(await redis.hgetall(keys.token(token.id)));
+    expect(raw).not.toContain(key.slice(3));
+    expect((await store.tokens.findByKey(key))?.id).toBe(token.id);
+    expect(await store.tokens.findByKey(key.slice(0, -1) + (key.endsWith('a') ? 'b' : 'a'))).toBeNull();
+    await store.tokens.delete(token.id);
+    expect(await store.tokens.findByKey(key)).toBeNull();
+    expect(await redis.hlen(keys.tokenKeyIndex)).toBe(0);
+  });
+});

@@ -1,0 +1,122 @@
+import type { Redis } from 'ioredis';
+import { notFound, type Page, type Token } from '@gateway/contracts';
+import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
+import { keys } from './keys.ts';
+import { writeRecord, withRetry } from './record-write.ts';
+import { maskSecret, newApiKey, sameDigest, sha256 } from './secrets.ts';
+
+/** A token as stored: the key only as its hash and a masked preview. */
+export interface StoredToken extends Omit<Token, 'key'> {
+  key_hash: string;
+  key_preview: string;
+}
+
+const codec: Codec<StoredToken> = {
+  id: 'int', user_id: 'int', name: 'string', key_hash: 'string', key_preview: 'string', status: 'int',
+  remain_quota: 'int', unlimited_quota: 'bool', used_quota: 'int', expired_time: 'int', models: 'json',
+  rpm_limit: 'int', priority: 'string', created_time: 'int', accessed_time: 'int',
+};
+
+export type NewToken = Pick<Token, 'user_id' | 'name'> &
+  Partial<Pick<Token, 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority'>>;
+export type TokenChanges = Partial<Pick<Token, 'name' | 'status' | 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority'>>;
+
+export function publicToken(token: StoredToken): Token {
+  const { key_hash: _h, key_preview, ...rest } = token;
+  return { ...rest, key: key_preview };
+}
+
+function decodeToken(hash: Record<string, string>): StoredToken {
+  const token = decodeFields(codec, hash);
+  token.models ??= [];
+  token.priority ||= 'interactive';
+  return token;
+}
+
+export class TokenStore {
+  private readonly redis: Redis;
+  constructor(redis: Redis) {
+    this.redis = redis;
+  }
+
+  /** Issues a key; the full key is returned this once and only its hash is kept. */
+  async create(input: NewToken): Promise<{ token: StoredToken; key: string }> {
+    const key = newApiKey();
+    const keyHash = sha256(key);
+    const record: Partial<StoredToken> = {
+      remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive',
+      ...input,
+      key_hash: keyHash, key_preview: maskSecret(key), status: 1, used_quota: 0,
+      created_time: nowSeconds(), accessed_time: 0,
+    };
+    const result = await writeRecord(this.redis, {
+      create: { seq: keys.tokenSeq, prefix: keys.tokenPrefix },
+      unique: [{ key: keys.tokenKeyIndex, field: keyHash }],
+      set: encodeFields(codec, record),
+      index: [
+        { op: 'hset', key: keys.tokenKeyIndex, field: keyHash, value: '$id' },
+        { op: 'zadd', key: keys.tokens },
+        { op: 'sadd', key: keys.userTokens(input.user_id), value: '$id' },
+      ],
+    });
+    if (!result.ok) throw new Error(`token create failed: ${result.reason}`);
+    return { token: (await this.get(result.id))!, key };
+  }
+
+  async get(id: number): Promise<StoredToken | null> {
+    const hash = await this.redis.hgetall(keys.token(id));
+    return hash.id ? decodeToken(hash) : null;
+  }
+
+  /** The token a full API key belongs to. */
+  async findByKey(key: string): Promise<StoredToken | null> {
+    const hash = sha256(key);
+    const id = await this.redis.hget(keys.tokenKeyIndex, hash);
+    if (!id) return null;
+    const token = await this.get(Number(id));
+    if (!token || !sameDigest(token.key_hash, hash)) return null;
+    return token;
+  }
+
+  async update(id: number, changes: TokenChanges): Promise<StoredToken> {
+    const result = await writeRecord(this.redis, {
+      key: keys.token(id), id: String(id), set: encodeFields(codec, changes),
+    });
+    if (!result.ok) throw notFound(`no token with id ${id}`);
+    await this.redis.publish(keys.invalidations, `token:${id}`);
+    return (await this.get(id))!;
+  }
+
+  async delete(id: number): Promise<void> {
+    await withRetry(async () => {
+      const current = await this.get(id);
+      if (!current) throw notFound(`no token with id ${id}`);
+      const result = await writeRecord(this.redis, {
+        key: keys.token(id), id: String(id), delete: true, expect: { key_hash: current.key_hash },
+        index: [
+          { op: 'hdel', key: keys.tokenKeyIndex, field: current.key_hash },
+          { op: 'zrem', key: keys.tokens },
+          { op: 'srem', key: keys.userTokens(current.user_id), value: '$id' },
+        ],
+      });
+      if (result.ok) return true;
+      if (result.reason === 'stale') return 'stale';
+      throw notFound(`no token with id ${id}`);
+    });
+    await this.redis.publish(keys.invalidations, `token:${id}`);
+  }
+
+  async listByUser(userId: number, page: number, pageSize: number): Promise<Page<StoredToken>> {
+    const ids = (await this.redis.smembers(keys.userTokens(userId))).sort((a, b) => Number(a) - Number(b));
+    const slice = ids.slice((page - 1) * pageSize, page * pageSize);
+    return { items: await this.getMany(slice), total: ids.length, page, page_size: pageSize };
+  }
+
+  async idsOfUser(userId: number): Promise<number[]> {
+    return (await this.redis.smembers(keys.userTokens(userId))).map(Number);
+  }
+
+  private getMany(ids: string[]): Promise<StoredToken[]> {
+    return readRecords(this.redis, keys.token, ids, decodeToken);
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * @gateway/testkit owns what the tests stand on: a real Redis (spawned, or from REDIS_URL, or a
+ * container), the services started as real processes, and mock upstreams that speak the
+ * providers' wire formats over real HTTP.
+ */
+export { freePort } from './free-port.ts';
+export { spawnRedis, useTestRedis, hasRedisServer, type TestRedis } from './redis-harness.ts';
+export { startService, repoRoot, type ServiceName, type ServiceProcess } from './service-process.ts';
+export { startStack, type Stack, type StackOptions } from './stack.ts';
+export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
+export {
+  startMockGeminiUpstream,
+  mockSpeech,
+  sinePcm,
+  MOCK_GEMINI_API_KEY,
+  type MockGeminiUpstream,
+  type MockGeminiOptions,
+  type MockGeminiBehaviour,
+  type MockGeminiFailure,
+  type MockGeminiRequest,
+  type MockGeminiStats,
+  type MockSpeech,
+} from './mock-gemini-upstream.ts';
+export { postJson, caught, type HttpAnswer } from './http-client.ts';

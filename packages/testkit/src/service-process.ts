@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+export type ServiceName = 'gateway' | 'completion-worker' | 'audio-worker' | 'admin-worker';
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface ServiceProcess {
+  name: ServiceName;
+  child: ChildProcess;
+  /** Parsed JSON log lines so far (non-JSON lines as `{ line }`). */
+  logs: Record<string, unknown>[];
+  /** Everything the process printed, raw. */
+  output: string[];
+  /** Fields of the `ready` log line (the gateway's has `port`). */
+  ready: Record<string, unknown>;
+  /** The gateway's base URL. */
+  url: string;
+  /** Sends a signal and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * Starts one service as its own Node process, exactly as `npm run start:<name>` would, and
+ * resolves when it logs `ready`.
+ */
+export async function startService(
+  name: ServiceName,
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+  /** Stop keeping log lines once ready (benchmarks: the lines are read and dropped). */
+  { keepLogs = true }: { keepLogs?: boolean } = {},
+): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
+    cwd: repoRoot,
+    env: { ...process.env, LOG_LEVEL: 'info', PORT: '0', GW_PARENT_PID: String(process.pid), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Record<string, unknown>[] = [];
+  const output: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${name} not ready within ${timeoutMs} ms:\n${output.join('\n')}`));
+    }, timeoutMs);
+    let isReady = false;
+    const onLine = (line: string) => {
+      if (isReady && !keepLogs) return;
+      output.push(line);
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        entry = { line };
+      }
+      logs.push(entry);
+      if (entry.msg === 'ready') {
+        isReady = true;
+        clearTimeout(timer);
+        resolve(entry);
+      }
+    };
+    createInterface({ input: child.stdout! }).on('line', onLine);
+    createInterface({ input: child.stderr! }).on('line', onLine);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code} before it was ready:\n${output.join('\n')}`));
+    });
+  });
+  return {
+    name,
+    child,
+    logs,
+    output,
+    ready,
+    url: `http://127.0.0.1:${String(ready.port ?? '')}`,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { useTestRedis, type TestRedis } from './redis-harness.ts';
+import { startService, type ServiceName, type ServiceProcess } from './service-process.ts';
+
+export interface Stack {
+  redis: TestRedis;
+  gateway: ServiceProcess;
+  services: ServiceProcess[];
+  adminToken: string;
+  env: Record<string, string>;
+  /** Calls the management API as root (or with `token`), returning status and parsed body. */
+  admin(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Starts one more service process against the same Redis. */
+  add(name: ServiceName, env?: Record<string, string>): Promise<ServiceProcess>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  /** Workers to start besides the gateway; the admin worker is always started. */
+  workers?: ServiceName[];
+  env?: Record<string, string>;
+}
+
+/** Redis, the admin worker, the other workers asked for, and a gateway: all real processes. */
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const redis = await useTestRedis();
+  const adminToken = 'root-token-for-tests-0123456789';
+  const env = { REDIS_URL: redis.url, ADMIN_TOKEN: adminToken, ...options.env };
+  const services: ServiceProcess[] = [];
+  try {
+    services.push(await startService('admin-worker', env));
+    const others = (options.workers ?? []).filter((w) => w !== 'admin-worker' && w !== 'gateway');
+    services.push(...(await Promise.all(others.map((w) => startService(w, env)))));
+    const gateway = await startService('gateway', env);
+    services.push(gateway);
+    const stack: Stack = {
+      redis,
+      gateway,
+      services,
+      adminToken,
+      env,
+      async admin(method, path, body, token = adminToken) {
+        const response = await fetch(stack.gateway.url + path, {
+          method,
+          headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await response.text();
+        let parsed: unknown = text;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          /* not JSON */
+        }
+        return { status: response.status, body: parsed, headers: response.headers };
+      },
+      async add(name, extra = {}) {
+        const service = await startService(name, { ...env, ...extra });
+        services.push(service);
+        return service;
+      },
+      async stop() {
+        await Promise.all(services.map((s) => s.stop('SIGKILL')));
+        await redis.close();
+      },
+    };
+    return stack;
+  } catch (error) {
+    await Promise.all(services.map((s) => s.stop('SIGKILL')));
+    await redis.close();
+    throw error;
+  }
+}

@@ -1,0 +1,37 @@
+import { loadServiceConfig, onShutdown } from '@gateway/config';
+import { QueueName, type AdminJobPayload } from '@gateway/contracts';
+import { createLogger } from '@gateway/log';
+import { countJobs, createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
+import { createRedis, startJobWorker, waitForRedis } from '@gateway/queue';
+import { createStore } from '@gateway/store';
+import { adminJobHandler } from './processor.ts';
+import { ensureRootUser } from './root-user.ts';
+
+const config = loadServiceConfig('admin-worker');
+const log = createLogger('admin-worker', config.LOG_LEVEL);
+const metrics = createWorkerMetrics('admin-worker');
+
+const redis = createRedis(config.REDIS_URL, { name: 'admin-worker' });
+await waitForRedis(redis, 30_000);
+const store = createStore(redis);
+await ensureRootUser(store, config, log);
+
+const worker = await startJobWorker<AdminJobPayload>({
+  queue: QueueName.admin,
+  redisUrl: config.REDIS_URL,
+  redis,
+  concurrency: config.ADMIN_CONCURRENCY,
+  handler: adminJobHandler(store),
+  onJobDone: countJobs(metrics, QueueName.admin),
+  log,
+});
+
+const http = await serveWorkerPort({
+  port: config.METRICS_PORT, host: config.HOST, redis, isRunning: () => worker.worker.isRunning(), registry: metrics.registry,
+});
+
+onShutdown(async () => {
+  await worker.close();
+  http?.close();
+}, config.SHUTDOWN_TIMEOUT_MS, log);
+log.info({ concurrency: config.ADMIN_CONCURRENCY, metricsPort: config.METRICS_PORT || undefined }, 'ready');

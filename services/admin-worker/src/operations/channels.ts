@@ -1,0 +1,32 @@
+import { notFound, type AdminInput } from '@gateway/contracts';
+import { publicChannel, type Store } from '@gateway/store';
+
+export async function createChannel(store: Store, input: AdminInput<'channel.create'>) {
+  return publicChannel(await store.channels.create(input));
+}
+
+export async function updateChannel(store: Store, input: AdminInput<'channel.update'>) {
+  const { id, ...changes } = input;
+  return publicChannel(await store.channels.update(id, changes));
+}
+
+export async function listChannels(store: Store, input: AdminInput<'channel.list'>) {
+  const page = await store.channels.list(input.p, input.page_size, { tag: input.tag, status: input.status });
+  return { ...page, items: page.items.map(publicChannel) };
+}
+
+export async function getChannel(store: Store, input: AdminInput<'channel.get'>) {
+  const channel = await store.channels.get(input.id);
+  if (!channel) throw notFound(`no channel with id ${input.id}`);
+  return publicChannel(channel);
+}
+
+export async function deleteChannel(store: Store, input: AdminInput<'channel.delete'>) {
+  await store.channels.delete(input.id);
+  return null;
+}
+
+export async function setTagStatus(store: Store, input: AdminInput<'channel.disableTag'>, status: 1 | 2) {
+  const count = await store.channels.setStatusByTag(input.tag, status, status === 2 ? `disabled by tag "${input.tag}"` : '');
+  return { count };
+}

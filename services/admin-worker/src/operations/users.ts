@@ -1,0 +1,80 @@
+import { badRequest, forbidden, notFound, unauthenticated, type Actor, type AdminInput } from '@gateway/contracts';
+import { hashPassword, newAccessToken, publicUser, verifyPassword, type Store, type UserChanges } from '@gateway/store';
+import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissions.ts';
+
+export async function login(store: Store, input: AdminInput<'user.login'>) {
+  const user = await store.users.findByUsername(input.username);
+  // Hash even when the user is unknown, so the answer's timing does not tell which it was.
+  const valid = user
+    ? await verifyPassword(input.password, user.password_hash)
+    : (await hashPassword(input.password), false);
+  if (!user || !valid) throw unauthenticated('invalid username or password');
+  if (user.status !== 1) throw forbidden('this user is disabled');
+  const accessToken = newAccessToken();
+  await store.users.setAccessToken(user.id, accessToken);
+  return { id: user.id, username: user.username, role: user.role, access_token: accessToken };
+}
+
+export async function self(store: Store, actor: Actor) {
+  const user = await store.users.get(actor.id);
+  if (!user) throw notFound('your user no longer exists');
+  return publicUser(user);
+}
+
+export async function createUser(store: Store, actor: Actor, input: AdminInput<'user.create'>) {
+  const role = input.role ?? 1;
+  assertMayGrant(actor, role);
+  const user = await store.users.create({
+    username: input.username,
+    password_hash: await hashPassword(input.password),
+    display_name: input.display_name ?? input.username,
+    role,
+    quota: input.quota ?? 0,
+    group: input.group ?? 'default',
+  });
+  return publicUser(user);
+}
+
+export async function updateUser(store: Store, actor: Actor, input: AdminInput<'user.update'>) {
+  const target = await store.users.get(input.id);
+  if (!target) throw notFound(`no user with id ${input.id}`);
+  assertMayManageUser(actor, target, 'edit');
+  if (input.role !== undefined && input.role !== target.role) assertMayGrant(actor, input.role);
+  if (target.id === actor.id && input.status === 2) throw badRequest('you may not disable yourself', 'status');
+  const { id: _id, password, ...rest } = input;
+  const changes: UserChanges = { ...rest };
+  if (password !== undefined) changes.password_hash = await hashPassword(password);
+  const user = await store.users.update(input.id, changes);
+  return publicUser(user);
+}
+
+export async function listUsers(store: Store, actor: Actor, input: AdminInput<'user.list'>) {
+  const all = await store.users.list(1, Number.MAX_SAFE_INTEGER, input.keyword);
+  const visible = all.items.filter((u) => mayManageUser(actor, u, 'see') && u.id !== actor.id);
+  const start = (input.p - 1) * input.page_size;
+  return {
+    items: visible.slice(start, start + input.page_size).map(publicUser),
+    total: visible.length,
+    page: input.p,
+    page_size: input.page_size,
+  };
+}
+
+export async function getUser(store: Store, actor: Actor, input: AdminInput<'user.get'>) {
+  const user = await store.users.get(input.id);
+  if (!user) throw notFound(`no user with id ${input.id}`);
+  assertMayManageUser(actor, user, 'see');
+  return publicUser(user);
+}
+
+export async function deleteUser(store: Store, actor: Actor, input: AdminInput<'user.delete'>) {
+  const user = await store.users.get(input.id);
+  if (!user) throw notFound(`no user with id ${input.id}`);
+  assertMayManageUser(actor, user, 'delete');
+  // The user goes first, so its keys stop working at once; then its keys.
+  await store.users.delete(user.id);
+  for (const tokenId of await store.tokens.idsOfUser(user.id)) {
+    await store.tokens.delete(tokenId).catch(() => {});
+  }
+  return null;
+}

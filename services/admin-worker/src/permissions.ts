@@ -1,0 +1,31 @@
+/**
+ * Who may do what to whom. Roles: 1 common, 10 admin, 100 root. Nobody creates, edits,
+ * deletes or sees a user whose role is equal to or above their own (root may edit root), and
+ * nobody grants a role equal to or above their own.
+ */
+import { forbidden, unauthenticated, type Actor } from '@gateway/contracts';
+
+export function requireRole(actor: Actor | null, minRole: number): Actor | null {
+  if (minRole <= 0) return actor;
+  if (!actor) throw unauthenticated('sign in first: send an access token in the Authorization header');
+  if (actor.role < minRole) throw forbidden('insufficient privileges for this operation');
+  return actor;
+}
+
+export type UserAction = 'see' | 'edit' | 'delete';
+
+export function mayManageUser(actor: Actor, target: { id: number; role: number }, action: UserAction): boolean {
+  if (target.role < actor.role) return true;
+  if (action === 'see' && target.id === actor.id) return true;
+  return action === 'edit' && actor.role === 100 && target.role === 100;
+}
+
+export function assertMayManageUser(actor: Actor, target: { id: number; role: number }, action: UserAction): void {
+  if (!mayManageUser(actor, target, action)) {
+    throw forbidden(`you may not ${action} a user whose role is equal to or above your own`);
+  }
+}
+
+export function assertMayGrant(actor: Actor, role: number): void {
+  if (role >= actor.role) throw forbidden(`you may not grant role ${role}: it is not below your own`);
+}

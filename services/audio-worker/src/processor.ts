@@ -1,0 +1,95 @@
+import {
+  geminiGenerateRequest,
+  geminiRequestText,
+  parseOrThrow,
+  type AudioJobPayload,
+  type GeminiGenerateRequest,
+  type GeminiGenerateResponse,
+  type StreamEnd,
+} from '@gateway/contracts';
+import { gemini } from '@gateway/providers';
+import type { JobContext } from '@gateway/queue';
+import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
+import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-estimate.ts';
+
+export interface AudioWorkerDeps {
+  router: ModelRouter;
+}
+
+const upstreamTarget = (target: RouteTarget): gemini.GeminiTarget => ({
+  baseUrl: target.channel.base_url,
+  key: target.channel.key,
+  upstreamModel: target.upstreamModel,
+  timeoutMs: target.timeoutMs,
+  signal: target.signal,
+});
+
+/**
+ * Serves one speech-generation job: re-validates the request with the ingress's schema, and lets
+ * the router choose `gemini` channels (failover, cooldown, usage) while this module only says
+ * how to call one, whole or streamed.
+ *
+ * A whole reply travels back as the job's result: one copy on the waiting ingress's reply
+ * stream, deleted as soon as it is read, never in BullMQ's shared events stream (the job itself
+ * returns nothing to BullMQ and is removed on completion).
+ */
+export function audioJobHandler(deps: AudioWorkerDeps) {
+  return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd> => {
+    const request = parseOrThrow(geminiGenerateRequest, context.payload.request);
+    const routed: ModelRequest = {
+      caller: context.payload.caller,
+      type: 'gemini',
+      model: context.payload.model,
+      signal: context.signal,
+      deadline: context.deadline,
+      priority: context.priority,
+      log: context.log,
+    };
+    if (context.payload.method === 'streamGenerateContent') {
+      return deps.router.run(routed, (target) => relayStream(target, request, context));
+    }
+    return deps.router.run(routed, (target) => generateWhole(target, request));
+  };
+}
+
+async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest): Promise<GeminiGenerateResponse> {
+  const response = await gemini.generateContent(upstreamTarget(target), request);
+  // The upstream reported no usage: estimate it, for the client and for the charge.
+  response.usageMetadata ??= estimatedUsage(request, audioMsOf(response));
+  target.reportUsage({ totalTokens: response.usageMetadata.totalTokenCount });
+  return response;
+}
+
+/**
+ * Relays the upstream's events one by one as they come (each a whole GenerateContentResponse).
+ * The first event sent commits the attempt: the router fails over only before it. Gemini puts
+ * usageMetadata on the last event; until it arrives the charge is an estimate of what was
+ * streamed, so a stream cut short is still charged.
+ */
+async function relayStream(target: RouteTarget, request: GeminiGenerateRequest, context: JobContext<AudioJobPayload>): Promise<StreamEnd> {
+  let audioMs = 0;
+  let reported = false;
+  const events = await gemini.streamGenerateContent(upstreamTarget(target), request);
+  for await (const event of events) {
+    audioMs += audioMsOf(event);
+    if (event.usageMetadata) {
+      target.reportUsage({ totalTokens: event.usageMetadata.totalTokenCount });
+      reported = true;
+    } else if (!reported) {
+      target.reportUsage({ totalTokens: estimatedUsage(request, audioMs).totalTokenCount });
+    }
+    target.commit();
+    await context.sendChunk(JSON.stringify(event));
+  }
+  return { done: true };
+}
+
+function estimatedUsage(request: GeminiGenerateRequest, audioMs: number) {
+  const promptTokenCount = estimateTextTokens(geminiRequestText(request));
+  const candidatesTokenCount = estimateAudioTokens(audioMs);
+  return {
+    promptTokenCount,
+    candidatesTokenCount,
+    totalTokenCount: promptTokenCount + candidatesTokenCount,
+  };
+}

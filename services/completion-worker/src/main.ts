@@ -1,0 +1,10 @@
+import { QueueName, type CompletionJobPayload } from '@gateway/contracts';
+import { runModelWorker } from '@gateway/model-worker';
+import { completionJobHandler } from './processor.ts';
+
+await runModelWorker<CompletionJobPayload>({
+  service: 'completion-worker',
+  queue: QueueName.completion,
+  concurrency: (config) => config.COMPLETION_CONCURRENCY,
+  handler: completionJobHandler,
+});

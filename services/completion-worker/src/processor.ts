@@ -1,0 +1,89 @@
+import {
+  completionRequestSchema,
+  parseOrThrow,
+  type CompletionJobPayload,
+  type CompletionRequest,
+  type CompletionResponse,
+  type StreamEnd,
+} from '@gateway/contracts';
+import { openai } from '@gateway/providers';
+import type { JobContext } from '@gateway/queue';
+import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
+import { estimatePromptTokens, estimateTokens } from './usage-estimate.ts';
+
+export interface CompletionWorkerDeps {
+  router: ModelRouter;
+}
+
+const upstreamTarget = (target: RouteTarget): openai.OpenAITarget => ({
+  baseUrl: target.channel.base_url,
+  key: target.channel.key,
+  upstreamModel: target.upstreamModel,
+  timeoutMs: target.timeoutMs,
+  signal: target.signal,
+});
+
+/**
+ * Serves one completion job: re-validates the request with the ingress's schema, and lets the
+ * router choose channels while this module only says how to call one, whole or streamed.
+ */
+export function completionJobHandler(deps: CompletionWorkerDeps) {
+  return async (context: JobContext<CompletionJobPayload>): Promise<CompletionResponse | StreamEnd> => {
+    const request = parseOrThrow(completionRequestSchema, context.payload.request);
+    const routed: ModelRequest = {
+      caller: context.payload.caller,
+      type: 'openai',
+      model: request.model,
+      signal: context.signal,
+      deadline: context.deadline,
+      priority: context.priority,
+      log: context.log,
+    };
+    if (request.stream === true) {
+      return deps.router.run(routed, (target) => relayStream(target, request, context));
+    }
+    return deps.router.run(routed, (target) => completeWhole(target, request));
+  };
+}
+
+async function completeWhole(target: RouteTarget, request: CompletionRequest): Promise<CompletionResponse> {
+  const response = await openai.complete(upstreamTarget(target), request);
+  if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
+    // The upstream reported no usage: estimate it, for the client and for the charge.
+    const prompt = estimatePromptTokens(request.prompt);
+    const completion = estimateTokens(response.choices.map((c) => c.text ?? '').join(''));
+    response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  }
+  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  return response;
+}
+
+/**
+ * Relays the upstream's chunks one by one as they come. The first chunk sent commits the
+ * attempt: the router fails over only before it. The usage chunk reaches the client only when
+ * it asked for it (the upstream is always asked, so the request can be charged).
+ */
+async function relayStream(target: RouteTarget, request: CompletionRequest, context: JobContext<CompletionJobPayload>): Promise<StreamEnd> {
+  const includeUsage = request.stream_options?.include_usage === true;
+  const promptTokens = estimatePromptTokens(request.prompt);
+  let streamedChars = 0;
+  let reported = false;
+  const chunks = await openai.streamCompletion(upstreamTarget(target), request);
+  for await (const chunk of chunks) {
+    if (chunk.usage) {
+      target.reportUsage({ totalTokens: chunk.usage.total_tokens });
+      reported = true;
+      if (!includeUsage) {
+        if (chunk.choices.length === 0) continue;
+        delete chunk.usage;
+      }
+    } else if (includeUsage) {
+      chunk.usage = null;
+    }
+    for (const choice of chunk.choices) streamedChars += choice.text?.length ?? 0;
+    if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4) });
+    target.commit();
+    await context.sendChunk(JSON.stringify(chunk));
+  }
+  return { done: true };
+}

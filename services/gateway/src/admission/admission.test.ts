@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
+import { createRedis, drainedCounterKey, type Redis } from '@gateway/queue';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { BacklogAdmission } from './backlog-admission.ts';
+import { KeyRateLimit } from './key-rate-limit.ts';
+
+let server: TestRedis;
+let a: Redis;
+let b: Redis;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  a = createRedis(server.url, { name: 'a' });
+  b = createRedis(server.url, { name: 'b' });
+});
+afterAll(async () => {
+  a.disconnect();
+  b.disconnect();
+  await server.close();
+});
+
+describe('per-key rate limit', () => {
+  it('holds across two limiters on separate connections, and answers 429 with Retry-After', async () => {
+    const first = new KeyRateLimit(a);
+    const second = new KeyRateLimit(b);
+    const now = Date.UTC(2026, 0, 1, 0, 0, 0); // the start of a minute: no carry-over
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) => (i % 2 ? first : second).check(42, 10, now)),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(10);
+    const refusal = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
+    expect(refusal.reason).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(refusal.reason.retryAfter).toBeGreaterThanOrEqual(1);
+    // Another key is not affected; no limit means no limit.
+    await expect(first.check(43, 10, now)).resolves.toBeUndefined();
+    await expect(first.check(42, 0, now)).resolves.toBeUndefined();
+  });
+
+  it('counts the previous minute in proportion, so a burst at a minute boundary is not doubled', async () => {
+    const limiter = new KeyRateLimit(a);
+    const minute = Date.UTC(2026, 0, 1, 0, 5, 0);
+    for (let i = 0; i < 10; i++) await limiter.check(7, 10, minute + 59_000);
+    // Half a minute later, half of the previous minute still counts: only ~5 more fit.
+    const next = await Promise.allSettled(Array.from({ length: 10 }, () => limiter.check(7, 10, minute + 90_000)));
+    expect(next.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
+  });
+});
+
+describe('admission control', () => {
+  it('refuses with 503 when the backlog cannot drain in time at the measured rate, and admits again when it can', async () => {
+    const queue = new Queue(QueueName.completion, { connection: a, prefix: QUEUE_PREFIX });
+    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.completion], maxWaitMs: 1000, maxBacklog: 100_000, sampleEveryMs: 50 });
+    admission.start();
+    expect(() => admission.admit(QueueName.completion)).not.toThrow();
+    await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'x', data: { i } })));
+    // Workers finish 20 jobs a second: 200 waiting would take 10 s, more than the 1 s allowed.
+    for (let i = 0; i < 12; i++) {
+      await a.incrby(drainedCounterKey(QueueName.completion), 1);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    let refusal: any;
+    try {
+      admission.admit(QueueName.completion);
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toMatchObject({ status: 503, code: 'overloaded' });
+    expect(refusal.retryAfter).toBeGreaterThanOrEqual(1);
+    await queue.drain();
+    await new Promise((r) => setTimeout(r, 120));
+    expect(() => admission.admit(QueueName.completion)).not.toThrow();
+    admission.stop();
+    await queue.close();
+  });
+
+  it('refuses a backlog over the hard cap even before any rate is known', async () => {
+    const queue = new Queue(QueueName.audio, { connection: a, prefix: QUEUE_PREFIX });
+    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
+    admission.start();
+    await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'x', data: { i } })));
+    await new Promise((r) => setTimeout(r, 150));
+    expect(() => admission.admit(QueueName.audio)).toThrow(/too long/);
+    admission.stop();
+    await queue.obliterate({ force: true });
+    await queue.close();
+  });
+});

@@ -1,0 +1,49 @@
+import type { Redis } from '@gateway/queue';
+import { GatewayError } from '@gateway/contracts';
+
+/**
+ * Requests per minute per API key, counted in Redis so every gateway instance shares the count.
+ * A sliding window approximated from two fixed one-minute windows: the previous minute's count
+ * weighted by how much of it still lies inside the last 60 s, plus this minute's. A refused
+ * request is not counted.
+ */
+const SCRIPT = `
+local current = redis.call('INCR', KEYS[1])
+if current == 1 then redis.call('PEXPIRE', KEYS[1], 120000) end
+local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
+local estimate = previous * tonumber(ARGV[2]) + current
+if estimate > tonumber(ARGV[1]) then
+  redis.call('DECR', KEYS[1])
+  return 1
+end
+return 0
+`;
+
+type Scripted = Redis & { gwKeyRateLimit(current: string, previous: string, limit: number, weight: string): Promise<number> };
+
+export class KeyRateLimit {
+  private readonly redis: Scripted;
+
+  constructor(redis: Redis) {
+    redis.defineCommand('gwKeyRateLimit', { numberOfKeys: 2, lua: SCRIPT });
+    this.redis = redis as Scripted;
+  }
+
+  /** Throws a 429 with Retry-After when the key is over `rpmLimit`; 0 means no limit. */
+  async check(tokenId: number, rpmLimit: number, now = Date.now()): Promise<void> {
+    if (!rpmLimit) return;
+    const minute = Math.floor(now / 60_000);
+    const elapsed = (now % 60_000) / 60_000;
+    const refused = await this.redis.gwKeyRateLimit(
+      `gw:rpm:${tokenId}:${minute}`, `gw:rpm:${tokenId}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
+    );
+    if (refused) {
+      throw new GatewayError({
+        status: 429,
+        code: 'rate_limited',
+        message: `rate limit reached for this API key: ${rpmLimit} requests per minute`,
+        retryAfter: Math.max(1, Math.ceil(((1 - elapsed) * 60_000) / Math.max(1, rpmLimit) / 1000)),
+      });
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { GatewayError, QueueName } from '@gateway/contracts';
+import type { Logger } from '@gateway/log';
+import type { GatewayMetrics } from '@gateway/observability';
+import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
+import type { Store } from '@gateway/store';
+import { BacklogAdmission } from './admission/backlog-admission.ts';
+import { KeyRateLimit } from './admission/key-rate-limit.ts';
+import { ModelAdmission } from './admission/model-admission.ts';
+import { ApiKeyAuth } from './auth/api-key.ts';
+import { formatForUrl, fromFastifyError, sendError } from './error-formats.ts';
+import { adminRoutes } from './routes/admin.ts';
+import { completionRoutes } from './routes/completions.ts';
+import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
+import { generateContentRoutes } from './routes/generate-content.ts';
+import { healthRoutes } from './routes/health.ts';
+import { metricsRoutes } from './routes/metrics.ts';
+
+export interface GatewayDeps {
+  redis: Redis;
+  store: Store;
+  jobs: JobClient;
+  inbox: ReplyInbox;
+  metrics: GatewayMetrics;
+  log: Logger;
+  requestTimeoutMs: number;
+  bodyLimitBytes: number;
+  /** A queue backlog this long is refused outright (admission control). */
+  maxBacklog: number;
+}
+
+export interface Gateway {
+  app: FastifyInstance;
+  /** Turns readiness to 503 and refuses new requests (graceful shutdown). */
+  beginShutdown(): void;
+}
+
+/** Path without the query string, so a `?key=` never reaches a log line. */
+const pathOf = (url: string) => url.split('?', 1)[0];
+
+export function buildGateway(deps: GatewayDeps): Gateway {
+  let stopping = false;
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
+    bodyLimit: deps.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: true,
+  });
+
+  // JSON only: anything else is a 415, not a body the routes would misread.
+  app.removeContentTypeParser(['text/plain']);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (stopping && !request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) {
+      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down; retry on another instance', retryAfter: 1 });
+    }
+  });
+  // While draining, every answer closes its connection, so keep-alive clients move elsewhere.
+  app.addHook('onSend', async (_request, reply) => {
+    if (stopping) reply.header('connection', 'close');
+  });
+  // One log line per request, with its id; headers are not logged at all.
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    deps.metrics.requests.inc({ route, method: request.method, status: reply.statusCode });
+    deps.metrics.duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
+    request.log.info(
+      { method: request.method, path: pathOf(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const failure = fromFastifyError(error);
+    if (failure.status >= 500 && !(error instanceof GatewayError)) request.log.error({ err: error, reqId: request.id }, 'unhandled error');
+    return sendError(reply, failure, formatForUrl(request.url));
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}` }), formatForUrl(request.url)),
+  );
+
+  app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
+  app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
+  app.register(adminRoutes, { jobs: deps.jobs, users: deps.store.users, timeoutMs: deps.requestTimeoutMs });
+
+  // Model routes: one API-key cache for both wire formats, emptied by the store's change feed.
+  const apiKeys = ApiKeyAuth.onStore(deps.store, deps.redis);
+  app.addHook('onReady', () => apiKeys.start());
+  app.addHook('onClose', async () => apiKeys.close());
+  const backlog = new BacklogAdmission({
+    redis: deps.redis, queues: [QueueName.completion, QueueName.audio], maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
+  });
+  app.addHook('onReady', async () => backlog.start());
+  app.addHook('onClose', async () => backlog.stop());
+  const admission = new ModelAdmission(new KeyRateLimit(deps.redis), backlog);
+  app.register(completionRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
+  app.register(generateContentRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
+  app.register(dashboardRoutes, { prefix: DASHBOARD_PATH, jobs: deps.jobs, store: deps.store, timeoutMs: deps.requestTimeoutMs });
+
+  return {
+    app,
+    beginShutdown() {
+      stopping = true;
+      // Connections that fall idle after the close began would otherwise hold it open.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
+      sweep.unref();
+    },
+  };
+}

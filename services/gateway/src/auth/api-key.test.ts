@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { createStore, type Store } from '@gateway/store';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { ApiKeyAuth } from './api-key.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+let auth: ApiKeyAuth;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+  auth = ApiKeyAuth.onStore(store, redis);
+  await auth.start();
+});
+afterAll(async () => {
+  auth.close();
+  redis.disconnect();
+  await server.close();
+});
+
+let seq = 0;
+async function newKey(fields: { models?: string[]; expired_time?: number } = {}) {
+  const user = await store.users.create({ username: `k${++seq}`, password_hash: 'x', group: 'vip' });
+  const { token, key } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true, ...fields });
+  return { user, token, key };
+}
+const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
+
+describe('API-key authentication', () => {
+  it('resolves a key to its holder, from the cache after the first lookup', async () => {
+    const { user, token, key } = await newKey();
+    expect(await auth.authenticate(bearer(key))).toEqual({ tokenId: token.id, userId: user.id, group: 'vip', models: [], rpmLimit: 0, priority: 'interactive' });
+    // Served from memory: no more reads of the token or user records.
+    const hgetall = redis.hgetall.bind(redis);
+    let reads = 0;
+    redis.hgetall = ((...args: Parameters<typeof hgetall>) => { reads++; return hgetall(...args); }) as typeof redis.hgetall;
+    for (let i = 0; i < 100; i++) await auth.authenticate(bearer(key));
+    redis.hgetall = hgetall;
+    expect(reads).toBe(0);
+  });
+
+  it('refuses missing, malformed, unknown and query-string keys with 401 invalid_api_key', async () => {
+    const { key } = await newKey();
+    await expect(auth.authenticate({ headers: {} })).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    await expect(auth.authenticate({ headers: { authorization: key } })).rejects.toMatchObject({ status: 401 });
+    await expect(auth.authenticate(bearer('sk-not-a-real-key'))).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });
+    await expect(auth.authenticate({ ...bearer(key), query: { key } })).rejects.toMatchObject({ status: 401, message: expect.stringContaining('header') });
+  });
+
+  it('takes x-goog-api-key only where asked to', async () => {
+    const { key } = await newKey();
+    await expect(auth.authenticate({ headers: { 'x-goog-api-key': key } })).rejects.toMatchObject({ status: 401 });
+    await expect(auth.authenticate({ headers: { 'x-goog-api-key': key }, googleHeader: true })).resolves.toMatchObject({ models: [] });
+  });
+
+  it('stops a disabled or deleted key, and a disabled user, as soon as the change is announced', async () => {
+    const a = await newKey();
+    await auth.authenticate(bearer(a.key));
+    await store.tokens.update(a.token.id, { status: 2 });
+    await expect.poll(() => auth.authenticate(bearer(a.key)).then(() => 'ok', (e) => e.status), { timeout: 1000, interval: 5 }).toBe(401);
+
+    const b = await newKey();
+    await auth.authenticate(bearer(b.key));
+    await store.tokens.delete(b.token.id);
+    await expect.poll(() => auth.authenticate(bearer(b.key)).then(() => 'ok', (e) => e.status), { timeout: 1000, interval: 5 }).toBe(401);
+
+    const c = await newKey();
+    await auth.authenticate(bearer(c.key));
+    await store.users.update(c.user.id, { status: 2 });
+    await expect.poll(() => auth.authenticate(bearer(c.key)).then(() => 'ok', (e) => e.message), { timeout: 1000, interval: 5 }).toContain('user is disabled');
+  });
+
+  it('refuses an expired key', async () => {
+    const { key } = await newKey({ expired_time: Math.floor(Date.now() / 1000) - 1 });
+    await expect(auth.authenticate(bearer(key))).rejects.toMatchObject({ status: 401, message: expect.stringContaining('expired') });
+  });
+
+  it('allows only the models a limited key names (403 otherwise)', async () => {
+    const { key } = await newKey({ models: ['allowed'] });
+    const holder = await auth.authenticate(bearer(key));
+    expect(() => auth.authorizeModel(holder, 'allowed')).not.toThrow();
+    expect(() => auth.authorizeModel(holder, 'other')).toThrow(expect.objectContaining({ status: 403 }));
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * One error, three renderings: the OpenAI body on /v1, the Gemini body on /v1beta, and
+ * new-api's envelope on the management API. Statuses and retry headers are shared.
+ */
+import type { FastifyReply } from 'fastify';
+import { GatewayError, geminiError } from '@gateway/contracts';
+import { isRedisUnavailable } from '@gateway/queue';
+
+export interface ErrorFormat {
+  body(error: GatewayError): unknown;
+}
+
+const openaiType = (error: GatewayError): string => {
+  if (error.status === 401) return 'invalid_request_error';
+  if (error.status === 403) return 'permission_error';
+  if (error.status === 429) return error.code === 'insufficient_quota' ? 'insufficient_quota' : 'rate_limit_error';
+  if (error.status === 504) return 'timeout_error';
+  if (error.status >= 500) return 'server_error';
+  return 'invalid_request_error';
+};
+
+export const openaiFormat: ErrorFormat = {
+  body: (error) =>
+    error.upstreamBody ?? {
+      error: { message: error.message, type: openaiType(error), param: error.param, code: error.code },
+    },
+};
+
+/**
+ * Gemini's `{"error":{code,message,status}}`, with the status string of `geminiStatusText`; a 400
+ * that names a field also carries it as google.rpc.BadRequest, as Gemini's own 400s do.
+ */
+export const geminiFormat: ErrorFormat = {
+  body: (error) =>
+    error.upstreamBody ??
+    geminiError(
+      error.status,
+      error.message,
+      error.status === 400 && error.param
+        ? [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: error.param, description: error.message }] }]
+        : undefined,
+    ),
+};
+
+export const adminFormat: ErrorFormat = {
+  body: (error) => ({ success: false, message: error.message }),
+};
+
+export function formatForUrl(url: string): ErrorFormat {
+  if (url.startsWith('/v1beta/')) return geminiFormat;
+  if (url.startsWith('/v1/')) return openaiFormat;
+  return adminFormat;
+}
+
+/** Sets status and retry headers, and sends the body in the route's format. */
+export function sendError(reply: FastifyReply, error: GatewayError, format: ErrorFormat): FastifyReply {
+  if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
+  if (error.shouldRetry === false) reply.header('x-should-retry', 'false');
+  return reply.status(error.status).send(format.body(error));
+}
+
+/** Fastify's own errors (body parsing, limits) as gateway errors. */
+export function fromFastifyError(error: unknown): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const e = error as { statusCode?: number; code?: string; message?: string };
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new GatewayError({ status: 413, code: 'payload_too_large', message: 'request body is larger than the limit (BODY_LIMIT_BYTES)' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'unsupported Content-Type: send application/json' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new GatewayError({ status: 400, code: 'invalid_request', message: 'request body is empty: send a JSON object' });
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new GatewayError({ status: 400, code: 'invalid_request', message: `malformed JSON body: ${e.message ?? ''}`.trim() });
+  }
+  if (e.statusCode === 400 && e.message) {
+    return new GatewayError({ status: 400, code: 'invalid_request', message: e.message.startsWith('Body') || e.message.includes('JSON') ? `malformed JSON body: ${e.message}` : e.message });
+  }
+  if (isRedisUnavailable(error)) {
+    return new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway cannot reach Redis; try again shortly', retryAfter: 1 });
+  }
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
+    return new GatewayError({ status: e.statusCode, code: 'invalid_request', message: e.message ?? 'bad request' });
+  }
+  return new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
+}

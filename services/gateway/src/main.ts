@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { loadServiceConfig, onShutdown } from '@gateway/config';
+import { createLogger } from '@gateway/log';
+import { createGatewayMetrics } from '@gateway/observability';
+import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
+import { createStore } from '@gateway/store';
+import { buildGateway } from './app.ts';
+
+const config = loadServiceConfig('gateway');
+const log = createLogger('gateway', config.LOG_LEVEL);
+
+const ingressId = randomUUID();
+// Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.
+const redis = createRedis(config.REDIS_URL, { name: `gateway-${ingressId}`, failFast: true });
+try {
+  await waitForRedis(redis, 60_000);
+} catch (error) {
+  log.fatal({ err: (error as Error).message }, 'cannot reach Redis at REDIS_URL');
+  process.exit(1);
+}
+const inbox = new ReplyInbox(ingressId, createRedis(config.REDIS_URL, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
+inbox.start();
+const jobs = new JobClient(redis, inbox);
+const gateway = buildGateway({
+  redis,
+  store: createStore(redis),
+  jobs,
+  inbox,
+  metrics: createGatewayMetrics(),
+  log,
+  requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+  bodyLimitBytes: config.BODY_LIMIT_BYTES,
+  maxBacklog: config.ADMISSION_MAX_BACKLOG,
+});
+
+await gateway.app.listen({ port: config.PORT, host: config.HOST });
+const address = gateway.app.server.address();
+const port = typeof address === 'object' && address ? address.port : config.PORT;
+
+onShutdown(async () => {
+  gateway.beginShutdown();
+  await gateway.app.close(); // waits for requests in flight
+  await inbox.stop();
+  await jobs.close();
+  redis.disconnect();
+}, config.SHUTDOWN_TIMEOUT_MS, log);
+
+log.info({ port, host: config.HOST, ingressId }, 'ready');

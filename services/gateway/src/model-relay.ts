@@ -1,0 +1,105 @@
+/**
+ * The part of every model route after validation and authentication: run the request as a job
+ * on a worker queue and answer with its reply, whole or as a stream of server-sent events, in
+ * the route's wire format. Shared by the OpenAI and the Gemini paths; each supplies only its
+ * payload and its `EventStreamFormat`.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GatewayError, type QueueName } from '@gateway/contracts';
+import type { JobClient } from '@gateway/queue';
+import { clientGoneSignal } from './client-signal.ts';
+import type { AdmissionSubject, ModelAdmission } from './admission/model-admission.ts';
+import type { ErrorFormat } from './error-formats.ts';
+
+/** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
+export interface EventStreamFormat {
+  /** Bytes for one chunk the worker sent (the chunk is the event's JSON text). */
+  chunk(data: string): string;
+  /** Bytes after the last chunk (`data: [DONE]` for OpenAI, nothing for Gemini). */
+  end(): string;
+  /** Bytes for a failure once the stream has begun: the error body as one last event. */
+  error(error: GatewayError): string;
+  /** The response's Content-Type; server-sent events when unset. */
+  contentType?: string;
+}
+
+/** Server-sent events, `data: <json>` per event, in the error body of `errorFormat`. */
+export function serverSentEvents(errorFormat: ErrorFormat, options: { doneMarker?: string; eol?: string } = {}): EventStreamFormat {
+  const eol = options.eol ?? '\n\n';
+  const done = options.doneMarker === undefined ? '' : `data: ${options.doneMarker}${eol}`;
+  return {
+    chunk: (data) => `data: ${data}${eol}`,
+    end: () => done,
+    error: (error) => `data: ${JSON.stringify(errorFormat.body(error))}${eol}`,
+  };
+}
+
+export interface ModelRelayOptions<P> {
+  jobs: JobClient;
+  queue: QueueName;
+  payload: P;
+  timeoutMs: number;
+  /** Decides priority, rate limit and backlog before the job is enqueued. */
+  admission: ModelAdmission;
+  /** The caller, from its API key. */
+  holder: AdmissionSubject;
+  /** Set to relay the reply as a stream in this format; unset for one JSON reply. */
+  stream?: EventStreamFormat;
+}
+
+const streamHeaders = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+/**
+ * Enqueues the job and answers the client with its reply.
+ *
+ * Whole: resolves with the worker's result (the route returns it); a failure rejects with the
+ * `GatewayError`, which the app's error handler renders in the route's wire format.
+ *
+ * Streamed: the response headers are written with the first chunk, and every chunk as it comes.
+ * A failure before the first chunk is an ordinary error reply (so the worker may still fail
+ * over); after it, the stream ends with an error event. A client that goes away cancels the job,
+ * which aborts the worker's upstream call.
+ */
+export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
+  const priority = await options.admission.admit(request.headers, options.holder, options.queue);
+  const signal = clientGoneSignal(reply);
+  const format = options.stream;
+  if (!format) {
+    return options.jobs.request(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });
+  }
+
+  const raw = reply.raw;
+  let started = false;
+  const begin = () => {
+    if (started) return;
+    started = true;
+    reply.hijack();
+    const headers = format.contentType ? { ...streamHeaders, 'content-type': format.contentType } : streamHeaders;
+    raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...headers });
+  };
+  try {
+    await options.jobs.request(options.queue, options.payload, {
+      requestId: request.id,
+      priority,
+      timeoutMs: options.timeoutMs,
+      signal,
+      onChunk: (chunk) => {
+        begin();
+        raw.write(format.chunk(chunk));
+      },
+    });
+    begin();
+    raw.end(format.end());
+  } catch (error) {
+    const failure = GatewayError.from(error);
+    if (!started) throw failure;
+    if (!raw.destroyed && !raw.writableEnded) raw.end(format.error(failure));
+    request.log.warn({ status: failure.status, code: failure.code }, 'stream ended by a failure after its first chunk');
+  }
+  return reply;
+}

@@ -1,0 +1,69 @@
+/**
+ * The management API: each route names an admin operation; the ingress validates the input,
+ * authenticates the caller, and runs the operation as a job on the admin queue.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { adminOperations, parseOrThrow, QueueName, type AdminJobPayload, type AdminOperationName, type AdminResult } from '@gateway/contracts';
+import type { JobClient } from '@gateway/queue';
+import type { UserStore } from '@gateway/store';
+import { authenticateAccessToken } from '../auth/access-token.ts';
+import { clientGoneSignal } from '../client-signal.ts';
+
+type InputSource = 'body' | 'query' | 'params' | 'none';
+
+const routes: [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, operation: AdminOperationName, input: InputSource][] = [
+  ['POST', '/api/user/login', 'user.login', 'body'],
+  ['GET', '/api/user/self', 'user.self', 'none'],
+  ['POST', '/api/user/', 'user.create', 'body'],
+  ['PUT', '/api/user/', 'user.update', 'body'],
+  ['GET', '/api/user/', 'user.list', 'query'],
+  ['GET', '/api/user/:id', 'user.get', 'params'],
+  ['DELETE', '/api/user/:id', 'user.delete', 'params'],
+  ['POST', '/api/channel/', 'channel.create', 'body'],
+  ['PUT', '/api/channel/', 'channel.update', 'body'],
+  ['GET', '/api/channel/', 'channel.list', 'query'],
+  ['GET', '/api/channel/:id', 'channel.get', 'params'],
+  ['DELETE', '/api/channel/:id', 'channel.delete', 'params'],
+  ['POST', '/api/channel/tag/disabled', 'channel.disableTag', 'body'],
+  ['POST', '/api/channel/tag/enabled', 'channel.enableTag', 'body'],
+  ['POST', '/api/token/', 'token.create', 'body'],
+  ['PUT', '/api/token/', 'token.update', 'body'],
+  ['GET', '/api/token/', 'token.list', 'query'],
+  ['GET', '/api/token/:id', 'token.get', 'params'],
+  ['DELETE', '/api/token/:id', 'token.delete', 'params'],
+];
+
+export interface AdminRoutesOptions {
+  jobs: JobClient;
+  users: UserStore;
+  timeoutMs: number;
+}
+
+function inputOf(request: FastifyRequest, source: InputSource): unknown {
+  if (source === 'body') return request.body;
+  if (source === 'query') return { ...(request.query as object) };
+  if (source === 'params') return { ...(request.params as object) };
+  return {};
+}
+
+export async function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): Promise<void> {
+  for (const [method, url, operation, source] of routes) {
+    app.route({
+      method,
+      url,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const spec = adminOperations[operation];
+        const actor = spec.minRole > 0 ? await authenticateAccessToken(options.users, request.headers) : null;
+        const input = inputOf(request, source);
+        parseOrThrow(spec.input, input);
+        const payload: AdminJobPayload = { operation, actor, input };
+        const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
+          requestId: request.id,
+          timeoutMs: options.timeoutMs,
+          signal: clientGoneSignal(reply),
+        });
+        return { success: true, message: '', data: result.data };
+      },
+    });
+  }
+}

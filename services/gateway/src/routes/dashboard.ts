@@ -1,0 +1,141 @@
+/**
+ * The queue dashboard (bull-board) at /admin/queues, for administrators only. A browser signs
+ * in with a form that sets an HttpOnly session cookie; an API access token works too. Anyone
+ * else gets 401 (and the sign-in form), never a byte of the board, not even its static files.
+ * Changing jobs (retry, remove, clean…) is for root; other administrators only look.
+ */
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { FastifyAdapter } from '@bull-board/fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { forbidden, GatewayError, QueueName, unauthenticated, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
+import type { JobClient } from '@gateway/queue';
+import type { Store } from '@gateway/store';
+import { authenticateAccessToken } from '../auth/access-token.ts';
+
+export const DASHBOARD_PATH = '/admin/queues';
+const COOKIE = 'gw_dashboard';
+
+export interface DashboardOptions {
+  jobs: JobClient;
+  store: Store;
+  timeoutMs: number;
+}
+
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) return decodeURIComponent(rest.join('='));
+  }
+  return undefined;
+}
+
+async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
+  const session = cookieValue(request.headers.cookie, COOKIE);
+  if (session) {
+    const userId = await store.sessions.userOf(session);
+    const user = userId ? await store.users.get(userId) : null;
+    if (user && user.status === 1) return { id: user.id, role: user.role };
+  }
+  if (request.headers.authorization) return authenticateAccessToken(store.users, request.headers);
+  throw unauthenticated('sign in to see the queue dashboard');
+}
+
+const SECRET_FIELDS = new Set(['password', 'key', 'access_token', 'session', 'authorization']);
+
+function redactSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : redactSecrets(v)]));
+  }
+  return value;
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function signInPage(message = ''): string {
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · queue dashboard</title>
+<style>body{font-family:system-ui,sans-serif;background:#f4f5f7;display:flex;justify-content:center;padding-top:10vh}
+form{background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:18rem}
+label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.5rem;box-sizing:border-box}
+button{margin-top:1.2rem;padding:.6rem 1rem;width:100%}.error{color:#b00020}</style></head>
+<body><form method="post" action="${DASHBOARD_PATH}/login"><h1>Queue dashboard</h1>
+${message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : ''}
+<label for="username">Username</label><input id="username" name="username" autocomplete="username" required>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button></form></body></html>`;
+}
+
+function refuse(reply: FastifyReply, request: FastifyRequest, error: GatewayError) {
+  const wantsHtml = request.method === 'GET' && (request.headers.accept ?? '').includes('text/html');
+  if (wantsHtml) {
+    return reply.status(error.status).type('text/html; charset=utf-8').send(signInPage(error.status === 403 ? error.message : ''));
+  }
+  return reply.status(error.status).send({ success: false, message: error.message });
+}
+
+export async function dashboardRoutes(app: FastifyInstance, options: DashboardOptions): Promise<void> {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.get('/login', async (_request, reply) => reply.type('text/html; charset=utf-8').send(signInPage()));
+
+  app.post('/login', async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    try {
+      const result = await options.jobs.request<AdminJobPayload, AdminResult>(
+        QueueName.admin,
+        { operation: 'session.create', actor: null, input: { username: String(body.username ?? ''), password: String(body.password ?? '') } },
+        { requestId: request.id, timeoutMs: options.timeoutMs },
+      );
+      const { session, expires_in } = result.data as { session: string; expires_in: number };
+      reply.header('set-cookie', `${COOKIE}=${encodeURIComponent(session)}; HttpOnly; SameSite=Strict; Path=${DASHBOARD_PATH}; Max-Age=${expires_in}`);
+      return reply.redirect(DASHBOARD_PATH, 303);
+    } catch (error) {
+      const failure = GatewayError.from(error);
+      return reply.status(failure.status).type('text/html; charset=utf-8').send(signInPage(failure.message));
+    }
+  });
+
+  app.post('/logout', async (request, reply) => {
+    const session = cookieValue(request.headers.cookie, COOKIE);
+    if (session) {
+      await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input: { session } } satisfies AdminJobPayload, {
+        requestId: request.id, timeoutMs: options.timeoutMs,
+      });
+    }
+    reply.header('set-cookie', `${COOKIE}=; HttpOnly; SameSite=Strict; Path=${DASHBOARD_PATH}; Max-Age=0`);
+    return reply.redirect(`${DASHBOARD_PATH}/login`, 303);
+  });
+
+  // Everything else under the prefix is the board: administrators only, changes for root only.
+  app.register(async (board) => {
+    board.addHook('onRequest', async (request, reply) => {
+      let actor: Actor;
+      try {
+        actor = await actorOf(request, options.store);
+        if (actor.role < 10) throw forbidden('only administrators may open the queue dashboard');
+        const changesJobs = request.method !== 'GET' && request.method !== 'HEAD';
+        if (changesJobs && actor.role < 100) throw forbidden('the dashboard is read-only for administrators; only root may change jobs');
+      } catch (error) {
+        return refuse(reply, request, GatewayError.from(error));
+      }
+    });
+
+    const serverAdapter = new FastifyAdapter();
+    serverAdapter.setBasePath(DASHBOARD_PATH);
+    const adapters = Object.values(QueueName).map((name) => {
+      const adapter = new BullMQAdapter(options.jobs.queue(name), { allowRetries: true });
+      // Job data can hold passwords (admin jobs) or keys; the board never shows them.
+      adapter.setFormatter('data', redactSecrets);
+      return adapter;
+    });
+    createBullBoard({
+      queues: adapters,
+      serverAdapter,
+      options: { uiConfig: { boardTitle: 'AI gateway queues' } },
+    });
+    await board.register(serverAdapter.registerPlugin());
+  });
+}

@@ -1,0 +1,90 @@
+/**
+ * `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, the Gemini wire
+ * format for speech generation: authenticate the key (a Bearer header or Gemini's own
+ * `x-goog-api-key`), validate the body with the one Gemini schema, and relay the audio worker's
+ * answer. Everything else (enqueue-and-wait, streaming, cancellation, error rendering) is the
+ * same code as the OpenAI path's; this file is only the Gemini adapter.
+ */
+import type { FastifyInstance } from 'fastify';
+import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import type { JobClient } from '@gateway/queue';
+import type { ModelAdmission } from '../admission/model-admission.ts';
+import type { ApiKeyAuth } from '../auth/api-key.ts';
+import { geminiFormat } from '../error-formats.ts';
+import { relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
+
+export interface GenerateContentRoutesOptions {
+  jobs: JobClient;
+  apiKeys: ApiKeyAuth;
+  admission: ModelAdmission;
+  timeoutMs: number;
+}
+
+/** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
+const geminiEventStream = serverSentEvents(geminiFormat, { eol: '\r\n\r\n' });
+
+/**
+ * Gemini's stream without `alt=sse`: one JSON array whose elements arrive as they are produced.
+ * Stateful (it must know whether an element was written), so one per request.
+ */
+function geminiJsonArrayStream(): EventStreamFormat {
+  let opened = false;
+  const open = () => {
+    const prefix = opened ? ',\r\n' : '[';
+    opened = true;
+    return prefix;
+  };
+  return {
+    contentType: 'application/json; charset=utf-8',
+    chunk: (data) => open() + data,
+    end: () => (opened ? ']' : '[]'),
+    error: (error) => `${open()}${JSON.stringify(geminiFormat.body(error))}]`,
+  };
+}
+
+const METHODS: readonly AudioMethod[] = ['generateContent', 'streamGenerateContent'];
+
+/** `{model}:{method}` from the path's last part; a model is one path segment. */
+function modelAndMethod(target: string): { model: string; method: AudioMethod } | undefined {
+  const colon = target.lastIndexOf(':');
+  if (colon <= 0) return undefined;
+  const model = target.slice(0, colon);
+  const method = target.slice(colon + 1) as AudioMethod;
+  if (model.includes('/') || !METHODS.includes(method)) return undefined;
+  return { model, method };
+}
+
+export async function generateContentRoutes(app: FastifyInstance, options: GenerateContentRoutesOptions): Promise<void> {
+  // A route like `/v1beta/models/:model:generateContent` would read the colon as a parameter;
+  // the wildcard takes `{model}:{method}` whole and it is split here.
+  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/v1beta/models/*', async (request, reply) => {
+    const target = modelAndMethod(request.params['*']);
+    if (!target) {
+      throw new GatewayError({
+        status: 404,
+        code: 'not_found',
+        message: `no route for POST ${request.url.split('?', 1)[0]}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`,
+      });
+    }
+    const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: true });
+    const body = parseOrThrow(geminiGenerateRequest, request.body);
+    options.apiKeys.authorizeModel(holder, target.model);
+    const payload: AudioJobPayload = {
+      caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group },
+      model: target.model,
+      method: target.method,
+      request: body,
+    };
+    let stream: EventStreamFormat | undefined;
+    if (target.method === 'streamGenerateContent') stream = request.query.alt === 'sse' ? geminiEventStream : geminiJsonArrayStream();
+    return relayModelJob(request, reply, {
+      jobs: options.jobs,
+      queue: QueueName.audio,
+      payload,
+      timeoutMs: options.timeoutMs,
+      admission: options.admission,
+      holder,
+      stream,
+    });
+  });
+}

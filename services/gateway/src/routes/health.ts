@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from '@gateway/queue';
+
+export interface HealthOptions {
+  redis: Redis;
+  /** True once the gateway has begun to shut down. */
+  isStopping: () => boolean;
+}
+
+/** `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, not stopping). */
+export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    if (options.isStopping()) return reply.status(503).send({ status: 'unavailable', reason: 'shutting down' });
+    try {
+      await Promise.race([
+        options.redis.ping(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000)),
+      ]);
+      return { status: 'ok' };
+    } catch (error) {
+      return reply.status(503).send({ status: 'unavailable', reason: `redis: ${(error as Error).message}` });
+    }
+  });
+}

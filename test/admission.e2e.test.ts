@@ -1,0 +1,106 @@
+/**
+ * Admission before the queue: per-key rate limits across gateway processes, batch work that
+ * yields to interactive work, and a backlog too long to serve in time refused at once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+
+let stack: Stack;
+let mock: MockOpenAIUpstream;
+let secondGateway: ServiceProcess;
+
+beforeAll(async () => {
+  mock = await startMockOpenAIUpstream();
+  stack = await startStack({ workers: ['completion-worker'], env: { COMPLETION_CONCURRENCY: '1', REQUEST_TIMEOUT_MS: '20000' } });
+  secondGateway = await stack.add('gateway');
+  const channel = await stack.admin('POST', '/api/channel/', { name: 'only', type: 'openai', key: 'sk-up', base_url: mock.url, models: ['m'] });
+  expect(channel.status).toBe(200);
+});
+afterAll(async () => {
+  await stack?.stop();
+  await mock?.close();
+});
+
+async function key(fields: Record<string, unknown>): Promise<string> {
+  const created = await stack.admin('POST', '/api/token/', { name: `k${Math.random()}`, unlimited_quota: true, ...fields });
+  expect(created.status).toBe(200);
+  return created.body.data.key;
+}
+
+function complete(base: string, apiKey: string, headers: Record<string, string> = {}, prompt = 'hi') {
+  return fetch(`${base}/v1/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model: 'm', prompt }),
+  });
+}
+
+describe('per-key rate limit', () => {
+  it('holds across two gateway processes and refuses without enqueueing', async () => {
+    mock.reset();
+    const limited = await key({ rpm_limit: 6 });
+    const responses = await Promise.all(
+      Array.from({ length: 14 }, (_, i) => complete(i % 2 ? stack.gateway.url : secondGateway.url, limited)),
+    );
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(6);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(8);
+    const refused = responses.find((r) => r.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused.json()) as any).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
+    expect(mock.requests).toHaveLength(6);
+    // Another key is not held back by this one.
+    expect((await complete(stack.gateway.url, await key({}))).status).toBe(200);
+  });
+});
+
+describe('priorities', () => {
+  it('runs interactive requests before a backlog of batch requests', async () => {
+    mock.reset();
+    mock.setBehaviour({ delayMs: 40 });
+    const batchKey = await key({ priority: 'batch' });
+    const interactiveKey = await key({});
+    const finished: string[] = [];
+    const track = (label: string, response: Promise<Response>) => response.then((r) => {
+      expect(r.status).toBe(200);
+      finished.push(label);
+    });
+    // One worker slot: the batch backlog forms; half of it marked by header, half by the key's default.
+    const batch = Array.from({ length: 12 }, (_, i) =>
+      track('batch', i % 2 ? complete(stack.gateway.url, interactiveKey, { 'x-priority': 'batch' }) : complete(stack.gateway.url, batchKey)));
+    await new Promise((r) => setTimeout(r, 150));
+    const interactive = Array.from({ length: 4 }, () => track('interactive', complete(stack.gateway.url, interactiveKey)));
+    await Promise.all([...batch, ...interactive]);
+    mock.setBehaviour({});
+    const lastInteractive = finished.lastIndexOf('interactive');
+    // At most the batch jobs already running (or fetched) when the interactive ones arrived finish first.
+    expect(lastInteractive).toBeLessThan(9);
+    expect(finished.slice(lastInteractive + 1).every((l) => l === 'batch')).toBe(true);
+  });
+
+  it('refuses an unknown X-Priority naming the header', async () => {
+    const response = await complete(stack.gateway.url, await key({}), { 'x-priority': 'urgent' });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as any).error.param).toBe('X-Priority');
+  });
+});
+
+describe('admission control', () => {
+  it('answers 503 with Retry-After at once when the backlog cannot be served in time', async () => {
+    const crowded = await stack.add('gateway', { ADMISSION_MAX_BACKLOG: '5', REQUEST_TIMEOUT_MS: '3000' });
+    const worker = stack.services.find((s) => s.name === 'completion-worker')!;
+    await worker.stop('SIGTERM'); // nothing drains the queue now
+    const apiKey = await key({});
+    const waiting = Array.from({ length: 8 }, () => complete(crowded.url, apiKey));
+    await new Promise((r) => setTimeout(r, 600)); // the gateway samples the backlog every 250 ms
+    const started = Date.now();
+    const refused = await complete(crowded.url, apiKey);
+    expect(refused.status).toBe(503);
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await refused.json()) as any).error.message).toMatch(/too long/);
+    // The ones already accepted time out with a clear 504, not a hang.
+    const statuses = await Promise.all(waiting.map((p) => p.then((r) => r.status)));
+    expect(statuses.every((s) => s === 504)).toBe(true);
+  });
+});

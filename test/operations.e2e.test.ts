@@ -1,0 +1,108 @@
+/**
+ * What operators rely on: metrics, health ports, and a request id that follows one request
+ * across processes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startMockOpenAIUpstream, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
+
+let stack: Stack;
+let worker: ServiceProcess;
+let workerPort: number;
+
+beforeAll(async () => {
+  stack = await startStack();
+  workerPort = await freePort();
+  worker = await stack.add('admin-worker', { METRICS_PORT: String(workerPort) });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+describe('metrics', () => {
+  it('serves the gateway metrics to administrators only', async () => {
+    expect((await fetch(stack.gateway.url + '/metrics')).status).toBe(401);
+    await stack.admin('POST', '/api/user/', { username: 'viewer', password: 'viewer-password' });
+    const login = await fetch(stack.gateway.url + '/api/user/login', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":"viewer","password":"viewer-password"}',
+    });
+    const token = ((await login.json()) as any).data.access_token;
+    expect((await fetch(stack.gateway.url + '/metrics', { headers: { authorization: `Bearer ${token}` } })).status).toBe(403);
+
+    const response = await fetch(stack.gateway.url + '/metrics', { headers: { authorization: `Bearer ${stack.adminToken}` } });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toMatch(/gateway_http_requests_total\{[^}]*route="\/api\/user\/"[^}]*status="200"[^}]*\} \d+/);
+    expect(text).toMatch(/gateway_http_request_duration_seconds_bucket/);
+    expect(text).toMatch(/gateway_queue_jobs\{[^}]*queue="admin"[^}]*state="waiting"[^}]*\} 0/);
+  });
+
+  it('serves each worker its own health and metrics port', async () => {
+    for (let i = 0; i < 20; i++) await stack.admin('GET', '/api/user/self');
+    const health = await fetch(`http://127.0.0.1:${workerPort}/healthz`);
+    expect(health.status).toBe(200);
+    const text = await (await fetch(`http://127.0.0.1:${workerPort}/metrics`)).text();
+    expect(text).toMatch(/worker_jobs_total\{[^}]*queue="admin"[^}]*outcome="ok"[^}]*\} \d+/);
+    expect(text).toMatch(/worker_job_duration_seconds_count/);
+  });
+});
+
+describe('upstream metrics', () => {
+  it('counts upstream calls by channel, errors, failovers and usage on the completion worker', async () => {
+    const port = await freePort();
+    await stack.add('completion-worker', { METRICS_PORT: String(port) });
+    const failing = await startMockOpenAIUpstream({ status: 500 });
+    const healthy = await startMockOpenAIUpstream();
+    const bad = await stack.admin('POST', '/api/channel/', { name: 'bad', type: 'openai', key: 'sk-up', base_url: failing.url, models: ['metered'], priority: 10 });
+    const good = await stack.admin('POST', '/api/channel/', { name: 'good', type: 'openai', key: 'sk-up', base_url: healthy.url, models: ['metered'] });
+    const key = (await stack.admin('POST', '/api/token/', { name: 'metered', unlimited_quota: true })).body.data.key;
+    const response = await fetch(stack.gateway.url + '/v1/completions', {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"metered","prompt":"hello world"}',
+    });
+    expect(response.status).toBe(200);
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(text).toMatch(new RegExp(`worker_upstream_errors_total\\{[^}]*channel="${bad.body.data.id}"[^}]*status="500"[^}]*\\} 1`));
+    expect(text).toMatch(new RegExp(`worker_upstream_duration_seconds_count\\{[^}]*channel="${good.body.data.id}"[^}]*\\} 1`));
+    expect(text).toMatch(/worker_failovers_total\{[^}]*queue="completion"[^}]*\} 1/);
+    expect(text).toMatch(/worker_usage_tokens_total\{[^}]*queue="completion"[^}]*\} 7/);
+    await failing.close();
+    await healthy.close();
+  });
+});
+
+describe('request tracing', () => {
+  it('returns the request id and logs it in the gateway and in the worker that ran the job', async () => {
+    const id = `trace-${Date.now()}`;
+    const response = await fetch(stack.gateway.url + '/api/user/self', { headers: { authorization: `Bearer ${stack.adminToken}`, 'x-request-id': id } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-request-id')).toBe(id);
+    await new Promise((r) => setTimeout(r, 200));
+    const gatewayLines = stack.gateway.logs.filter((l) => l.reqId === id);
+    expect(gatewayLines.map((l) => l.msg)).toContain('request');
+    const workerLines = stack.services.filter((s) => s.name === 'admin-worker').flatMap((s) => s.logs).filter((l) => l.reqId === id);
+    expect(workerLines).toHaveLength(1);
+    expect(workerLines[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
+  });
+
+  it('gives a request without an id a fresh one', async () => {
+    const a = await fetch(stack.gateway.url + '/healthz');
+    const b = await fetch(stack.gateway.url + '/healthz');
+    expect(a.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('a worker stopped with SIGTERM exits cleanly and another keeps serving', async () => {
+    const code = await worker.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect((await stack.admin('GET', '/api/user/self')).status).toBe(200);
+  });
+
+  it('a gateway stopped with SIGTERM turns not-ready and exits cleanly', async () => {
+    const gateway = await stack.add('gateway');
+    expect((await fetch(gateway.url + '/readyz')).status).toBe(200);
+    const code = await gateway.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(gateway.logs.some((l) => l.msg === 'shutting down')).toBe(true);
+  });
+});
