@@ -59,6 +59,7 @@ function tally(name: string, outcomes: Outcome[], clear: (o: Outcome) => boolean
   const failedClearly = outcomes.filter((o) => o.status !== 200 && clear(o)).length;
   const lost = outcomes.length - completed - failedClearly;
   console.log(`[fault] ${name}: sent ${outcomes.length}, completed ${completed}, failed with a clear error ${failedClearly}, lost ${lost}`);
+  for (const o of outcomes.filter((o) => o.status !== 200 && !clear(o))) console.log(`[fault] ${name}: lost: ${JSON.stringify(o).slice(0, 300)}`);
   return { completed, failedClearly, lost };
 }
 

@@ -24,11 +24,36 @@ export const redactedPaths = [
   'payload.body.key',
 ];
 
+/**
+ * Log lines go to stdout through an asynchronous destination: lines written while an earlier
+ * write is still in flight are coalesced into one write, instead of one blocking write(2) per
+ * line (measured: a tenth of the gateway's CPU at load went to synchronous log writes). Whatever
+ * is still buffered is flushed when the process exits.
+ */
+let stdout: ReturnType<typeof pino.destination> | undefined;
+function destination(): ReturnType<typeof pino.destination> {
+  if (!stdout) {
+    const dest = pino.destination({ dest: 1, sync: false });
+    process.once('exit', () => {
+      try {
+        dest.flushSync();
+      } catch {
+        // Nothing left to write, or stdout is gone.
+      }
+    });
+    stdout = dest;
+  }
+  return stdout;
+}
+
 export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
-    name: service,
-    level,
-    base: { service, pid: process.pid },
-    redact: { paths: redactedPaths, censor: '[redacted]' },
-  });
+  return pino(
+    {
+      name: service,
+      level,
+      base: { service, pid: process.pid },
+      redact: { paths: redactedPaths, censor: '[redacted]' },
+    },
+    destination(),
+  );
 }

@@ -34,11 +34,9 @@ export class ReplySender {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.redis
-          .multi()
-          .xadd(key, '*', 'j', jobId, 't', type, 'd', data)
-          .pexpire(key, REPLY_STREAM_TTL_MS)
-          .exec();
+        // Sent together (auto-pipelining: one write). No MULTI: should the expiry be lost to a
+        // blip, the retry appends the reply again, and the ingress ignores a second copy.
+        await Promise.all([this.redis.xadd(key, '*', 'j', jobId, 't', type, 'd', data), this.redis.pexpire(key, REPLY_STREAM_TTL_MS)]);
         return;
       } catch (error) {
         if (Date.now() - started > RETRY_FOR_MS) throw error;
