@@ -147,10 +147,10 @@ describe('Redis stopped for 5 s under load', () => {
     expect(lost).toBe(0);
     const whileDown = outcomes.filter((o) => o.at > downAt + 300 && o.at < upAt - 300);
     expect(whileDown.length).toBeGreaterThan(10);
-    expect(whileDown.every((o) => o.status === 503 && o.ms < 1000)).toBe(true);
+    expect(whileDown.filter((o) => !(o.status === 503 && o.ms < 1000)).map((o) => JSON.stringify(o).slice(0, 200))).toEqual([]);
     const recovered = outcomes.filter((o) => o.at > upAt + 3000);
     expect(recovered.length).toBeGreaterThan(10);
-    expect(recovered.every((o) => o.status === 200)).toBe(true);
+    expect(recovered.filter((o) => o.status !== 200).map((o) => JSON.stringify(o).slice(0, 200))).toEqual([]);
     // Users, channels and keys survived (AOF): the key still works, the channel is listed.
     expect((await stack.admin('GET', '/api/channel/')).body.data.total).toBe(1);
     expect((await complete(stack.gateway.url)).status).toBe(200);
