@@ -242,6 +242,9 @@ describe('a rolling restart of every process under steady load', () => {
       if (old.name === 'gateway') {
         live.add(fresh);
         live.delete(old);
+        // Out of rotation before SIGTERM, as a load balancer's deregistration delay does: a
+        // request already sent over an idle keep-alive connection must reach it before it closes.
+        await new Promise((r) => setTimeout(r, 300));
       }
       const code = await old.stop('SIGTERM');
       expect(code, `${old.name} exited with ${code}:\n${old.output.slice(-5).join('\n')}`).toBe(0);
