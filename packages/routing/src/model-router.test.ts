@@ -14,13 +14,17 @@ let router: ModelRouter;
 let mocks: MockOpenAIUpstream[] = [];
 const log = createLogger('test', 'silent');
 
+/** The router's pub/sub connection. */
+let subscriber: Redis;
+
 beforeAll(async () => {
   server = await useTestRedis();
   redis = new Redis(server.url);
   store = createStore(redis);
+  subscriber = new Redis(server.url);
   router = await ModelRouter.start({
     redis,
-    subscriber: new Redis(server.url),
+    subscriber,
     failuresBeforeCooldown: 100,
     cooldownMs: 60_000,
     authFailuresBeforeDisable: 100,
@@ -140,6 +144,11 @@ describe('ModelRouter', () => {
     await router.run(request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
     await store.channels.setStatusByTag(`tag-${m}`, 2, 'disabled by tag');
+    // The change was announced before the write returned. In this one process the announcement
+    // and the write's reply race on two sockets; a PING on the router's pub/sub connection is
+    // answered after the announcement, so once it returns the router has heard it. (Across
+    // processes the admin's reply travels through the gateway first, which takes longer.)
+    await subscriber.ping();
     for (let i = 0; i < 10; i++) await router.run(request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
     expect(plain.requests.length).toBe(10);
