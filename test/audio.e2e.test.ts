@@ -330,8 +330,9 @@ describe('scaling by processes', () => {
           .filter((s) => s.name === 'audio-worker' && (name === 'second') === (s === second))
           .flatMap((s) => s.logs)
           .filter((l) => l.msg === 'job' && l.queue === 'audio' && l.outcome === 'ok').length;
-      // Each worker logs a job's line just after its reply is sent: give the lines a moment.
-      for (let i = 0; i < 40 && jobs('first') + jobs('second') < 16; i++) await new Promise((r) => setTimeout(r, 50));
+      // Each worker logs a job's line just after its reply is sent, through an asynchronous log
+      // destination: give the lines a moment to arrive.
+      for (let i = 0; i < 200 && jobs('first') + jobs('second') < 16; i++) await new Promise((r) => setTimeout(r, 50));
       expect(jobs('first')).toBeGreaterThan(0);
       expect(jobs('second')).toBeGreaterThan(0);
 
