@@ -75,12 +75,14 @@ describe('request tracing', () => {
     const response = await fetch(stack.gateway.url + '/api/user/self', { headers: { authorization: `Bearer ${stack.adminToken}`, 'x-request-id': id } });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-request-id')).toBe(id);
+    const gatewayLines = () => stack.gateway.logs.filter((l) => l.reqId === id);
+    const workerLines = () => stack.services.filter((s) => s.name === 'admin-worker').flatMap((s) => s.logs).filter((l) => l.reqId === id);
+    // Log lines go out through an asynchronous destination: let them arrive.
+    for (let i = 0; i < 100 && (gatewayLines().length === 0 || workerLines().length === 0); i++) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
-    const gatewayLines = stack.gateway.logs.filter((l) => l.reqId === id);
-    expect(gatewayLines.map((l) => l.msg)).toContain('request');
-    const workerLines = stack.services.filter((s) => s.name === 'admin-worker').flatMap((s) => s.logs).filter((l) => l.reqId === id);
-    expect(workerLines).toHaveLength(1);
-    expect(workerLines[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
+    expect(gatewayLines().map((l) => l.msg)).toContain('request');
+    expect(workerLines()).toHaveLength(1);
+    expect(workerLines()[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
   });
 
   it('gives a request without an id a fresh one', async () => {
