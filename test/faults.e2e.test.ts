@@ -111,7 +111,9 @@ describe('a gateway killed with SIGKILL', () => {
     for (let i = 0; i < 50 && (await redis.llen(queueKey)) > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await redis.llen(queueKey)).toBe(0);
     // The worker logs each drop through an asynchronous log destination: let the lines arrive.
-    const drops = () => worker.logs.filter((l) => String(l.msg).includes('the gateway that waited for it is gone')).length;
+    // Dropped because the gateway is gone, or, on a slow machine where the heartbeat lapsed late,
+    // because the job's deadline passed first: unrun either way.
+    const drops = () => worker.logs.filter((l) => /the gateway that waited for it is gone|its deadline passed/.test(String(l.msg))).length;
     for (let i = 0; i < 100 && drops() < 10; i++) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 300));
     expect(mock.requests).toHaveLength(0);
