@@ -99,19 +99,23 @@ describe('the reply path', () => {
   });
 
   it('cancels the job when the client goes away', async () => {
+    let started = false;
     let aborted = false;
-    handler = ({ signal }) =>
-      new Promise((resolve) => signal.addEventListener('abort', () => {
+    handler = ({ signal }) => {
+      started = true;
+      return new Promise((resolve) => signal.addEventListener('abort', () => {
         aborted = true;
         resolve(null);
       }));
+    };
     await runWorker();
     const client = new AbortController();
-    const pending = request(1, { signal: client.signal });
-    await eventually(async () => (await jobs.queue(QueueName.admin).getActiveCount()) === 1);
+    const pending = request(1, { signal: client.signal, timeoutMs: 15_000 });
+    // The worker holds the job (its handler runs) before the client goes away.
+    await eventually(async () => started, 10_000);
     client.abort();
     await expect(pending).rejects.toMatchObject({ code: 'cancelled' });
-    await eventually(async () => aborted);
+    await eventually(async () => aborted, 10_000);
   });
 
   it('loses no reply when the ingress connection drops while workers answer', async () => {
