@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type GenerateContentParameters, type GenerateContentResponse } from '@google/genai';
-import { caught, freePort, mockSpeech, postJson, startMockGeminiUpstream, startStack, type MockGeminiUpstream, type Stack } from '@gateway/testkit';
+import { caught, freePort, mockSpeech, postJson, startMockGeminiUpstream, startStack, until, type MockGeminiUpstream, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let mocks: MockGeminiUpstream[] = [];
@@ -332,7 +332,7 @@ describe('scaling by processes', () => {
           .filter((l) => l.msg === 'job' && l.queue === 'audio' && l.outcome === 'ok').length;
       // Each worker logs a job's line just after its reply is sent, through an asynchronous log
       // destination: give the lines a moment to arrive.
-      for (let i = 0; i < 200 && jobs('first') + jobs('second') < 16; i++) await new Promise((r) => setTimeout(r, 50));
+      await until(() => jobs('first') + jobs('second') >= 16, { timeoutMs: 10_000 });
       expect(jobs('first')).toBeGreaterThan(0);
       expect(jobs('second')).toBeGreaterThan(0);
 

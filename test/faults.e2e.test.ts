@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { startMockOpenAIUpstream, startStack, until, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let mock: MockOpenAIUpstream;
@@ -114,7 +114,7 @@ describe('a gateway killed with SIGKILL', () => {
     // Dropped because the gateway is gone, or, on a slow machine where the heartbeat lapsed late,
     // because the job's deadline passed first: unrun either way.
     const drops = () => worker.logs.filter((l) => /the gateway that waited for it is gone|its deadline passed/.test(String(l.msg))).length;
-    for (let i = 0; i < 100 && drops() < 10; i++) await new Promise((r) => setTimeout(r, 50));
+    await until(() => drops() >= 10);
     await new Promise((r) => setTimeout(r, 300));
     expect(mock.requests).toHaveLength(0);
     expect(drops()).toBe(10);

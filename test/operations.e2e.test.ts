@@ -3,7 +3,7 @@
  * across processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startMockOpenAIUpstream, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { freePort, startMockOpenAIUpstream, startStack, until, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let worker: ServiceProcess;
@@ -78,7 +78,7 @@ describe('request tracing', () => {
     const gatewayLines = () => stack.gateway.logs.filter((l) => l.reqId === id);
     const workerLines = () => stack.services.filter((s) => s.name === 'admin-worker').flatMap((s) => s.logs).filter((l) => l.reqId === id);
     // Log lines go out through an asynchronous destination: let them arrive.
-    for (let i = 0; i < 100 && (gatewayLines().length === 0 || workerLines().length === 0); i++) await new Promise((r) => setTimeout(r, 50));
+    await until(() => gatewayLines().length > 0 && workerLines().length > 0);
     await new Promise((r) => setTimeout(r, 200));
     expect(gatewayLines().map((l) => l.msg)).toContain('request');
     expect(workerLines()).toHaveLength(1);

@@ -30,21 +30,14 @@ export const redactedPaths = [
  * line (measured: a tenth of the gateway's CPU at load went to synchronous log writes). Whatever
  * is still buffered is flushed when the process exits.
  */
-let stdout: ReturnType<typeof pino.destination> | undefined;
-function destination(): ReturnType<typeof pino.destination> {
-  if (!stdout) {
-    const dest = pino.destination({ dest: 1, sync: false });
-    process.once('exit', () => {
-      try {
-        dest.flushSync();
-      } catch {
-        // Nothing left to write, or stdout is gone.
-      }
-    });
-    stdout = dest;
+const stdout = pino.destination({ dest: 1, sync: false });
+process.once('exit', () => {
+  try {
+    stdout.flushSync();
+  } catch {
+    // Nothing left to write, or stdout is gone.
   }
-  return stdout;
-}
+});
 
 export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
   return pino(
@@ -54,6 +47,6 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       base: { service, pid: process.pid },
       redact: { paths: redactedPaths, censor: '[redacted]' },
     },
-    destination(),
+    stdout,
   );
 }

@@ -4,6 +4,7 @@
  * providers' wire formats over real HTTP.
  */
 export { freePort } from './free-port.ts';
+export { until } from './until.ts';
 export { spawnRedis, useTestRedis, hasRedisServer, type TestRedis } from './redis-harness.ts';
 export { startService, repoRoot, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';
