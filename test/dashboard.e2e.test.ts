@@ -1,17 +1,16 @@
 /**
- * The queue dashboard in a real headless browser (Debian's chromium driven by playwright-core):
+ * The queue dashboard in a real headless browser (Chromium driven by playwright-core; see
+ * testkit's findChromium for where the browser comes from):
  * only administrators get in, nothing of the board leaks to anyone else, and only root may
  * change jobs.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { repoRoot, startStack, type Stack } from '@gateway/testkit';
+import { CHROMIUM_ARGS, findChromium, repoRoot, startStack, type Stack } from '@gateway/testkit';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT_PASSWORD = 'root-password-for-tests';
 let stack: Stack;
 let adminToken: string;
@@ -81,11 +80,8 @@ describe('who may open the dashboard', () => {
 describe('in a browser', () => {
   let browser: Browser;
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: apt-get install -y chromium, or set CHROMIUM_PATH`);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    const { executablePath } = await findChromium();
+    browser = await chromium.launch({ executablePath, args: [...CHROMIUM_ARGS] });
   });
   afterAll(async () => {
     await browser?.close();

@@ -22,4 +22,5 @@ export {
   type MockGeminiStats,
   type MockSpeech,
 } from './mock-gemini-upstream.ts';
+export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';
