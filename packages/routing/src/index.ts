@@ -1,6 +1,6 @@
 /**
  * @gateway/routing owns how a model request finds its way upstream, for every provider: which
- * channel serves it (`choose-channel.ts`), the in-process channel table (`channel-cache.ts`),
+ * channel serves it (`choose-channel.ts`) and which models a caller may list (`model-catalog.ts`), the in-process channel table (`channel-cache.ts`),
  * failover (`model-router.ts`, `failure-policy.ts`), channel health shared across processes
  * (`channel-health.ts`), per-channel concurrency leases shared across processes
  * (`channel-leases.ts`) and the in-process queue of requests waiting for one (`lease-queue.ts`),
@@ -9,6 +9,7 @@
  */
 export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RoutingObserver, type RouteTarget, type ChannelCall } from './model-router.ts';
 export { candidateChannels, channelOrder, pickChannel, upstreamModelFor, servesGroup, type ChannelQuery } from './choose-channel.ts';
+export { servedModels, type CatalogQuery, type ServedModel } from './model-catalog.ts';
 export { ChannelCache, ChannelSnapshot, type ChannelCacheOptions } from './channel-cache.ts';
 export { ChannelHealth, type ChannelHealthOptions, type ChannelFailure, type HealthVerdict } from './channel-health.ts';
 export { UsageLedger, type Usage, type Charge } from './usage-ledger.ts';

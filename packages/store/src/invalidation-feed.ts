@@ -26,6 +26,13 @@ export class InvalidationFeed {
     });
   }
 
+  /** A feed on a subscriber connection of its own, duplicated from `redis`. */
+  static beside(redis: Redis, connectionName: string): InvalidationFeed {
+    const subscriber = redis.duplicate({ connectionName, enableAutoPipelining: false, maxRetriesPerRequest: null, enableOfflineQueue: true });
+    subscriber.on('error', () => {});
+    return new InvalidationFeed(subscriber);
+  }
+
   on(listener: (message: string) => void): void {
     this.listeners.push(listener);
   }

@@ -4,11 +4,12 @@ import { GatewayError, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
-import type { Store } from '@gateway/store';
+import { InvalidationFeed, type Store } from '@gateway/store';
 import { BacklogAdmission } from './admission/backlog-admission.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
+import { ModelCatalog } from './model-catalog.ts';
 import { formatForUrl, fromFastifyError, sendError } from './error-formats.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { completionRoutes } from './routes/completions.ts';
@@ -16,6 +17,7 @@ import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { generateContentRoutes } from './routes/generate-content.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { modelListRoutes } from './routes/model-lists.ts';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -88,10 +90,13 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
   app.register(adminRoutes, { jobs: deps.jobs, users: deps.store.users, timeoutMs: deps.requestTimeoutMs });
 
-  // Model routes: one API-key cache for both wire formats, emptied by the store's change feed.
-  const apiKeys = ApiKeyAuth.onStore(deps.store, deps.redis);
-  app.addHook('onReady', () => apiKeys.start());
-  app.addHook('onClose', async () => apiKeys.close());
+  // Model routes: one API-key cache for both wire formats and one copy of the channel table
+  // (for the model lists), both kept fresh by the store's change feed.
+  const feed = InvalidationFeed.beside(deps.redis, 'gateway-invalidations');
+  const apiKeys = new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed });
+  const catalog = new ModelCatalog(deps.store.channels, feed);
+  app.addHook('onReady', () => feed.start());
+  app.addHook('onClose', async () => feed.close());
   const backlog = new BacklogAdmission({
     redis: deps.redis, queues: [QueueName.completion, QueueName.audio], maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
   });
@@ -100,6 +105,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const admission = new ModelAdmission(new KeyRateLimit(deps.redis), backlog);
   app.register(completionRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
   app.register(generateContentRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
+  app.register(modelListRoutes, { apiKeys, catalog });
   app.register(dashboardRoutes, { prefix: DASHBOARD_PATH, jobs: deps.jobs, store: deps.store, timeoutMs: deps.requestTimeoutMs });
 
   return {

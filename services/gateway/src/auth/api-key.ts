@@ -71,9 +71,7 @@ export class ApiKeyAuth {
 
   /** An ApiKeyAuth on the store, with a subscriber connection of its own beside `redis`. */
   static onStore(store: Store, redis: Redis): ApiKeyAuth {
-    const subscriber = redis.duplicate({ connectionName: 'gateway-invalidations', enableAutoPipelining: false, maxRetriesPerRequest: null, enableOfflineQueue: true });
-    subscriber.on('error', () => {});
-    return new ApiKeyAuth({ tokens: store.tokens, users: store.users, feed: new InvalidationFeed(subscriber) });
+    return new ApiKeyAuth({ tokens: store.tokens, users: store.users, feed: InvalidationFeed.beside(redis, 'gateway-invalidations') });
   }
 
   async start(): Promise<void> {

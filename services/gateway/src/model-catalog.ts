@@ -1,0 +1,30 @@
+import type { ChannelType } from '@gateway/contracts';
+import { ChannelCache, servedModels, type ServedModel } from '@gateway/routing';
+import { EVERYTHING, type ChannelStore, type InvalidationFeed } from '@gateway/store';
+import type { KeyHolder } from './auth/api-key.ts';
+
+/**
+ * The models a key may use, for the model lists. The gateway reads the channel table as it
+ * reads keys to authenticate: from an in-process copy the store's change feed keeps fresh, so
+ * listing costs no queue hop and no Redis round trip, and a channel an admin disables
+ * disappears from the list as soon as the announcement arrives.
+ */
+export class ModelCatalog {
+  private readonly channels: ChannelCache;
+
+  constructor(store: ChannelStore, feed: InvalidationFeed) {
+    this.channels = new ChannelCache(store);
+    feed.on((message) => {
+      if (message === 'channels' || message === EVERYTHING) this.channels.invalidate();
+    });
+  }
+
+  async list(holder: KeyHolder, type: ChannelType): Promise<ServedModel[]> {
+    const snapshot = await this.channels.current();
+    return servedModels(snapshot.channels, { type, group: holder.group, allowed: holder.models });
+  }
+
+  async find(holder: KeyHolder, type: ChannelType, model: string): Promise<ServedModel | undefined> {
+    return (await this.list(holder, type)).find((m) => m.id === model);
+  }
+}

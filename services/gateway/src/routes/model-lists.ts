@@ -1,0 +1,79 @@
+/**
+ * The model lists, which most clients call first: `GET /v1/models[/{model}]` in OpenAI's format
+ * and `GET /v1beta/models[/{model}]` in Gemini's. One route pair, two thin format adapters; each
+ * lists only what the key may use (its `models`, its user's group, enabled channels of that wire
+ * format, aliases included), authenticated as the model operations are.
+ */
+import type { FastifyInstance } from 'fastify';
+import { GatewayError, type ChannelType } from '@gateway/contracts';
+import type { ServedModel } from '@gateway/routing';
+import type { ApiKeyAuth } from '../auth/api-key.ts';
+import type { ModelCatalog } from '../model-catalog.ts';
+
+export interface ModelListRoutesOptions {
+  apiKeys: ApiKeyAuth;
+  catalog: ModelCatalog;
+}
+
+type Query = Record<string, string | string[] | undefined>;
+
+interface ModelListFormat {
+  prefix: string;
+  type: ChannelType;
+  /** Accept `x-goog-api-key` too. */
+  googleHeader: boolean;
+  list(models: ServedModel[], query: Query): unknown;
+  one(model: ServedModel): unknown;
+  notFound(model: string): GatewayError;
+}
+
+const openaiModel = (m: ServedModel) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'openai' });
+
+const openaiModels: ModelListFormat = {
+  prefix: '/v1/models',
+  type: 'openai',
+  googleHeader: false,
+  list: (models) => ({ object: 'list', data: models.map(openaiModel) }),
+  one: openaiModel,
+  notFound: (model) => new GatewayError({
+    status: 404, code: 'model_not_found', param: 'model', message: `The model \`${model}\` does not exist or you do not have access to it.`,
+  }),
+};
+
+const geminiModel = (m: ServedModel) => ({
+  name: `models/${m.id}`, displayName: m.id, supportedGenerationMethods: ['generateContent', 'streamGenerateContent'],
+});
+
+/** Gemini pages its list: `pageSize` (default 50, at most 1000) and an opaque `pageToken`. */
+function geminiPage(models: ServedModel[], query: Query) {
+  const size = Math.min(1000, Math.max(1, Number(query.pageSize) || 50));
+  const start = Math.max(0, Number(query.pageToken) || 0);
+  const page = models.slice(start, start + size);
+  return { models: page.map(geminiModel), ...(start + size < models.length ? { nextPageToken: String(start + size) } : {}) };
+}
+
+const geminiModels: ModelListFormat = {
+  prefix: '/v1beta/models',
+  type: 'gemini',
+  googleHeader: true,
+  list: geminiPage,
+  one: geminiModel,
+  notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version v1beta` }),
+};
+
+export async function modelListRoutes(app: FastifyInstance, options: ModelListRoutesOptions): Promise<void> {
+  for (const format of [openaiModels, geminiModels]) {
+    app.get<{ Querystring: Query }>(format.prefix, async (request) => {
+      const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: format.googleHeader });
+      return format.list(await options.catalog.list(holder, format.type), request.query);
+    });
+    // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
+    app.get<{ Params: { '*': string }; Querystring: Query }>(`${format.prefix}/*`, async (request) => {
+      const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: format.googleHeader });
+      const name = request.params['*'].replace(/^models\//, '');
+      const model = await options.catalog.find(holder, format.type, name);
+      if (!model) throw format.notFound(name);
+      return format.one(model);
+    });
+  }
+}
