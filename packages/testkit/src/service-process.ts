@@ -29,12 +29,15 @@ export async function startService(
   name: ServiceName,
   env: Record<string, string>,
   timeoutMs = 20_000,
-  /** Stop keeping log lines once ready (benchmarks: the lines are read and dropped). */
-  { keepLogs = true }: { keepLogs?: boolean } = {},
+  /**
+   * `keepLogs: false` stops keeping log lines once ready (benchmarks: the lines are read and
+   * dropped); `cwd` runs the service from another copy of the project (the image's install test).
+   */
+  { keepLogs = true, cwd = repoRoot }: { keepLogs?: boolean; cwd?: string } = {},
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
-    cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: 'info', PORT: '0', GW_PARENT_PID: String(process.pid), ...env },
+    cwd,
+    env: { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json', PORT: '0', GW_PARENT_PID: String(process.pid), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];
