@@ -16,6 +16,8 @@ export const configSchema = z.object({
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').max(64).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Unset: pretty on a terminal, JSON otherwise. */
+  LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
   COMPLETION_CONCURRENCY: integer(256, 1, 10_000),
   AUDIO_CONCURRENCY: integer(16, 1, 10_000),
   ADMIN_CONCURRENCY: integer(16, 1, 10_000),

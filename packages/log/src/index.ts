@@ -1,8 +1,11 @@
 /**
- * @gateway/log owns logging: pino JSON lines, with every secret-bearing field redacted
- * (Authorization, x-goog-api-key, passwords, channel keys, tokens) wherever it appears.
+ * @gateway/log owns logging: pino JSON lines (or pino-pretty's readable lines on a terminal),
+ * with every secret-bearing field redacted (Authorization, x-goog-api-key, passwords, channel
+ * keys, tokens) wherever it appears.
  */
-import { pino, type Logger } from 'pino';
+import { createRequire } from 'node:module';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { PrettyOptions } from 'pino-pretty';
 
 export type { Logger } from 'pino';
 
@@ -39,7 +42,34 @@ process.once('exit', () => {
   }
 });
 
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
+/** `pretty`: one readable, coloured line per entry, for people; `json`: one JSON object per line, for machines. */
+export type LogFormat = 'pretty' | 'json';
+
+/** LOG_FORMAT when set, else pretty on a terminal and JSON otherwise (a pipe, a file, a container's log). */
+export function defaultLogFormat(env: NodeJS.ProcessEnv = process.env): LogFormat {
+  if (env.LOG_FORMAT === 'pretty' || env.LOG_FORMAT === 'json') return env.LOG_FORMAT;
+  return process.stdout.isTTY ? 'pretty' : 'json';
+}
+
+let pretty: DestinationStream | undefined;
+
+/** pino-pretty, loaded only when asked for; it formats in this thread and writes to stdout. */
+function prettyStdout(): DestinationStream {
+  if (!pretty) {
+    const build = createRequire(import.meta.url)('pino-pretty') as (options: PrettyOptions) => DestinationStream;
+    pretty = build({
+      destination: 1,
+      colorize: process.stdout.isTTY === true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname,service,name',
+      messageFormat: '{service} › {msg}',
+      singleLine: true,
+    });
+  }
+  return pretty;
+}
+
+export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info', format: LogFormat = defaultLogFormat()): Logger {
   return pino(
     {
       name: service,
@@ -47,6 +77,6 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       base: { service, pid: process.pid },
       redact: { paths: redactedPaths, censor: '[redacted]' },
     },
-    stdout,
+    format === 'pretty' ? prettyStdout() : stdout,
   );
 }

@@ -21,7 +21,7 @@ export interface ModelWorkerSpec<P> {
 
 export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void> {
   const config = loadServiceConfig(spec.service);
-  const log = createLogger(spec.service, config.LOG_LEVEL);
+  const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);
   const metrics = createWorkerMetrics(spec.service);
   const concurrency = spec.concurrency(config);
 

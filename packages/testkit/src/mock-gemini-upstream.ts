@@ -17,7 +17,8 @@
  *
  * so with the default 2,400 bytes of PCM per character (`mockSpeech` computes it). Usage counts
  * like Gemini's: promptTokenCount = ceil(characters / 4), candidatesTokenCount = ceil(durationMs /
- * 40) (25 audio tokens per second). A fixed `pcmBytes` overrides the formula for memory tests.
+ * 40) (25 audio tokens per second). A fixed `pcmBytes` overrides the formula for memory tests,
+ * and a `speak` function (the demo's offline speech synthesizer) replaces the tone with speech.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -69,6 +70,8 @@ export interface MockGeminiOptions extends Partial<MockGeminiBehaviour> {
   models?: string[];
   /** Port to listen on. Default: a free one. */
   port?: number;
+  /** Speaks the text as 24 kHz 16-bit mono PCM, instead of the tone. Default: the tone. */
+  speak?: (text: string) => Promise<Buffer>;
 }
 
 /** An injected failure: an HTTP status with Gemini's error body, a reset connection, or no answer. */
@@ -195,7 +198,7 @@ const DEFAULT_MESSAGES: Record<number, string> = {
 const ROUTE = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
 
 export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): Promise<MockGeminiUpstream> {
-  const { apiKey = MOCK_GEMINI_API_KEY, invalidKeyStatus = 403, models, port = 0, ...initial } = options;
+  const { apiKey = MOCK_GEMINI_API_KEY, invalidKeyStatus = 403, models, port = 0, speak, ...initial } = options;
   const start = { ...DEFAULT_BEHAVIOUR, ...initial };
   let behaviour = { ...start };
   let failures: { remaining: number; failure: MockGeminiFailure; message?: string }[] = [];
@@ -288,15 +291,18 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
     if (snapshot.hang || failure?.failure === 'hang') return; // answered by nobody; ends when the caller gives up
     try {
       if (snapshot.delayMs > 0) await sleep(snapshot.delayMs, undefined, { signal: gone.signal });
-      if (method === 'generateContent') return void reply(res, model, parsed.data, snapshot);
+      if (method === 'generateContent') return void (await reply(res, model, parsed.data, snapshot));
       await stream(res, model, parsed.data, snapshot, url.searchParams.get('alt') === 'sse', gone.signal);
     } catch (error) {
       if (!gone.signal.aborted) throw error;
     }
   }
 
-  function respond(model: string, request: GeminiGenerateRequest, b: MockGeminiBehaviour) {
-    const speech = mockSpeech(geminiRequestText(request), b.msPerCharacter, b.pcmBytes);
+  async function respond(model: string, request: GeminiGenerateRequest, b: MockGeminiBehaviour) {
+    const text = geminiRequestText(request);
+    const spoken = speak ? await speak(text) : undefined;
+    const speech = mockSpeech(text, b.msPerCharacter, spoken ? spoken.length : b.pcmBytes);
+    const pcm = spoken ?? tone(speech.pcmBytes).pcm;
     const usageMetadata = {
       promptTokenCount: speech.promptTokenCount,
       candidatesTokenCount: speech.candidatesTokenCount,
@@ -311,18 +317,18 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
       index: 0,
     });
     const envelope = { modelVersion: model, responseId: randomUUID().replaceAll('-', '').slice(0, 22) };
-    return { speech, usageMetadata, candidate, envelope };
+    return { pcm, usageMetadata, candidate, envelope };
   }
 
-  function reply(res: ServerResponse, model: string, request: GeminiGenerateRequest, b: MockGeminiBehaviour) {
-    const { speech, usageMetadata, candidate, envelope } = respond(model, request, b);
-    const body = JSON.stringify({ candidates: [candidate(tone(speech.pcmBytes).base64, true)], usageMetadata, ...envelope });
+  async function reply(res: ServerResponse, model: string, request: GeminiGenerateRequest, b: MockGeminiBehaviour) {
+    const { pcm, usageMetadata, candidate, envelope } = await respond(model, request, b);
+    const base64 = speak ? pcm.toString('base64') : tone(pcm.length).base64;
+    const body = JSON.stringify({ candidates: [candidate(base64, true)], usageMetadata, ...envelope });
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(body);
   }
 
   async function stream(res: ServerResponse, model: string, request: GeminiGenerateRequest, b: MockGeminiBehaviour, sse: boolean, signal: AbortSignal) {
-    const { speech, usageMetadata, candidate, envelope } = respond(model, request, b);
-    const { pcm } = tone(speech.pcmBytes);
+    const { pcm, usageMetadata, candidate, envelope } = await respond(model, request, b);
     const step = Math.max(2, Math.round(b.streamChunkMs * (BYTES_PER_MS / 2)) * 2);
     res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8' });
     if (!sse) res.write('[');

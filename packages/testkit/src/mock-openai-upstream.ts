@@ -17,8 +17,8 @@ export interface MockOpenAIBehaviour {
   chunkDelayMs?: number;
   /** A stream breaks its connection after sending this many chunks. */
   breakAfterChunks?: number;
-  /** The completion text (split into one chunk per word when streamed). */
-  text?: string;
+  /** The completion text, or a function of the prompt (split into one chunk per word when streamed). */
+  text?: string | ((prompt: string) => string);
   /** Leave `usage` out of the reply (and the stream's usage chunk). */
   omitUsage?: boolean;
 }
@@ -149,7 +149,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
     const model = String(body.model ?? '');
     const n = typeof body.n === 'number' ? body.n : 1;
     const prompt = promptText(body.prompt);
-    const text = b.text ?? 'This is a mock completion.';
+    const text = (typeof b.text === 'function' ? b.text(prompt) : b.text) ?? 'This is a mock completion.';
     const prefix = body.echo === true ? prompt : '';
     const usage = { prompt_tokens: words(prompt), completion_tokens: words(text) * n, total_tokens: words(prompt) + words(text) * n };
     const logprobs = typeof body.logprobs === 'number'

@@ -8,7 +8,7 @@ import { adminJobHandler } from './processor.ts';
 import { ensureRootUser } from './root-user.ts';
 
 const config = loadServiceConfig('admin-worker');
-const log = createLogger('admin-worker', config.LOG_LEVEL);
+const log = createLogger('admin-worker', config.LOG_LEVEL, config.LOG_FORMAT);
 const metrics = createWorkerMetrics('admin-worker');
 
 const redis = createRedis(config.REDIS_URL, { name: 'admin-worker' });

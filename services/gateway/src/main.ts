@@ -7,7 +7,7 @@ import { createStore } from '@gateway/store';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
-const log = createLogger('gateway', config.LOG_LEVEL);
+const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
 
 const ingressId = randomUUID();
 // Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.

@@ -1,0 +1,39 @@
+/**
+ * What `npm start` and `npm run demo` print for a person once everything is up: where things
+ * are, how to sign in, and the next step.
+ */
+import { relative } from 'node:path';
+import type { LocalStack } from './local-stack.ts';
+
+const bold = (text: string) => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[22m` : text);
+
+/** Lines framed as one block, so they stand out among the log lines. */
+export function block(title: string, lines: string[]): string {
+  return `\n  ${bold(title)}\n${lines.map((line) => (line ? `  │ ${line}` : '  │')).join('\n')}\n\n`;
+}
+
+export function whereData(stack: LocalStack): string {
+  if (stack.redisDataDir) {
+    const shown = relative(process.cwd(), stack.redisDataDir);
+    return `${shown.startsWith('..') ? stack.redisDataDir : shown}/ (embedded Redis, AOF; on ${stack.redisUrl})`;
+  }
+  return `your Redis at REDIS_URL (${stack.redisUrl.replace(/\/\/[^@/]*@/, '//***@')})`;
+}
+
+export function startBanner(stack: LocalStack): string {
+  const g = stack.gatewayUrl;
+  return block('The AI model gateway is up.', [
+    `Gateway     ${g}   (POST /v1/completions, POST /v1beta/models/{model}:generateContent, GET /v1/models)`,
+    `Dashboard   ${g}/admin/queues   sign in as root with its password (printed once, when root was`,
+    `            created on the first start; or the ADMIN_PASSWORD it was created with)`,
+    `Metrics     ${g}/metrics   (send an admin's access token: Authorization: Bearer …)`,
+    `Data        ${whereData(stack)}`,
+    '',
+    'Next: add your first channel (an upstream provider), with root\'s access token in ADMIN_TOKEN',
+    '(the one you set, or the one printed when root was created):',
+    `  curl -s ${g}/api/channel/ -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" \\`,
+    `    -d '{"name":"openai","type":"openai","key":"sk-…","base_url":"https://api.openai.com","models":["gpt-3.5-turbo-instruct"]}'`,
+    'then create an API key (README.md, "Management API"). No provider key at hand? Try `npm run demo`.',
+    'Ctrl-C stops everything.',
+  ]);
+}

@@ -1,0 +1,162 @@
+/**
+ * The whole gateway on one machine, for `npm start` and `npm run demo`: an embedded
+ * redis-server (unless a Redis URL is given; data in its own folder, AOF on, noeviction), then
+ * the gateway and the three workers as separate processes. It resolves once everything is up
+ * (the gateway ready, a worker on every queue), and stops it all (Redis last) on Ctrl-C or
+ * SIGTERM.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
+
+const services = ['admin-worker', 'completion-worker', 'audio-worker', 'gateway'] as const;
+
+export interface LocalStackOptions {
+  /** A Redis of your own; unset: an embedded redis-server. */
+  redisUrl?: string;
+  /** Where the embedded Redis keeps its AOF. */
+  redisDataDir: string;
+  /** Port of the embedded Redis; unset: a free one. */
+  redisPort?: number;
+  /** The gateway's port; 0: a free one. */
+  port: number;
+  host: string;
+  /** Environment for the four processes (ADMIN_TOKEN, LOG_FORMAT, …). */
+  env: NodeJS.ProcessEnv;
+  /** How long everything may take to come up. Default 60 s. */
+  timeoutMs?: number;
+}
+
+export interface LocalStack {
+  redisUrl: string;
+  /** The embedded Redis's data folder, when there is one. */
+  redisDataDir?: string;
+  gatewayUrl: string;
+  /** Stops the processes and the embedded Redis, then exits the process with `exitCode`. */
+  stop(exitCode: number): Promise<never>;
+}
+
+/** Prints `message` and exits 1. */
+export function fail(message: string): never {
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(1);
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((done, reject) => {
+    const server = createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => done(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitForRedis(url: string, deadline: number): Promise<void> {
+  for (;;) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      // Loading a large AOF answers LOADING for a while; wait for a real PONG.
+      await probe.ping();
+      probe.disconnect();
+      return;
+    } catch {
+      probe.disconnect();
+      if (Date.now() > deadline) fail(`Redis at ${url} did not answer in time`);
+      await sleep(50);
+    }
+  }
+}
+
+/** Up means: the gateway answers /readyz 200, and every queue has a worker. */
+async function waitUntilUp(redisUrl: string, gatewayUrl: string, deadline: number): Promise<void> {
+  const queues = Object.values(QueueName).map((name) => new Queue(name, { connection: { url: redisUrl }, prefix: QUEUE_PREFIX }));
+  try {
+    for (;;) {
+      const ready = await fetch(`${gatewayUrl}/readyz`).then((r) => r.ok, () => false);
+      const workers = ready ? await Promise.all(queues.map((q) => q.getWorkersCount())) : [];
+      if (ready && workers.every((count) => count > 0)) return;
+      if (Date.now() > deadline) fail('the gateway and workers did not come up in time; see the log lines above');
+      await sleep(100);
+    }
+  } finally {
+    await Promise.all(queues.map((q) => q.close()));
+  }
+}
+
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+  const children: ChildProcess[] = [];
+  let redisProcess: ChildProcess | undefined;
+  let redisDataDir: string | undefined;
+  let redisUrl = options.redisUrl;
+  let stopping = false;
+
+  async function stop(exitCode: number): Promise<never> {
+    if (!stopping) {
+      stopping = true;
+      await Promise.all(children.map((child) => new Promise((done) => {
+        if (child.exitCode !== null || child.signalCode !== null) return done(null);
+        child.once('exit', done);
+        child.kill('SIGTERM');
+      })));
+      if (redisProcess && redisProcess.exitCode === null) {
+        const exited = new Promise((done) => redisProcess!.once('exit', done));
+        redisProcess.kill('SIGTERM'); // redis flushes its AOF on SIGTERM
+        await exited;
+      }
+    }
+    process.exit(exitCode);
+  }
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
+
+  if (!redisUrl) {
+    if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) {
+      fail(
+        'REDIS_URL is not set and no redis-server was found on PATH.\n' +
+          '  Install Redis (Debian/Ubuntu: sudo apt-get install -y redis-server; macOS: brew install redis)\n' +
+          '  or point the gateway at a running Redis: REDIS_URL=redis://host:6379 npm start',
+      );
+    }
+    redisDataDir = resolve(options.redisDataDir);
+    mkdirSync(redisDataDir, { recursive: true });
+    const port = options.redisPort || (await freePort());
+    redisProcess = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', redisDataDir, '--appendonly', 'yes', '--appendfsync', 'everysec',
+        '--save', '', '--maxmemory-policy', 'noeviction', '--protected-mode', 'yes', '--logfile', 'redis.log'],
+      { stdio: 'inherit' },
+    );
+    redisProcess.once('exit', (code) => {
+      if (!stopping) fail(`the embedded redis-server exited (${code}); see ${redisDataDir}/redis.log`);
+    });
+    redisUrl = `redis://127.0.0.1:${port}`;
+  }
+  await waitForRedis(redisUrl, deadline);
+
+  const port = options.port || (await freePort());
+  const env = { ...options.env, REDIS_URL: redisUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
+  for (const name of services) {
+    const child = spawn(process.execPath, [`services/${name}/src/main.ts`], { stdio: 'inherit', env });
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      process.stderr.write(`${name} exited (${code ?? signal}); stopping everything\n`);
+      void stop(1);
+    });
+    children.push(child);
+  }
+  const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
+  const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  await waitUntilUp(redisUrl, gatewayUrl, deadline);
+  return { redisUrl, redisDataDir, gatewayUrl, stop };
+}

@@ -1,0 +1,163 @@
+/**
+ * A newcomer's first minute, as the README tells it: `npm start` and `npm run demo` run as a
+ * person runs them (npm, then Ctrl-C to the process group), with what they print read as a
+ * person reads it, and the demo's printed curl lines run as they are.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { repoRoot } from '@gateway/testkit';
+
+const scratch = mkdtempSync(join(tmpdir(), 'gw-first-minute-'));
+const groups: number[] = [];
+afterAll(() => {
+  // A test that failed half-way leaves nothing running behind it.
+  for (const group of groups) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  rmSync(scratch, { recursive: true, force: true });
+});
+
+interface Running { child: ChildProcess; output: () => string; banner: string }
+
+/** Runs `npm run <script>` in its own process group and resolves once it prints `until`. */
+async function npmRun(script: string, env: Record<string, string>, until: RegExp): Promise<Running> {
+  const child = spawn('npm', ['run', '--silent', script], {
+    cwd: repoRoot, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORT: '0', LOG_FORMAT: '', LOG_LEVEL: 'info', ...env },
+  });
+  groups.push(child.pid!);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await expect.poll(() => until.test(output) || child.exitCode !== null, { timeout: 60_000, interval: 100 }).toBe(true);
+  expect(child.exitCode, output).toBeNull();
+  // The banner is printed in one write; give it a moment to arrive whole.
+  await new Promise((r) => setTimeout(r, 200));
+  return { child, output: () => output, banner: output.slice(output.search(until)) };
+}
+
+/**
+ * Ctrl-C, as a terminal sends it: SIGINT to the whole process group. Resolves true when npm
+ * ended cleanly (0, or npm's own ending by the signal it was sent) and nothing is left
+ * listening on the gateway's port.
+ */
+async function interrupt(running: Running): Promise<boolean> {
+  const exited = new Promise<boolean>((resolve) => running.child.once('exit', (code, signal) => resolve(code === 0 || signal === 'SIGINT')));
+  process.kill(-running.child.pid!, 'SIGINT');
+  const clean = await exited;
+  const gateway = /Gateway\s+(\S+)/.exec(running.banner)?.[1];
+  const stillUp = gateway ? await fetch(`${gateway}/healthz`).then(() => true, () => false) : false;
+  return clean && !stillUp;
+}
+
+const field = (banner: string, label: string) => new RegExp(`${label}\\s+(\\S+)`).exec(banner)?.[1] ?? '';
+const redisPort = (banner: string) => Number(/on redis:\/\/127\.0\.0\.1:(\d+)/.exec(banner)?.[1]);
+
+async function redisIsGone(port: number): Promise<boolean> {
+  const probe = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return false;
+  } catch {
+    return true;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+describe('npm start', () => {
+  const data = join(scratch, 'start-redis');
+
+  it('prints JSON logs when not on a terminal, then a banner saying where everything is', async () => {
+    const run = await npmRun('start', { REDIS_DATA_DIR: data }, /The AI model gateway is up\./);
+    const logLines = run.output().slice(0, run.output().indexOf('The AI model gateway is up')).split('\n').filter((l) => l.startsWith('{'));
+    expect(logLines.length).toBeGreaterThan(4);
+    for (const line of logLines) expect(() => JSON.parse(line)).not.toThrow();
+    expect(run.output()).toMatch(/Root password \(shown once\): \S+/);
+
+    const gateway = field(run.banner, 'Gateway');
+    expect(gateway).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(field(run.banner, 'Dashboard')).toBe(`${gateway}/admin/queues`);
+    expect(field(run.banner, 'Metrics')).toBe(`${gateway}/metrics`);
+    expect(field(run.banner, 'Data')).toBe(`${data}/`);
+    expect(run.banner).toMatch(/curl -s \S+\/api\/channel\/ .*\n.*"type":"openai"/);
+    expect(run.banner).toContain('npm run demo');
+
+    expect((await fetch(`${gateway}/readyz`)).status).toBe(200);
+    const dashboard = await fetch(field(run.banner, 'Dashboard'), { headers: { accept: 'text/html' } });
+    expect(dashboard.status).toBe(401);
+    expect(await dashboard.text()).toContain('Sign in');
+    expect((await fetch(field(run.banner, 'Metrics'))).status).toBe(401);
+
+    expect(await interrupt(run)).toBe(true);
+    expect(await redisIsGone(redisPort(run.banner))).toBe(true);
+  }, 90_000);
+
+  it('prints readable lines with LOG_FORMAT=pretty, and no credentials on a later start', async () => {
+    const run = await npmRun('start', { REDIS_DATA_DIR: data, LOG_FORMAT: 'pretty' }, /The AI model gateway is up\./);
+    const logs = run.output().slice(0, run.output().indexOf('The AI model gateway is up'));
+    expect(logs).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gateway › ready/m);
+    expect(logs.split('\n').some((line) => line.startsWith('{'))).toBe(false);
+    expect(run.output()).not.toContain('shown once');
+    expect(await interrupt(run)).toBe(true);
+  }, 90_000);
+});
+
+describe('npm run demo', () => {
+  const data = join(scratch, 'demo');
+  const env = { DEMO_DATA_DIR: data, LOG_LEVEL: 'warn' };
+  const ready = /The gateway demo is up\./;
+
+  it('prints a key, the models and curl lines that give a completion, a stream and a playable WAV', async () => {
+    const run = await npmRun('demo', env, ready);
+    expect(run.banner).toMatch(/stand-in/);
+    expect(field(run.banner, 'API key')).toMatch(/^sk-\w{48}$/);
+    const curls = run.banner.split('\n').filter((line) => line.includes('│   curl')).map((line) => line.replace(/^.*│\s+/, ''));
+    expect(curls).toHaveLength(3);
+
+    const wav = join(scratch, 'hello.wav');
+    const sh = (command: string) => spawnSync('sh', ['-c', command], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 32 * 1024 * 1024 });
+    const completion = sh(curls[0]!);
+    expect(JSON.parse(completion.stdout)).toMatchObject({
+      object: 'text_completion', model: 'gpt-3.5-turbo-instruct', choices: [{ text: expect.stringContaining('stand-in for a real model') }],
+    });
+    const stream = sh(curls[1]!).stdout;
+    expect(stream).toMatch(/^data: \{.*"text":"This"/);
+    expect(stream.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const speech = sh(curls[2]!.replace(/ hello\.wav$/, ` ${wav}`));
+    expect(speech.status, speech.stderr).toBe(0);
+
+    const audio = readFileSync(wav);
+    expect(audio.toString('latin1', 0, 4)).toBe('RIFF');
+    expect(audio.readUInt32LE(24)).toBe(24_000);
+    const seconds = (audio.length - 44) / 48_000;
+    expect(seconds).toBeGreaterThan(1.5);
+    // Speech, not silence: a good share of the samples are loud.
+    let loud = 0;
+    for (let i = 44; i + 1 < audio.length; i += 2) if (Math.abs(audio.readInt16LE(i)) > 1000) loud++;
+    expect(loud / ((audio.length - 44) / 2)).toBeGreaterThan(0.1);
+
+    expect(await interrupt(run)).toBe(true);
+    expect(await redisIsGone(redisPort(run.banner))).toBe(true);
+    expect(statSync(join(data, 'credentials.json')).mode & 0o777).toBe(0o600);
+
+    // Again: the same key, and still one channel of each kind.
+    const again = await npmRun('demo', env, ready);
+    expect(field(again.banner, 'API key')).toBe(field(run.banner, 'API key'));
+    const { adminToken } = JSON.parse(readFileSync(join(data, 'credentials.json'), 'utf8')) as { adminToken: string };
+    const channels = await fetch(`${field(again.banner, 'Gateway')}/api/channel/`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const names = ((await channels.json()) as { data: { items: { name: string; status: number }[] } }).data.items.map((c) => c.name);
+    expect(names.sort()).toEqual(['demo-gemini', 'demo-openai']);
+    expect(sh(curls[0]!.replace(/127\.0\.0\.1:\d+/, new URL(field(again.banner, 'Gateway')).host)).stdout).toContain('stand-in');
+    expect(await interrupt(again)).toBe(true);
+  }, 120_000);
+});
