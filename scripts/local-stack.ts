@@ -11,7 +11,9 @@ import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { ConfigError, loadConfig, type Config } from '@gateway/config';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
+import { waitForRedis } from '@gateway/queue';
 
 const services = ['admin-worker', 'completion-worker', 'audio-worker', 'gateway'] as const;
 
@@ -46,6 +48,16 @@ export function fail(message: string): never {
   process.exit(1);
 }
 
+/** The environment, parsed; a bad variable ends the script with a message naming it. */
+export function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.message);
+    throw error;
+  }
+}
+
 export function freePort(): Promise<number> {
   return new Promise((done, reject) => {
     const server = createServer();
@@ -59,21 +71,16 @@ export function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitForRedis(url: string, deadline: number): Promise<void> {
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      // Loading a large AOF answers LOADING for a while; wait for a real PONG.
-      await probe.ping();
-      probe.disconnect();
-      return;
-    } catch {
-      probe.disconnect();
-      if (Date.now() > deadline) fail(`Redis at ${url} did not answer in time`);
-      await sleep(50);
-    }
+async function waitForRedisAt(url: string, deadline: number): Promise<void> {
+  // ioredis is ready only after Redis answers and has finished loading its AOF.
+  const probe = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  probe.on('error', () => {});
+  try {
+    await waitForRedis(probe, Math.max(0, deadline - Date.now()));
+  } catch {
+    fail(`Redis at ${url} did not answer in time`);
+  } finally {
+    probe.disconnect();
   }
 }
 
@@ -142,7 +149,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     });
     redisUrl = `redis://127.0.0.1:${port}`;
   }
-  await waitForRedis(redisUrl, deadline);
+  await waitForRedisAt(redisUrl, deadline);
 
   const port = options.port || (await freePort());
   const env = { ...options.env, REDIS_URL: redisUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };

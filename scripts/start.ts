@@ -2,18 +2,10 @@
  * `npm start`: the whole gateway on one machine (see local-stack.ts): an embedded redis-server
  * when REDIS_URL is unset, the gateway and the three workers, and a banner once they are up.
  */
-import { ConfigError, loadConfig } from '@gateway/config';
 import { startBanner } from './banner.ts';
-import { fail, startLocalStack } from './local-stack.ts';
+import { configOrExit, startLocalStack } from './local-stack.ts';
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (error instanceof ConfigError) fail(error.message);
-  throw error;
-}
-
+const config = configOrExit();
 const stack = await startLocalStack({
   redisUrl: config.REDIS_URL,
   redisDataDir: config.REDIS_DATA_DIR,

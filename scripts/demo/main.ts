@@ -8,9 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfig } from '@gateway/config';
 import { block, whereData } from '../banner.ts';
-import { fail, startLocalStack } from '../local-stack.ts';
+import { configOrExit, startLocalStack } from '../local-stack.ts';
 import { ensureDemoRecords, type DemoRecords } from './setup.ts';
 import { startDemoUpstream } from './upstream.ts';
 
@@ -74,14 +73,7 @@ function demoBanner(gatewayUrl: string, records: DemoRecords, credentials: DemoC
   ]);
 }
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (error instanceof ConfigError) fail(error.message);
-  throw error;
-}
-const credentials = demoCredentials();
+const config = configOrExit();const credentials = demoCredentials();
 const upstream = await startDemoUpstream();
 const stack = await startLocalStack({
   redisDataDir: join(dataDir, 'redis'),
