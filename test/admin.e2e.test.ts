@@ -8,7 +8,7 @@ let stack: Stack;
 const secrets = { userPassword: 'alice-password-1', channelKey: 'sk-upstream-very-secret-key-42' };
 
 beforeAll(async () => {
-  stack = await startStack({ env: { BODY_LIMIT_BYTES: '2048' } });
+  stack = await startStack({ env: { MANAGEMENT_BODY_LIMIT_BYTES: '2048' } });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -188,7 +188,7 @@ describe('bad input gets the right status, names the problem and changes nothing
     expect(matching.status).toBe(200);
   });
 
-  it('a body over BODY_LIMIT_BYTES is 413, a wrong Content-Type 415', async () => {
+  it('a body over MANAGEMENT_BODY_LIMIT_BYTES is 413, a wrong Content-Type 415', async () => {
     const before = await userCount();
     const big = await raw('POST', '/api/user/', { body: JSON.stringify({ username: 'big', password: 'big-password', display_name: 'x'.repeat(4096) }), headers: json });
     expect(big.status).toBe(413);

@@ -5,7 +5,7 @@
  * that copy; and docker-compose.yml read for what scaling a worker service requires.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -23,10 +23,15 @@ function dockerfile(): Instruction[] {
   });
 }
 
-/** The committed files under `source` (a fresh clone's files), less what .dockerignore drops. */
+/**
+ * The project's files under `source` as a build context holds them: what git tracks or would
+ * track (so no node_modules, no .data), less what .dockerignore drops. In a fresh clone that is
+ * exactly the committed files.
+ */
 function committedFiles(source: string): string[] {
   const ignored = readFileSync(join(repoRoot, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter(Boolean);
-  const files = execFileSync('git', ['ls-files', '--', source], { cwd: repoRoot, encoding: 'utf8' }).split('\n').filter(Boolean);
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '--', source], { cwd: repoRoot, encoding: 'utf8' })
+    .split('\n').filter((f) => f && existsSync(join(repoRoot, f)));
   return files.filter((f) => !f.split('/').some((part) => ignored.includes(part)));
 }
 

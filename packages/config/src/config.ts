@@ -8,6 +8,16 @@ const redisUrl = z
   .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
   .optional();
 
+/** 32 bytes, given as base64 (44 characters) or hex (64). */
+const secretKey = z.string().transform((value, ctx) => {
+  const bytes = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  if (bytes.length !== 32) {
+    ctx.addIssue({ code: 'custom', message: 'must be 32 random bytes, as base64 or 64 hex characters (openssl rand -base64 32)' });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
 /** Every environment variable, with its default. The README lists the same set. */
 export const configSchema = z.object({
   REDIS_URL: redisUrl,
@@ -31,6 +41,30 @@ export const configSchema = z.object({
   ADMISSION_MAX_BACKLOG: integer(100_000, 1, 100_000_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
   REDIS_DATA_DIR: z.string().min(1).default('.data/redis'),
+  /** Management, login and dashboard bodies are small; only model requests may be large. */
+  MANAGEMENT_BODY_LIMIT_BYTES: integer(64 * 1024, 1024, 16 * 1024 * 1024),
+  /** A client must send its request headers within this time, and the whole request within BODY_TIMEOUT_MS. */
+  HEADERS_TIMEOUT_MS: integer(10_000, 1000, 600_000),
+  BODY_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),
+  /** Open connections one client address may hold; 0 lifts the cap. */
+  MAX_CONNECTIONS_PER_CLIENT: integer(1024, 0, 1_000_000),
+  /** AES-256 key for channel keys at rest: 32 bytes as base64 or 64 hex characters. */
+  SECRET_KEY: secretKey.optional(),
+  /** The key before a rotation: still read, never written. */
+  SECRET_KEY_PREVIOUS: secretKey.optional(),
+  /** The largest upstream reply, and the largest one streamed event; past either, 502. */
+  UPSTREAM_MAX_REPLY_BYTES: integer(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  UPSTREAM_MAX_EVENT_BYTES: integer(16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  /** Channels may point at private and loopback addresses (self-hosted models). */
+  CHANNEL_ALLOW_PRIVATE_ADDRESSES: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+  /** Failed logins before a name, or a client address, must wait; counted per window across gateways. */
+  LOGIN_FAILURES_PER_USER: integer(5, 1, 1_000_000),
+  LOGIN_FAILURES_PER_ADDRESS: integer(20, 1, 1_000_000),
+  LOGIN_WINDOW_SECONDS: integer(900, 1, 86_400),
+  /** Password hashes (scrypt) one gateway computes at once; more wait their turn. */
+  PASSWORD_HASH_CONCURRENCY: integer(2, 1, 64),
+  /** How much of a job's payload (prompts, speech text) the dashboard shows. */
+  DASHBOARD_PAYLOADS: z.enum(['truncated', 'full', 'none']).default('truncated'),
 });
 
 export type Config = z.infer<typeof configSchema>;

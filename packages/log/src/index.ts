@@ -28,6 +28,19 @@ export const redactedPaths = [
 ];
 
 /**
+ * An error as a log line may show it: its class, its message and its stack, nothing else. An
+ * error's other properties can hold what must never be logged (ioredis puts the failed
+ * command's arguments on its errors: hashes, keys, job data), so they are dropped, and so is
+ * a long message's tail.
+ */
+export function safeError(error: unknown): { type: string; message: string; stack?: string } | unknown {
+  if (!(error instanceof Error)) return error === undefined || error === null ? error : { type: typeof error, message: '[not an Error]' };
+  const message = error.message.length > 300 ? `${error.message.slice(0, 300)}…` : error.message;
+  const frames = error.stack?.split('\n').filter((line) => line.trimStart().startsWith('at ')).join('\n');
+  return { type: error.constructor?.name ?? error.name, message, ...(frames ? { stack: frames } : {}) };
+}
+
+/**
  * Log lines go to stdout through an asynchronous destination: lines written while an earlier
  * write is still in flight are coalesced into one write, instead of one blocking write(2) per
  * line (measured: a tenth of the gateway's CPU at load went to synchronous log writes). Whatever
@@ -76,6 +89,7 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       level,
       base: { service, pid: process.pid },
       redact: { paths: redactedPaths, censor: '[redacted]' },
+      serializers: { err: safeError, error: safeError },
     },
     format === 'pretty' ? prettyStdout() : stdout,
   );

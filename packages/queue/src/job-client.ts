@@ -57,6 +57,8 @@ export class JobClient {
   }
 
   async request<P, R>(queueName: QueueName, payload: P, options: RequestOptions): Promise<R> {
+    // A client already gone gets no job at all.
+    if (options.signal?.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
     if (this.redis.status !== 'ready') throw redisUnavailable();
     const jobId = randomUUID();
     const deadline = Date.now() + options.timeoutMs;

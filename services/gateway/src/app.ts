@@ -10,7 +10,10 @@ import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
+import { clientGoneSignal, watchClient } from './client-signal.ts';
+import { capConnectionsPerClient } from './connection-cap.ts';
 import { formatForUrl, fromFastifyError, sendError } from './error-formats.ts';
+import { registerJsonBodyParser } from './json-body.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { completionRoutes } from './routes/completions.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
@@ -27,7 +30,15 @@ export interface GatewayDeps {
   metrics: GatewayMetrics;
   log: Logger;
   requestTimeoutMs: number;
+  /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
+  managementBodyLimitBytes: number;
+  /** A client's headers must arrive within this time, and its whole request within bodyTimeoutMs. */
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  /** Open connections per client address; 0: no cap. */
+  maxConnectionsPerClient: number;
   /** A queue backlog this long is refused outright (admission control). */
   maxBacklog: number;
 }
@@ -51,12 +62,27 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: true,
+    // Slow clients: the headers must arrive within headersTimeout and the whole request within
+    // requestTimeout, checked every second (Node checks every 30 s by default).
+    requestTimeout: deps.bodyTimeoutMs,
+    http: { headersTimeout: deps.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    // A URL Fastify cannot decode gets the route family's error format, never an echo of the
+    // URL (its query string may hold a key).
+    frameworkErrors: (error, request, reply) => {
+      const message = error.code === 'FST_ERR_BAD_URL' ? 'malformed URL: the path is not valid percent-encoding' : 'bad request';
+      void sendError(reply, new GatewayError({ status: 400, code: 'invalid_request', message }), formatForUrl(request.url));
+    },
   });
+  capConnectionsPerClient(app.server, deps.maxConnectionsPerClient);
 
   // JSON only: anything else is a 415, not a body the routes would misread.
   app.removeContentTypeParser(['text/plain']);
+  registerJsonBodyParser(app);
+  app.decorateRequest('keyHolder', null);
+  app.decorateRequest('actor', null);
 
   app.addHook('onRequest', async (request, reply) => {
+    watchClient(request, reply);
     reply.header('x-request-id', request.id);
     if (stopping && !request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) {
       throw new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down; retry on another instance', retryAfter: 1 });
@@ -88,7 +114,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
-  app.register(adminRoutes, { jobs: deps.jobs, users: deps.store.users, timeoutMs: deps.requestTimeoutMs });
+  app.register(adminRoutes, { jobs: deps.jobs, users: deps.store.users, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed.
@@ -103,10 +129,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.addHook('onReady', async () => backlog.start());
   app.addHook('onClose', async () => backlog.stop());
   const admission = new ModelAdmission(new KeyRateLimit(deps.redis), backlog);
-  app.register(completionRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
-  app.register(generateContentRoutes, { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs });
+  const modelRoutes = { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.bodyLimitBytes };
+  app.register(completionRoutes, modelRoutes);
+  app.register(generateContentRoutes, modelRoutes);
   app.register(modelListRoutes, { apiKeys, catalog });
-  app.register(dashboardRoutes, { prefix: DASHBOARD_PATH, jobs: deps.jobs, store: deps.store, timeoutMs: deps.requestTimeoutMs });
+  app.register(dashboardRoutes, { prefix: DASHBOARD_PATH, jobs: deps.jobs, store: deps.store, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes });
 
   return {
     app,

@@ -65,7 +65,7 @@ export function fromFastifyError(error: unknown): GatewayError {
   const e = error as { statusCode?: number; code?: string; message?: string };
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError({ status: 413, code: 'payload_too_large', message: 'request body is larger than the limit (BODY_LIMIT_BYTES)' });
+      return new GatewayError({ status: 413, code: 'payload_too_large', message: 'request body is larger than this route allows (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)' });
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'unsupported Content-Type: send application/json' });
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

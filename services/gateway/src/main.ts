@@ -30,6 +30,10 @@ const gateway = buildGateway({
   log,
   requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
   bodyLimitBytes: config.BODY_LIMIT_BYTES,
+  managementBodyLimitBytes: config.MANAGEMENT_BODY_LIMIT_BYTES,
+  headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
+  bodyTimeoutMs: config.BODY_TIMEOUT_MS,
+  maxConnectionsPerClient: config.MAX_CONNECTIONS_PER_CLIENT,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
 });
 

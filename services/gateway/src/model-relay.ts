@@ -67,7 +67,7 @@ const streamHeaders = {
  */
 export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const priority = await options.admission.admit(request.headers, options.holder, options.queue);
-  const signal = clientGoneSignal(reply);
+  const signal = clientGoneSignal(request);
   const format = options.stream;
   if (!format) {
     return options.jobs.request(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });

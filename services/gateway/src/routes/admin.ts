@@ -2,11 +2,11 @@
  * The management API: each route names an admin operation; the ingress validates the input,
  * authenticates the caller, and runs the operation as a job on the admin queue.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { adminOperations, parseOrThrow, QueueName, type AdminJobPayload, type AdminOperationName, type AdminResult } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
-import { authenticateAccessToken } from '../auth/access-token.ts';
+import { accessTokenHook } from '../auth/request-auth.ts';
 import { clientGoneSignal } from '../client-signal.ts';
 
 type InputSource = 'body' | 'query' | 'params' | 'none';
@@ -37,6 +37,8 @@ export interface AdminRoutesOptions {
   jobs: JobClient;
   users: UserStore;
   timeoutMs: number;
+  /** Management bodies are small: MANAGEMENT_BODY_LIMIT_BYTES. */
+  bodyLimitBytes: number;
 }
 
 function inputOf(request: FastifyRequest, source: InputSource): unknown {
@@ -46,21 +48,33 @@ function inputOf(request: FastifyRequest, source: InputSource): unknown {
   return {};
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The admin operation a management route runs. */
+    operation?: AdminOperationName;
+  }
+}
+
+const operationOf = (request: FastifyRequest) => request.routeOptions.config.operation!;
+
 export async function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): Promise<void> {
+  app.addHook('onRequest', accessTokenHook(options.users, (request) => adminOperations[operationOf(request)].minRole > 0));
   for (const [method, url, operation, source] of routes) {
     app.route({
       method,
       url,
-      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      config: { operation },
+      bodyLimit: options.bodyLimitBytes,
+      handler: async (request: FastifyRequest) => {
         const spec = adminOperations[operation];
-        const actor = spec.minRole > 0 ? await authenticateAccessToken(options.users, request.headers) : null;
+        const actor = request.actor;
         const input = inputOf(request, source);
         parseOrThrow(spec.input, input);
         const payload: AdminJobPayload = { operation, actor, input };
         const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
           requestId: request.id,
           timeoutMs: options.timeoutMs,
-          signal: clientGoneSignal(reply),
+          signal: clientGoneSignal(request),
         });
         return { success: true, message: '', data: result.data };
       },

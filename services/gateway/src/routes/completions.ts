@@ -7,6 +7,7 @@ import { completionRequestSchema, parseOrThrow, QueueName, type CompletionJobPay
 import type { JobClient } from '@gateway/queue';
 import type { ModelAdmission } from '../admission/model-admission.ts';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
+import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
 import { openaiFormat } from '../error-formats.ts';
 import { relayModelJob, serverSentEvents } from '../model-relay.ts';
 
@@ -15,13 +16,15 @@ export interface CompletionRoutesOptions {
   apiKeys: ApiKeyAuth;
   admission: ModelAdmission;
   timeoutMs: number;
+  bodyLimitBytes: number;
 }
 
 const openaiEventStream = serverSentEvents(openaiFormat, { doneMarker: '[DONE]' });
 
 export async function completionRoutes(app: FastifyInstance, options: CompletionRoutesOptions): Promise<void> {
-  app.post('/v1/completions', async (request, reply) => {
-    const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query });
+  app.addHook('onRequest', apiKeyHook(options.apiKeys));
+  app.post('/v1/completions', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+    const holder = keyHolderOf(request);
     const body = parseOrThrow(completionRequestSchema, request.body);
     options.apiKeys.authorizeModel(holder, body.model);
     const payload: CompletionJobPayload = {

@@ -20,6 +20,7 @@ export interface DashboardOptions {
   jobs: JobClient;
   store: Store;
   timeoutMs: number;
+  bodyLimitBytes: number;
 }
 
 function cookieValue(header: string | undefined, name: string): string | undefined {
@@ -81,7 +82,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
 
   app.get('/login', async (_request, reply) => reply.type('text/html; charset=utf-8').send(signInPage()));
 
-  app.post('/login', async (request, reply) => {
+  app.post('/login', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     try {
       const result = await options.jobs.request<AdminJobPayload, AdminResult>(
@@ -98,7 +99,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
     }
   });
 
-  app.post('/logout', async (request, reply) => {
+  app.post('/logout', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const session = cookieValue(request.headers.cookie, COOKIE);
     if (session) {
       await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input: { session } } satisfies AdminJobPayload, {

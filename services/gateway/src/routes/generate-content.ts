@@ -10,6 +10,7 @@ import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, type Audi
 import type { JobClient } from '@gateway/queue';
 import type { ModelAdmission } from '../admission/model-admission.ts';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
+import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
 import { geminiFormat } from '../error-formats.ts';
 import { relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
 
@@ -18,6 +19,7 @@ export interface GenerateContentRoutesOptions {
   apiKeys: ApiKeyAuth;
   admission: ModelAdmission;
   timeoutMs: number;
+  bodyLimitBytes: number;
 }
 
 /** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
@@ -57,7 +59,8 @@ function modelAndMethod(target: string): { model: string; method: AudioMethod } 
 export async function generateContentRoutes(app: FastifyInstance, options: GenerateContentRoutesOptions): Promise<void> {
   // A route like `/v1beta/models/:model:generateContent` would read the colon as a parameter;
   // the wildcard takes `{model}:{method}` whole and it is split here.
-  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/v1beta/models/*', async (request, reply) => {
+  app.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
+  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/v1beta/models/*', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
       throw new GatewayError({
@@ -66,7 +69,7 @@ export async function generateContentRoutes(app: FastifyInstance, options: Gener
         message: `no route for POST ${request.url.split('?', 1)[0]}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`,
       });
     }
-    const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: true });
+    const holder = keyHolderOf(request);
     const body = parseOrThrow(geminiGenerateRequest, request.body);
     options.apiKeys.authorizeModel(holder, target.model);
     const payload: AudioJobPayload = {

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { GatewayError, type ChannelType } from '@gateway/contracts';
 import type { ServedModel } from '@gateway/routing';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
+import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
 
 export interface ModelListRoutesOptions {
@@ -63,17 +64,23 @@ const geminiModels: ModelListFormat = {
 
 export async function modelListRoutes(app: FastifyInstance, options: ModelListRoutesOptions): Promise<void> {
   for (const format of [openaiModels, geminiModels]) {
-    app.get<{ Querystring: Query }>(format.prefix, async (request) => {
-      const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: format.googleHeader });
-      return format.list(await options.catalog.list(holder, format.type), request.query);
-    });
-    // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
-    app.get<{ Params: { '*': string }; Querystring: Query }>(`${format.prefix}/*`, async (request) => {
-      const holder = await options.apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: format.googleHeader });
-      const name = request.params['*'].replace(/^models\//, '');
-      const model = await options.catalog.find(holder, format.type, name);
-      if (!model) throw format.notFound(name);
-      return format.one(model);
+    // Each format in a plugin of its own, so each authenticates with its own headers.
+    app.register(async (routes) => {
+      routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: format.googleHeader }));
+      listRoutes(routes, format, options.catalog);
     });
   }
+}
+
+function listRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog): void {
+  app.get<{ Querystring: Query }>(format.prefix, async (request) => {
+    return format.list(await catalog.list(keyHolderOf(request), format.type), request.query);
+  });
+  // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
+  app.get<{ Params: { '*': string }; Querystring: Query }>(`${format.prefix}/*`, async (request) => {
+    const name = request.params['*'].replace(/^models\//, '');
+    const model = await catalog.find(keyHolderOf(request), format.type, name);
+    if (!model) throw format.notFound(name);
+    return format.one(model);
+  });
 }

@@ -21,3 +21,14 @@ describe('the log format', () => {
     expect(defaultLogFormat({ LOG_FORMAT: 'pretty' })).toBe('pretty');
   });
 });
+
+describe('an error in a log line', () => {
+  it('shows its class, message and stack, never the properties that carry command arguments', async () => {
+    const { safeError } = await import('./index.ts');
+    const error = Object.assign(new Error('ERR Error running script'), { command: { name: 'evalsha', args: ['sk-channel-key-in-clear'] }, args: ['x'] });
+    const shown = safeError(error) as Record<string, unknown>;
+    expect(Object.keys(shown).sort()).toEqual(['message', 'stack', 'type']);
+    expect(JSON.stringify(shown)).not.toContain('sk-channel-key-in-clear');
+    expect(shown).toMatchObject({ type: 'Error', message: 'ERR Error running script' });
+  });
+});

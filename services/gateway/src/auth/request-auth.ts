@@ -1,0 +1,40 @@
+/**
+ * Authentication as `onRequest` hooks: the caller is known from the headers alone, before a
+ * byte of the body is read, so an unauthenticated client cannot make the gateway parse a body.
+ * Each route family adds the hook for its own credentials; routes read the result from the
+ * request.
+ */
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { Actor } from '@gateway/contracts';
+import type { UserStore } from '@gateway/store';
+import { authenticateAccessToken } from './access-token.ts';
+import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key's holder, on the model routes. */
+    keyHolder: KeyHolder | null;
+    /** The signed-in user, on management routes that need one. */
+    actor: Actor | null;
+  }
+}
+
+/** An API key in a header (and `x-goog-api-key` on the Gemini routes). */
+export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolean } = {}): onRequestAsyncHookHandler {
+  return async (request) => {
+    request.keyHolder = await apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: options.googleHeader });
+  };
+}
+
+/** An access token, for management routes whose operation needs a signed-in caller. */
+export function accessTokenHook(users: UserStore, needsActor: (request: FastifyRequest) => boolean): onRequestAsyncHookHandler {
+  return async (request) => {
+    if (needsActor(request)) request.actor = await authenticateAccessToken(users, request.headers);
+  };
+}
+
+/** The key holder an `apiKeyHook` found; a route without the hook is a programming error. */
+export function keyHolderOf(request: FastifyRequest): KeyHolder {
+  if (!request.keyHolder) throw new Error('route has no apiKeyHook');
+  return request.keyHolder;
+}

@@ -1,0 +1,198 @@
+/**
+ * Hostile and careless input at the gateway's door (issue 10): what it refuses, how cheaply, and
+ * that nothing it refuses reaches a worker, a log line or the client's screen as an echo.
+ * Real gateway, admin-worker and completion-worker processes; raw sockets where a well-behaved
+ * HTTP client could not misbehave enough.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
+
+let stack: Stack;
+let mock: MockOpenAIUpstream;
+let key: string;
+const CHANNEL_KEY = 'sk-channel-secret-0123456789abcdef';
+
+beforeAll(async () => {
+  stack = await startStack({
+    workers: ['completion-worker'],
+    env: { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', MAX_CONNECTIONS_PER_CLIENT: '40', REQUEST_TIMEOUT_MS: '20000' },
+  });
+  mock = await startMockOpenAIUpstream();
+  const channel = await stack.admin('POST', '/api/channel/', { name: 'up', type: 'openai', key: CHANNEL_KEY, base_url: mock.url, models: ['m'], timeout_ms: 20_000 });
+  expect(channel.status).toBe(200);
+  key = (await stack.admin('POST', '/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
+});
+afterAll(async () => {
+  await mock?.close();
+  await stack?.stop();
+});
+
+/** Sends exactly `text` (a JSON body written by hand) and parses the answer. */
+async function send(method: string, path: string, text: string, headers: Record<string, string> = {}) {
+  const response = await fetch(stack.gateway.url + path, { method, body: text, headers: { 'content-type': 'application/json', ...headers } });
+  const body = await response.text();
+  return { status: response.status, text: body, json: JSON.parse(body) };
+}
+
+const everyLog = () => stack.services.flatMap((s) => s.output).join('\n');
+
+describe('ill-formed Unicode', () => {
+  const lone = '"x\\ud800y"';
+
+  it('is a 400 naming the field, in every stored text and in model bodies, and nothing is logged with it', async () => {
+    const auth = { authorization: `Bearer ${stack.adminToken}` };
+    const channel = await send('POST', '/api/channel/', `{"name":${lone},"type":"openai","key":"${CHANNEL_KEY}","base_url":"http://127.0.0.1:9","models":["m"]}`, auth);
+    expect(channel.status).toBe(400);
+    expect(channel.json).toMatchObject({ success: false, message: expect.stringMatching(/^name is not valid Unicode/) });
+    const tag = await send('PUT', '/api/channel/', `{"id":1,"tag":${lone}}`, auth);
+    expect(tag.json.message).toMatch(/^tag is not valid Unicode/);
+    const user = await send('POST', '/api/user/', `{"username":"u1","password":"password-1","display_name":${lone}}`, auth);
+    expect(user.json.message).toMatch(/^display_name is not valid Unicode/);
+    const token = await send('POST', '/api/token/', `{"name":${lone}}`, auth);
+    expect(token.status).toBe(400);
+    expect(token.json.message).toMatch(/^name is not valid Unicode/);
+
+    const completion = await send('POST', '/v1/completions', `{"model":"m","prompt":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
+    expect(completion.status).toBe(400);
+    expect(completion.json.error).toMatchObject({ param: 'prompt[1]', type: 'invalid_request_error' });
+    const gemini = await send('POST', '/v1beta/models/m:generateContent', `{"contents":[{"parts":[{"text":${lone}}]}]}`, { 'x-goog-api-key': key });
+    expect(gemini.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ fieldViolations: [{ field: 'contents[0].parts[0].text' }] }] });
+
+    expect(everyLog()).not.toContain(CHANNEL_KEY);
+    expect(everyLog()).not.toMatch(/scrypt\$|job failed unexpectedly/);
+  });
+});
+
+describe('bodies', () => {
+  it('refuses deep nesting with a 400 that says so, not a 503', async () => {
+    const deep = `{"model":"m","prompt":"x","user":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const answer = await send('POST', '/v1/completions', deep, { authorization: `Bearer ${key}` });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error.message).toMatch(/nested too deeply/);
+  });
+
+  it('answers an unauthenticated request from its headers, before reading its body', async () => {
+    for (const [path, format] of [['/v1/completions', /"invalid_api_key"/], ['/v1beta/models/m:generateContent', /UNAUTHENTICATED/], ['/api/channel/', /"success":false/]] as const) {
+      const started = Date.now();
+      const answer = await rawExchange(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7000000\r\n\r\n{"prompt":"`,
+        /\r\n\r\n[\s\S]*\}/,
+      );
+      expect(answer, path).toMatch(/^HTTP\/1\.1 401/);
+      expect(answer, path).toMatch(format);
+      expect(Date.now() - started).toBeLessThan(1000); // the other 7 MB were never sent
+    }
+  });
+
+  it('keeps management and login bodies small: 413 past MANAGEMENT_BODY_LIMIT_BYTES', async () => {
+    const login = await send('POST', '/api/user/login', JSON.stringify({ username: 'root', password: 'x'.repeat(70_000) }));
+    expect(login.status).toBe(413);
+    expect(login.json.success).toBe(false);
+  });
+});
+
+describe('malformed URLs', () => {
+  it("answer in the route family's own format and never echo the URL", async () => {
+    const secret = 'sk-in-the-query-0123456789';
+    const cases: [string, (json: any) => void][] = [
+      [`/v1/completions%zz?api_key=${secret}`, (json) => expect(json.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/malformed URL/) })],
+      [`/v1beta/models/m%zz:generateContent?key=${secret}`, (json) => expect(json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' })],
+      [`/api/user%zz/?token=${secret}`, (json) => expect(json).toMatchObject({ success: false, message: expect.stringMatching(/malformed URL/) })],
+    ];
+    for (const [path, check] of cases) {
+      const response = await fetch(stack.gateway.url + path, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      const text = await response.text();
+      expect(response.status, path).toBe(400);
+      expect(text, path).not.toContain(secret);
+      expect(text, path).not.toContain('%zz');
+      check(JSON.parse(text));
+    }
+  });
+});
+
+/** Writes `request` on a raw socket and resolves with what came back once `until` matches (or the socket closed). */
+function rawExchange(request: string, until: RegExp, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(stack.gateway.url);
+    const socket = connect(Number(url.port), url.hostname);
+    let received = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within ${timeoutMs} ms: ${received}`));
+    }, timeoutMs);
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(received);
+    };
+    socket.on('data', (chunk) => {
+      received += chunk.toString();
+      if (until.test(received)) finish();
+    });
+    socket.on('close', finish);
+    socket.on('error', () => {});
+    socket.write(request);
+  });
+}
+
+describe('slow and numerous clients', () => {
+  it('closes a connection whose body trickles in past BODY_TIMEOUT_MS, and one whose headers never finish', async () => {
+    const url = new URL(stack.gateway.url);
+    const trickle = (headersDone: boolean) => new Promise<number>((resolve) => {
+      const started = Date.now();
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(headersDone
+          ? `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n`
+          : 'POST /v1/completions HTTP/1.1\r\nHost: x\r\n');
+        const drip = setInterval(() => socket.write(headersDone ? ' ' : 'X-Slow: 1\r\n'), 300);
+        socket.on('close', () => {
+          clearInterval(drip);
+          resolve(Date.now() - started);
+        });
+      });
+      socket.on('error', () => {});
+    });
+    const [body, headers] = await Promise.all([trickle(true), trickle(false)]);
+    expect(body).toBeLessThan(5000);
+    expect(headers).toBeLessThan(4000);
+  });
+
+  it('closes connections past MAX_CONNECTIONS_PER_CLIENT from one address at once', async () => {
+    const url = new URL(stack.gateway.url);
+    const sockets: Socket[] = [];
+    let closedEarly = 0;
+    await Promise.all(Array.from({ length: 60 }, () => new Promise<void>((resolve) => {
+      const socket = connect(Number(url.port), url.hostname, () => resolve());
+      socket.on('close', () => closedEarly++);
+      socket.on('error', () => resolve());
+      sockets.push(socket);
+    })));
+    await expect.poll(() => closedEarly, { timeout: 3000 }).toBe(20);
+    for (const socket of sockets) socket.destroy();
+    // The cap counts open connections, so the address is welcome again once they close.
+    await expect.poll(async () => (await fetch(`${stack.gateway.url}/healthz`).then((r) => r.status, () => 0)), { timeout: 3000 }).toBe(200);
+  });
+});
+
+describe('a client that leaves at once', () => {
+  it('cancels its job and the upstream call, whenever it leaves', async () => {
+    mock.setBehaviour({ hang: true });
+    const url = new URL(stack.gateway.url);
+    const body = JSON.stringify({ model: 'm', prompt: 'leave early' });
+    const request = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    await Promise.all(Array.from({ length: 40 }, (_, i) => new Promise<void>((resolve) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(request, () => setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, i % 5));
+      });
+      socket.on('error', () => resolve());
+    })));
+    // Whatever reached the upstream was aborted; nothing stays open there.
+    await new Promise((r) => setTimeout(r, 1500));
+    await expect.poll(() => mock.inFlight, { timeout: 5000 }).toBe(0);
+    mock.setBehaviour({});
+  });
+});
