@@ -20,6 +20,16 @@ export function whereData(stack: LocalStack): string {
   return `your Redis at REDIS_URL (${stack.redisUrl.replace(/\/\/[^@/]*@/, '//***@')})`;
 }
 
+/** Where SECRET_KEY lives, said loudly the first time: without it the channel keys are lost. */
+export function secretKeyLines(stack: LocalStack): string[] {
+  if (!stack.secretKeyFile) return ['Secret key  SECRET_KEY from the environment (encrypts channel keys)'];
+  const where = relative(process.cwd(), stack.secretKeyFile.path);
+  const shown = where.startsWith('..') ? stack.secretKeyFile.path : where;
+  return [
+    `Secret key  ${shown} (mode 0600; encrypts channel keys at rest)` + (stack.secretKeyFile.created ? ': made just now; back it up with the data' : ''),
+  ];
+}
+
 export function startBanner(stack: LocalStack): string {
   const g = stack.gatewayUrl;
   return block('The AI model gateway is up.', [
@@ -28,6 +38,7 @@ export function startBanner(stack: LocalStack): string {
     `            created on the first start; or the ADMIN_PASSWORD it was created with)`,
     `Metrics     ${g}/metrics   (send an admin's access token: Authorization: Bearer …)`,
     `Data        ${whereData(stack)}`,
+    ...secretKeyLines(stack),
     '',
     'Next: add your first channel (an upstream provider), with root\'s access token in ADMIN_TOKEN',
     '(the one you set, or the one printed when root was created):',

@@ -6,9 +6,10 @@
  * SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ConfigError, loadConfig, type Config } from '@gateway/config';
@@ -29,6 +30,8 @@ export interface LocalStackOptions {
   host: string;
   /** Environment for the four processes (ADMIN_TOKEN, LOG_FORMAT, …). */
   env: NodeJS.ProcessEnv;
+  /** Where SECRET_KEY is kept when the environment does not set it (made on the first run). */
+  secretKeyFile: string;
   /** How long everything may take to come up. Default 60 s. */
   timeoutMs?: number;
 }
@@ -37,6 +40,8 @@ export interface LocalStack {
   redisUrl: string;
   /** The embedded Redis's data folder, when there is one. */
   redisDataDir?: string;
+  /** The file SECRET_KEY came from (unset: from the environment), and whether this run made it. */
+  secretKeyFile?: { path: string; created: boolean };
   gatewayUrl: string;
   /** Stops the processes and the embedded Redis, then exits the process with `exitCode`. */
   stop(exitCode: number): Promise<never>;
@@ -56,6 +61,20 @@ export function configOrExit(): Config {
     if (error instanceof ConfigError) fail(error.message);
     throw error;
   }
+}
+
+/**
+ * SECRET_KEY from its file, or a new random one written there with mode 0600: the key that
+ * encrypts channel keys at rest. Losing it loses the channel keys (not the rest of the data).
+ */
+export function secretKeyFrom(path: string): { key: string; created: boolean } {
+  const file = resolve(path);
+  if (existsSync(file)) return { key: readFileSync(file, 'utf8').trim(), created: false };
+  mkdirSync(dirname(file), { recursive: true });
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { key, created: true };
 }
 
 export function freePort(): Promise<number> {
@@ -152,7 +171,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   await waitForRedisAt(redisUrl, deadline);
 
   const port = options.port || (await freePort());
-  const env = { ...options.env, REDIS_URL: redisUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
+  let secretKeyFile: LocalStack['secretKeyFile'];
+  const env: NodeJS.ProcessEnv = { ...options.env, REDIS_URL: redisUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
+  if (!env.SECRET_KEY) {
+    const { key, created } = secretKeyFrom(options.secretKeyFile);
+    env.SECRET_KEY = key;
+    secretKeyFile = { path: resolve(options.secretKeyFile), created };
+  }
   for (const name of services) {
     const child = spawn(process.execPath, [`services/${name}/src/main.ts`], { stdio: 'inherit', env });
     child.once('exit', (code, signal) => {
@@ -165,5 +190,5 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   await waitUntilUp(redisUrl, gatewayUrl, deadline);
-  return { redisUrl, redisDataDir, gatewayUrl, stop };
+  return { redisUrl, redisDataDir, secretKeyFile, gatewayUrl, stop };
 }

@@ -2,6 +2,7 @@
  * `npm start`: the whole gateway on one machine (see local-stack.ts): an embedded redis-server
  * when REDIS_URL is unset, the gateway and the three workers, and a banner once they are up.
  */
+import { dirname, join } from 'node:path';
 import { startBanner } from './banner.ts';
 import { configOrExit, startLocalStack } from './local-stack.ts';
 
@@ -13,5 +14,6 @@ const stack = await startLocalStack({
   port: config.PORT,
   host: config.HOST,
   env: process.env,
+  secretKeyFile: process.env.SECRET_KEY_FILE || join(dirname(config.REDIS_DATA_DIR), 'secret-key'),
 });
 process.stdout.write(startBanner(stack));

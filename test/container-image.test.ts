@@ -93,7 +93,7 @@ describe('the Dockerfile', () => {
 
 describe('docker-compose.yml', () => {
   const compose = parse(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
-    services: Record<string, { command?: string[]; container_name?: string; ports?: unknown[]; healthcheck?: { test?: unknown } }>;
+    services: Record<string, { command?: string[]; container_name?: string; ports?: unknown[]; healthcheck?: { test?: unknown }; environment?: Record<string, string> }>;
   };
   const workers = ['completion-worker', 'audio-worker', 'admin-worker'];
 
@@ -113,6 +113,13 @@ describe('docker-compose.yml', () => {
     const command = compose.services.redis!.command!.join(' ');
     expect(command).toMatch(/--appendonly yes/);
     expect(command).toMatch(/--maxmemory-policy noeviction/);
+  });
+
+  it('gives SECRET_KEY, from the environment, to the gateway and the model workers only', () => {
+    for (const name of ['gateway', 'completion-worker', 'audio-worker']) {
+      expect(compose.services[name]!.environment?.SECRET_KEY, name).toMatch(/^\$\{SECRET_KEY:\?/);
+    }
+    expect(compose.services['admin-worker']!.environment?.SECRET_KEY).toBeUndefined();
   });
 
   it('starts each service from a file the image holds', () => {

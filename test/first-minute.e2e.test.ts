@@ -89,6 +89,11 @@ describe('npm start', () => {
     expect(field(run.banner, 'Dashboard')).toBe(`${gateway}/admin/queues`);
     expect(field(run.banner, 'Metrics')).toBe(`${gateway}/metrics`);
     expect(field(run.banner, 'Data')).toBe(`${data}/`);
+    // SECRET_KEY was made on this first run, beside the data, readable by its owner alone.
+    const secretKeyFile = join(scratch, 'secret-key');
+    expect(field(run.banner, 'Secret key')).toBe(secretKeyFile);
+    expect(run.banner).toMatch(/made just now; back it up/);
+    expect(statSync(secretKeyFile).mode & 0o777).toBe(0o600);
     expect(run.banner).toMatch(/curl -s \S+\/api\/channel\/ .*\n.*"type":"openai"/);
     expect(run.banner).toContain('npm run demo');
 
@@ -108,6 +113,7 @@ describe('npm start', () => {
     expect(logs).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gateway › ready/m);
     expect(logs.split('\n').some((line) => line.startsWith('{'))).toBe(false);
     expect(run.output()).not.toContain('shown once');
+    expect(run.banner).not.toMatch(/made just now/);
     expect(await interrupt(run)).toBe(true);
   }, 90_000);
 });

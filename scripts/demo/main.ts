@@ -59,7 +59,7 @@ function demoBanner(gatewayUrl: string, records: DemoRecords, credentials: DemoC
     `API key     ${records.apiKey}`,
     `Models      ${records.models.completion} (OpenAI completions), ${records.models.speech} (Gemini speech)`,
     `Dashboard   ${g}/admin/queues   sign in as root / ${credentials.adminPassword}`,
-    `Data        ${data}; credentials in ${credentialsFile}`,
+    `Data        ${data}; root's credentials and SECRET_KEY beside it, in ${dataDir}`,
     '',
     'A completion:',
     `  curl -s ${g}/v1/completions ${auth} -d '{"model":"${records.models.completion}","prompt":"Say this is a test","max_tokens":32}'`,
@@ -80,6 +80,7 @@ const stack = await startLocalStack({
   port: process.env.PORT ? config.PORT : await portOr(3000, config.HOST),
   host: config.HOST,
   env: { ...process.env, ADMIN_TOKEN: credentials.adminToken, ADMIN_PASSWORD: credentials.adminPassword },
+  secretKeyFile: join(dataDir, 'secret-key'),
 });
 try {
   const records = await ensureDemoRecords(stack.gatewayUrl, credentials.adminToken, upstream, credentials.apiKey);

@@ -4,4 +4,4 @@
  * naming the variable), and each service's shutdown on SIGTERM goes through here.
  */
 export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
-export { loadServiceConfig, onShutdown } from './lifecycle.ts';
+export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts';

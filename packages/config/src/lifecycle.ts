@@ -23,6 +23,19 @@ export function loadServiceConfig(service: string): Config & { REDIS_URL: string
 }
 
 /**
+ * SECRET_KEY, for the services that encrypt (the gateway) or decrypt (the model workers)
+ * channel keys; without it they stop at start-up, saying how to make one.
+ */
+export function requireSecretKey(config: Config, service: string): Buffer {
+  if (config.SECRET_KEY) return config.SECRET_KEY;
+  process.stderr.write(
+    `${service}: SECRET_KEY is not set. It encrypts channel keys at rest: 32 random bytes, e.g. SECRET_KEY=$(openssl rand -base64 32). ` +
+      '"npm start" makes one in its data directory by itself.\n',
+  );
+  process.exit(1);
+}
+
+/**
  * Test harnesses set GW_PARENT_PID so that a service they started never outlives them (a test
  * runner killed hard cannot clean up its children).
  */

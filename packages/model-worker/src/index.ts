@@ -4,12 +4,13 @@
  * the health and metrics port, and shutdown. A worker service supplies only its queue and the
  * handler of one job.
  */
-import { loadServiceConfig, onShutdown, type Config } from '@gateway/config';
+import { loadServiceConfig, onShutdown, requireSecretKey, type Config } from '@gateway/config';
 import type { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
 import { ModelRouter } from '@gateway/routing';
+import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 
 export interface ModelWorkerSpec<P> {
   service: string;
@@ -21,6 +22,8 @@ export interface ModelWorkerSpec<P> {
 
 export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void> {
   const config = loadServiceConfig(spec.service);
+  // Only the workers that call upstreams decrypt channel keys.
+  const cipher = new ChannelKeyCipher(requireSecretKey(config, spec.service), config.SECRET_KEY_PREVIOUS);
   const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);
   const metrics = createWorkerMetrics(spec.service);
   const concurrency = spec.concurrency(config);
@@ -34,6 +37,8 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     cooldownMs: config.CHANNEL_COOLDOWN_MS,
     authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
     leaseTtlMs: config.CHANNEL_LEASE_TTL_MS,
+    // A key stored before keys were encrypted is used as it is, until the rotation rewrites it.
+    revealKey: (stored) => (isEncryptedKey(stored) ? cipher.decrypt(stored) : stored),
     observer: observeRouting(metrics, spec.queue),
     log,
   });

@@ -34,8 +34,10 @@ export interface ModelRequest {
 
 /** One attempt on one channel, as handed to the caller's `call`. */
 export interface RouteTarget {
-  /** The chosen channel, key included: never log it. */
+  /** The chosen channel (its key encrypted, as stored). */
   channel: Channel;
+  /** The channel's key in clear, for the upstream call alone: never log it. */
+  key: string;
   /** The model name for this channel's upstream (after its model_mapping). */
   upstreamModel: string;
   /** 1 for the first channel tried, 2 for the first failover, … */
@@ -57,6 +59,11 @@ export interface RouteTarget {
 export type ChannelCall<T> = (target: RouteTarget) => Promise<T>;
 
 export interface ModelRouterOptions extends ChannelHealthOptions {
+  /**
+   * A stored channel key in clear (decrypted with SECRET_KEY). Throws when it cannot be; that
+   * channel then fails like one whose upstream refused the key. Default: the key as stored.
+   */
+  revealKey?: (stored: string) => string;
   /** Command connection (shared with the worker). */
   redis: Redis;
   /** A connection of its own for the invalidation feed (it enters subscribe mode). */
@@ -110,9 +117,11 @@ export class ModelRouter {
   private readonly authFailuresBeforeDisable: number;
   private readonly log: Logger;
   private readonly observer: RoutingObserver;
+  private readonly reveal: (stored: string) => string;
 
   private constructor(options: ModelRouterOptions) {
     this.observer = options.observer ?? {};
+    this.reveal = options.revealKey ?? ((stored) => stored);
     this.health = new ChannelHealth(options.redis, options);
     this.ledger = new UsageLedger(options.redis);
     this.channels = new ChannelCache(new ChannelStore(options.redis), {
@@ -221,6 +230,7 @@ export class ModelRouter {
       let usage: Usage | undefined;
       const target: RouteTarget = {
         channel,
+        key: '',
         upstreamModel: upstreamModelFor(channel, request.model) ?? request.model,
         attempt: ++attempt,
         timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.defaultTimeoutMs, left)),
@@ -231,6 +241,7 @@ export class ModelRouter {
       const started = performance.now();
       let value: T;
       try {
+        target.key = this.revealKey(channel);
         value = await call(target);
       } catch (error) {
         if (lease) this.release(lease, request.log);
@@ -284,6 +295,14 @@ export class ModelRouter {
       this.health.noteSuccess(channel.id);
       await this.charge(request, channel.id, usage, performance.now() - started);
       return value;
+    }
+  }
+
+  private revealKey(channel: Channel): string {
+    try {
+      return this.reveal(channel.key);
+    } catch (error) {
+      throw new UpstreamError({ kind: 'http', status: 401, message: `channel ${channel.id}'s key cannot be used: ${(error as Error).message}` });
     }
   }
 

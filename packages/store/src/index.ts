@@ -15,6 +15,7 @@ export { TokenStore, publicToken, type StoredToken, type NewToken, type TokenCha
 export { hashPassword, verifyPassword, sha256, maskSecret, newApiKey, newAccessToken, sameDigest } from './secrets.ts';
 export { keys } from './keys.ts';
 export { SessionStore } from './session-store.ts';
+export { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 export { InvalidationFeed, EVERYTHING } from './invalidation-feed.ts';
 
 export interface Store {

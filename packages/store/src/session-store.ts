@@ -14,15 +14,19 @@ export class SessionStore {
     this.redis = redis;
   }
 
-  async create(userId: number, ttlSeconds: number): Promise<string> {
+  /** A session for the user's current credentials: a new password (or a disabled user) ends it. */
+  async create(user: { id: number; session_epoch: number }, ttlSeconds: number): Promise<string> {
     const token = randomBytes(32).toString('base64url');
-    await this.redis.set(sessionKey(sha256(token)), String(userId), 'EX', ttlSeconds);
+    await this.redis.set(sessionKey(sha256(token)), `${user.id}:${user.session_epoch}`, 'EX', ttlSeconds);
     return token;
   }
 
-  async userOf(token: string): Promise<number | null> {
-    const id = await this.redis.get(sessionKey(sha256(token)));
-    return id ? Number(id) : null;
+  /** Whose session it is, and under which credentials (compare `epoch` with the user's `session_epoch`). */
+  async userOf(token: string): Promise<{ userId: number; epoch: number } | null> {
+    const value = await this.redis.get(sessionKey(sha256(token)));
+    if (!value) return null;
+    const [id, epoch] = value.split(':');
+    return { userId: Number(id), epoch: Number(epoch ?? 0) };
   }
 
   async delete(token: string): Promise<void> {

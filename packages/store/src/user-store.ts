@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { conflict, notFound, type Page, type User } from '@gateway/contracts';
+import { conflict, notFound, usernameKey, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry } from './record-write.ts';
@@ -8,21 +8,28 @@ import { sameDigest, sha256 } from './secrets.ts';
 /** A user as stored, with the secrets that never leave the store's callers. */
 export interface StoredUser extends User {
   password_hash: string;
+  /** The access token from the last login (its SHA-256); '' when revoked. */
   access_token_hash: string;
+  /** Root only: ADMIN_TOKEN from the environment (its SHA-256), valid for as long as it is set. */
+  env_token_hash: string;
+  /** Bumped when the credentials change (new password, disabled): older dashboard sessions end. */
+  session_epoch: number;
 }
 
 const codec: Codec<StoredUser> = {
   id: 'int', username: 'string', display_name: 'string', role: 'int', status: 'int', quota: 'int',
   used_quota: 'int', request_count: 'int', group: 'string', created_time: 'int',
-  password_hash: 'string', access_token_hash: 'string',
+  password_hash: 'string', access_token_hash: 'string', env_token_hash: 'string', session_epoch: 'int',
 };
+
+type IndexChanges = NonNullable<Parameters<typeof writeRecord>[1]['index']>;
 
 export type NewUser = Pick<StoredUser, 'username' | 'password_hash'> & Partial<Pick<User, 'display_name' | 'role' | 'quota' | 'group' | 'status'>>;
 export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' | 'display_name' | 'role' | 'status' | 'quota' | 'group'>>;
 
 /** The public view of a user: no password hash, no access token hash. */
 export function publicUser(user: StoredUser): User {
-  const { password_hash: _p, access_token_hash: _a, ...rest } = user;
+  const { password_hash: _p, access_token_hash: _a, env_token_hash: _e, session_epoch: _s, ...rest } = user;
   return rest;
 }
 
@@ -35,14 +42,14 @@ export class UserStore {
   async create(input: NewUser): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
       display_name: input.username, role: 1, status: 1, quota: 0, group: 'default', ...input,
-      used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '',
+      used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
     };
     const result = await writeRecord(this.redis, {
       create: { seq: keys.userSeq, prefix: keys.userPrefix },
-      unique: [{ key: keys.usernameIndex, field: input.username }],
+      unique: [{ key: keys.usernameIndex, field: usernameKey(input.username) }],
       set: encodeFields(codec, record),
       index: [
-        { op: 'hset', key: keys.usernameIndex, field: input.username, value: '$id' },
+        { op: 'hset', key: keys.usernameIndex, field: usernameKey(input.username), value: '$id' },
         { op: 'zadd', key: keys.users },
       ],
     });
@@ -52,31 +59,45 @@ export class UserStore {
 
   async get(id: number): Promise<StoredUser | null> {
     const hash = await this.redis.hgetall(keys.user(id));
-    return hash.id ? decodeFields(codec, hash) : null;
+    return hash.id ? decodeUser(hash) : null;
   }
 
+  /** The user with this name, whatever its case or Unicode form. */
   async findByUsername(username: string): Promise<StoredUser | null> {
-    const id = await this.redis.hget(keys.usernameIndex, username);
+    const id = await this.redis.hget(keys.usernameIndex, usernameKey(username));
     return id ? this.get(Number(id)) : null;
   }
 
+  /**
+   * Applies the changes atomically. A new password, or disabling the user, also revokes its
+   * access token and ends its dashboard sessions, in the same write (ADMIN_TOKEN stays valid
+   * for as long as the environment sets it).
+   */
   async update(id: number, changes: UserChanges): Promise<StoredUser> {
     const updated = await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      const renamed = changes.username !== undefined && changes.username !== current.username;
+      const renamed = changes.username !== undefined && usernameKey(changes.username) !== usernameKey(current.username);
+      const index: IndexChanges = renamed
+        ? [
+            { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
+            { op: 'hset', key: keys.usernameIndex, field: usernameKey(changes.username!), value: '$id' },
+          ]
+        : [];
+      const set = encodeFields(codec, changes);
+      const revoke = changes.password_hash !== undefined || (changes.status !== undefined && changes.status !== 1 && current.status === 1);
+      if (revoke) {
+        set.access_token_hash = '';
+        set.session_epoch = String(current.session_epoch + 1);
+        if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+      }
       const result = await writeRecord(this.redis, {
         key: keys.user(id),
         id: String(id),
-        expect: { username: current.username },
-        unique: renamed ? [{ key: keys.usernameIndex, field: changes.username! }] : [],
-        set: encodeFields(codec, changes),
-        index: renamed
-          ? [
-              { op: 'hdel', key: keys.usernameIndex, field: current.username },
-              { op: 'hset', key: keys.usernameIndex, field: changes.username!, value: '$id' },
-            ]
-          : [],
+        expect: { username: current.username, access_token_hash: current.access_token_hash },
+        unique: renamed ? [{ key: keys.usernameIndex, field: usernameKey(changes.username!) }] : [],
+        set,
+        index,
       });
       if (result.ok) return (await this.get(id))!;
       if (result.reason === 'stale') return 'stale';
@@ -92,11 +113,12 @@ export class UserStore {
     await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      const index: NonNullable<Parameters<typeof writeRecord>[1]['index']> = [
-        { op: 'hdel', key: keys.usernameIndex, field: current.username },
+      const index: IndexChanges = [
+        { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
         { op: 'zrem', key: keys.users },
       ];
       if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+      if (current.env_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.env_token_hash });
       const result = await writeRecord(this.redis, {
         key: keys.user(id), id: String(id), delete: true,
         expect: { username: current.username, access_token_hash: current.access_token_hash },
@@ -115,8 +137,11 @@ export class UserStore {
     await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      const index: NonNullable<Parameters<typeof writeRecord>[1]['index']> = [];
-      if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+      const index: IndexChanges = [];
+      // The environment's token shares the index; a login never unsets it.
+      if (current.access_token_hash && current.access_token_hash !== current.env_token_hash) {
+        index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+      }
       index.push({ op: 'hset', key: keys.accessTokenIndex, field: hash, value: '$id' });
       const result = await writeRecord(this.redis, {
         key: keys.user(id), id: String(id),
@@ -130,13 +155,40 @@ export class UserStore {
     });
   }
 
-  /** The user an access token belongs to, if the token is current. */
+  /**
+   * Makes `token` (ADMIN_TOKEN) a credential of the user beside its login token, or with null
+   * removes the one set before. A login or a new password leaves it alone.
+   */
+  async setEnvToken(id: number, token: string | null): Promise<void> {
+    const hash = token === null ? '' : sha256(token);
+    await withRetry(async () => {
+      const current = await this.get(id);
+      if (!current) throw notFound(`no user with id ${id}`);
+      if (current.env_token_hash === hash) return true;
+      const index: IndexChanges = [];
+      if (current.env_token_hash && current.env_token_hash !== current.access_token_hash) {
+        index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.env_token_hash });
+      }
+      if (hash) index.push({ op: 'hset', key: keys.accessTokenIndex, field: hash, value: '$id' });
+      const result = await writeRecord(this.redis, {
+        key: keys.user(id), id: String(id),
+        expect: { env_token_hash: current.env_token_hash },
+        set: { env_token_hash: hash },
+        index,
+      });
+      if (result.ok) return true;
+      if (result.reason === 'stale') return 'stale';
+      throw notFound(`no user with id ${id}`);
+    });
+  }
+
+  /** The user an access token belongs to, if the token is current (its last login's, or ADMIN_TOKEN). */
   async findByAccessToken(token: string): Promise<StoredUser | null> {
     const hash = sha256(token);
     const id = await this.redis.hget(keys.accessTokenIndex, hash);
     if (!id) return null;
     const user = await this.get(Number(id));
-    if (!user || !sameDigest(user.access_token_hash, hash)) return null;
+    if (!user || !(sameDigest(user.access_token_hash, hash) || sameDigest(user.env_token_hash, hash))) return null;
     return user;
   }
 
@@ -155,6 +207,15 @@ export class UserStore {
   }
 
   private getMany(ids: string[]): Promise<StoredUser[]> {
-    return readRecords(this.redis, keys.user, ids, (hash) => decodeFields(codec, hash));
+    return readRecords(this.redis, keys.user, ids, decodeUser);
   }
+}
+
+/** Records written before a field existed read as its empty value. */
+function decodeUser(hash: Record<string, string>): StoredUser {
+  const user = decodeFields(codec, hash);
+  user.env_token_hash ??= '';
+  user.session_epoch ??= 0;
+  user.access_token_hash ??= '';
+  return user;
 }

@@ -6,6 +6,9 @@ export type ServiceName = 'gateway' | 'completion-worker' | 'audio-worker' | 'ad
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 
+/** The SECRET_KEY services get in tests unless a test sets its own (32 bytes, base64). */
+export const TEST_SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
+
 export interface ServiceProcess {
   name: ServiceName;
   child: ChildProcess;
@@ -37,7 +40,7 @@ export async function startService(
 ): Promise<ServiceProcess> {
   const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
     cwd,
-    env: { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json', PORT: '0', GW_PARENT_PID: String(process.pid), ...env },
+    env: { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json', PORT: '0', SECRET_KEY: TEST_SECRET_KEY, GW_PARENT_PID: String(process.pid), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

@@ -1,4 +1,4 @@
-import { adminOperations, parseOrThrow, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
+import { adminOperations, jobSchemaOf, parseOrThrow, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
 import type { JobContext } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import * as channels from './operations/channels.ts';
@@ -8,14 +8,15 @@ import * as users from './operations/users.ts';
 import { requireRole } from './permissions.ts';
 
 /**
- * Executes one management operation: re-validates the input with the same schema the ingress
- * used, checks the caller's role, and applies the operation to the store.
+ * Executes one management operation: validates the job's input (the operation's job schema,
+ * which admits no password and no channel key in clear), checks the caller's role, and applies
+ * the operation to the store.
  */
 export async function runAdminOperation(store: Store, job: AdminJobPayload): Promise<AdminResult> {
   const spec = adminOperations[job.operation];
   if (!spec) throw new Error(`unknown admin operation ${String(job.operation)}`);
   const actor = requireRole(job.actor, spec.minRole);
-  const input = parseOrThrow(spec.input, job.input);
+  const input = parseOrThrow(jobSchemaOf(job.operation), job.input);
   const a = actor!;
   switch (job.operation) {
     case 'user.login': return { data: await users.login(store, input as never) };

@@ -1,7 +1,7 @@
 import type { Config } from '@gateway/config';
 import { GatewayError } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
-import { hashPassword, newAccessToken, sha256, type Store } from '@gateway/store';
+import { hashPassword, newAccessToken, type Store } from '@gateway/store';
 
 /**
  * Makes sure the root user exists and that ADMIN_TOKEN is its access token. When neither a
@@ -23,9 +23,11 @@ export async function ensureRootUser(store: Store, config: Config, log: Logger):
       generatedPassword = undefined;
     }
   }
+  // ADMIN_TOKEN is a credential of its own, beside the login token: a root login does not revoke
+  // it, and it stops working once the environment no longer sets it.
+  await store.users.setEnvToken(root.id, config.ADMIN_TOKEN ?? null);
   if (config.ADMIN_TOKEN) {
-    if (root.access_token_hash !== sha256(config.ADMIN_TOKEN)) await store.users.setAccessToken(root.id, config.ADMIN_TOKEN);
-    log.info({ userId: root.id }, 'root user ready; its access token is ADMIN_TOKEN');
+    log.info({ userId: root.id }, 'root user ready; ADMIN_TOKEN is one of its access tokens');
     return;
   }
   if (!created) return;

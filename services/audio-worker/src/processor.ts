@@ -18,7 +18,7 @@ export interface AudioWorkerDeps {
 
 const upstreamTarget = (target: RouteTarget): gemini.GeminiTarget => ({
   baseUrl: target.channel.base_url,
-  key: target.channel.key,
+  key: target.key,
   upstreamModel: target.upstreamModel,
   timeoutMs: target.timeoutMs,
   signal: target.signal,

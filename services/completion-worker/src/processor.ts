@@ -17,7 +17,7 @@ export interface CompletionWorkerDeps {
 
 const upstreamTarget = (target: RouteTarget): openai.OpenAITarget => ({
   baseUrl: target.channel.base_url,
-  key: target.channel.key,
+  key: target.key,
   upstreamModel: target.upstreamModel,
   timeoutMs: target.timeoutMs,
   signal: target.signal,

@@ -4,7 +4,11 @@ import { GatewayError, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
-import { InvalidationFeed, type Store } from '@gateway/store';
+import { InvalidationFeed, type ChannelKeyCipher, type Store } from '@gateway/store';
+import { AdminJobs } from './admin-jobs.ts';
+import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
+import { PasswordLane } from './auth/password-lane.ts';
+import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { BacklogAdmission } from './admission/backlog-admission.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
@@ -39,6 +43,12 @@ export interface GatewayDeps {
   bodyTimeoutMs: number;
   /** Open connections per client address; 0: no cap. */
   maxConnectionsPerClient: number;
+  /** Encrypts channel keys before they are enqueued (SECRET_KEY). */
+  cipher: ChannelKeyCipher;
+  /** Failed sign-ins before a username or an address must wait, and the window they count in. */
+  loginThrottle: LoginThrottleOptions;
+  /** scrypt computations at once in this gateway. */
+  passwordHashConcurrency: number;
   /** A queue backlog this long is refused outright (admission control). */
   maxBacklog: number;
 }
@@ -114,7 +124,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
 
   app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
-  app.register(adminRoutes, { jobs: deps.jobs, users: deps.store.users, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes });
+  const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
+  const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
+  const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher });
+  const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
+  app.register(adminRoutes, { ...management, users: deps.store.users });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed.
@@ -133,7 +147,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(completionRoutes, modelRoutes);
   app.register(generateContentRoutes, modelRoutes);
   app.register(modelListRoutes, { apiKeys, catalog });
-  app.register(dashboardRoutes, { prefix: DASHBOARD_PATH, jobs: deps.jobs, store: deps.store, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes });
+  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store });
 
   return {
     app,

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { loadServiceConfig, onShutdown } from '@gateway/config';
+import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config';
 import { createLogger } from '@gateway/log';
 import { createGatewayMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
-import { createStore } from '@gateway/store';
+import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
+const secretKey = requireSecretKey(config, 'gateway');
 const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
 
 const ingressId = randomUUID();
@@ -34,6 +35,13 @@ const gateway = buildGateway({
   headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
   bodyTimeoutMs: config.BODY_TIMEOUT_MS,
   maxConnectionsPerClient: config.MAX_CONNECTIONS_PER_CLIENT,
+  cipher: new ChannelKeyCipher(secretKey, config.SECRET_KEY_PREVIOUS),
+  loginThrottle: {
+    failuresPerUser: config.LOGIN_FAILURES_PER_USER,
+    failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS,
+    windowSeconds: config.LOGIN_WINDOW_SECONDS,
+  },
+  passwordHashConcurrency: config.PASSWORD_HASH_CONCURRENCY,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
 });
 

@@ -26,8 +26,13 @@ export interface Channel {
   id: number;
   name: string;
   type: ChannelType;
-  /** Masked (`sk-a…xyz`) whenever a channel leaves the store for a caller. */
+  /**
+   * In the store: the key encrypted under SECRET_KEY (`enc:v1:…`). Masked (`sk-a…xyz`) whenever
+   * a channel leaves the store for a caller.
+   */
   key: string;
+  /** The key's mask, made by the gateway before it encrypted the key (the store never sees it in clear). */
+  key_mask?: string;
   base_url: string;
   models: string[];
   group: string;

@@ -31,38 +31,82 @@ const modelMapping = z.union([
 ]);
 
 const role = z.union([z.literal(1), z.literal(10), z.literal(100)]);
-const username = z.string().min(1, 'must be 1 to 20 characters').max(20, 'must be 1 to 20 characters');
+
+/**
+ * A username as people see it: NFKC-normalised (so look-alike encodings of one name are one
+ * name), unique without regard to case (`usernameKey`), with no control or format characters
+ * (NUL, newlines, U+202E…), no space at either end, and no mix of the Latin, Greek and Cyrillic
+ * scripts (`rооt` with Cyrillic o's is not `root`).
+ */
+const username = z.string().transform((raw, ctx) => {
+  const name = raw.normalize('NFKC');
+  const problem =
+    [...name].length < 1 || [...name].length > 20 ? 'must be 1 to 20 characters'
+      : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(name) ? 'must not hold control or format characters'
+        : name.trim() !== name ? 'must not begin or end with a space'
+          : mixesScripts(name) ? 'must not mix Latin, Greek and Cyrillic letters'
+            : undefined;
+  if (problem) {
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }
+  return name;
+});
+
+function mixesScripts(name: string): boolean {
+  const scripts = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u].filter((script) => script.test(name));
+  return scripts.length > 1;
+}
+
+/** The key under which a username is unique: its NFKC form, lower-cased. */
+export const usernameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 const password = z.string().min(8, 'must be 8 to 64 characters').max(64, 'must be 8 to 64 characters');
 const group = z.string().trim().min(1).max(64);
 
-export const loginBody = z.strictObject({ username: z.string().min(1), password: z.string().min(1) });
+export const loginBody = z.strictObject({ username: z.string().min(1).max(64), password: z.string().min(1).max(1024) });
 export const sessionBody = z.strictObject({ session: z.string().min(1) });
+/** The gateway checked the password itself: the job only says whom to sign in. */
+export const signInJob = z.strictObject({ user_id: z.number().int().positive() });
+/** A password hash made by the gateway (scrypt), never a password. */
+const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');
 
-export const createUserBody = z.strictObject({
+const newUser = {
   username,
-  password,
   display_name: z.string().max(64).optional(),
   role: role.optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
-});
+};
+export const createUserBody = z.strictObject({ ...newUser, password });
+export const createUserJob = z.strictObject({ ...newUser, password_hash: passwordHash });
 
-export const updateUserBody = z.strictObject({
+const userChanges = {
   id,
   username: username.optional(),
-  password: password.optional(),
   display_name: z.string().max(64).optional(),
   role: role.optional(),
   status: z.union([z.literal(1), z.literal(2)]).optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
-});
+};
+export const updateUserBody = z.strictObject({ ...userChanges, password: password.optional() });
+export const updateUserJob = z.strictObject({ ...userChanges, password_hash: passwordHash.optional() });
+
+/** A base URL is scheme, host, port and path: a query, a fragment or credentials in it would be mangled or leaked. */
+const baseUrl = z.url({ protocol: /^https?$/ })
+  .refine((u) => !/[?#]/.test(u), 'must not have a query (?…) or a fragment (#…)')
+  .refine((u) => { const url = new URL(u); return !url.username && !url.password; }, 'must not hold a user name or password: put the key in "key"')
+  .transform((u) => u.replace(/\/+$/, ''));
+
+/** The gateway encrypts a channel key before it enqueues it: a job never holds one in clear. */
+const encryptedKey = z.string().startsWith('enc:v1:', 'must be encrypted by the gateway');
+const keyMask = z.string().max(64);
 
 const channelFields = {
   name: z.string().trim().min(1).max(128),
   type: z.enum(['openai', 'gemini']),
-  key: z.string().min(1).max(4096),
-  base_url: z.url({ protocol: /^https?$/ }).transform((u) => u.replace(/\/+$/, '')),
+  key: z.string().min(1).max(4096).regex(/^[^\p{Cc}]*$/u, 'must not hold control characters (CR, LF, tab, …)'),
+  base_url: baseUrl,
   models: nameList.refine((m) => m.length > 0, 'must name at least one model'),
   group: z.union([z.array(group), z.string()]).transform((g) =>
     (Array.isArray(g) ? g : g.split(',')).map((s) => s.trim()).filter(Boolean).join(','),
@@ -76,12 +120,7 @@ const channelFields = {
   status: z.union([z.literal(1), z.literal(2), z.literal(3)]),
 };
 
-export const createChannelBody = z.strictObject({
-  name: channelFields.name,
-  type: channelFields.type,
-  key: channelFields.key,
-  base_url: channelFields.base_url,
-  models: channelFields.models,
+const channelOptional = {
   group: channelFields.group.optional(),
   tag: channelFields.tag.optional(),
   priority: channelFields.priority.optional(),
@@ -90,24 +129,25 @@ export const createChannelBody = z.strictObject({
   max_concurrency: channelFields.max_concurrency.optional(),
   timeout_ms: channelFields.timeout_ms.optional(),
   status: channelFields.status.optional(),
-});
-
-export const updateChannelBody = z.strictObject({
+};
+const channelRequired = { name: channelFields.name, type: channelFields.type, base_url: channelFields.base_url, models: channelFields.models };
+const channelChanges = {
   id,
   name: channelFields.name.optional(),
   type: channelFields.type.optional(),
-  key: channelFields.key.optional(),
   base_url: channelFields.base_url.optional(),
   models: channelFields.models.optional(),
-  group: channelFields.group.optional(),
-  tag: channelFields.tag.optional(),
-  priority: channelFields.priority.optional(),
-  weight: channelFields.weight.optional(),
-  model_mapping: channelFields.model_mapping.optional(),
-  max_concurrency: channelFields.max_concurrency.optional(),
-  timeout_ms: channelFields.timeout_ms.optional(),
-  status: channelFields.status.optional(),
-});
+  ...channelOptional,
+};
+/** A channel's key goes only where the admin who set it sent it: moving the channel needs the key again. */
+const keyWithMove = (changes: { key?: unknown; base_url?: unknown; type?: unknown }) => changes.key !== undefined || (changes.base_url === undefined && changes.type === undefined);
+const keyWithMoveIssue = { message: 'changing base_url or type needs the key in the same request', path: ['key'] };
+
+export const createChannelBody = z.strictObject({ ...channelRequired, key: channelFields.key, ...channelOptional });
+export const updateChannelBody = z.strictObject({ ...channelChanges, key: channelFields.key.optional() }).refine(keyWithMove, keyWithMoveIssue);
+/** What the admin queue carries: the key encrypted, and its mask. */
+export const createChannelJob = z.strictObject({ ...channelRequired, key: encryptedKey, key_mask: keyMask, ...channelOptional });
+export const updateChannelJob = z.strictObject({ ...channelChanges, key: encryptedKey.optional(), key_mask: keyMask.optional() }).refine(keyWithMove, keyWithMoveIssue);
 
 export const tagBody = z.strictObject({ tag: z.string().min(1).max(64) });
 
@@ -150,6 +190,7 @@ export const listTokensQuery = z.strictObject({ ...pageQuery, user_id: z.coerce.
 export const idParam = z.strictObject({ id });
 
 export type LoginBody = z.infer<typeof loginBody>;
+export type SignInJob = z.infer<typeof signInJob>;
 export type CreateUserBody = z.infer<typeof createUserBody>;
 export type UpdateUserBody = z.infer<typeof updateUserBody>;
 export type CreateChannelBody = z.infer<typeof createChannelBody>;

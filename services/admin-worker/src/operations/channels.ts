@@ -1,11 +1,12 @@
-import { notFound, type AdminInput } from '@gateway/contracts';
+import { notFound, type AdminInput, type AdminJobInput } from '@gateway/contracts';
 import { publicChannel, type Store } from '@gateway/store';
 
-export async function createChannel(store: Store, input: AdminInput<'channel.create'>) {
+/** The key arrives encrypted by the gateway, with its mask; this worker never sees it in clear. */
+export async function createChannel(store: Store, input: AdminJobInput<'channel.create'>) {
   return publicChannel(await store.channels.create(input));
 }
 
-export async function updateChannel(store: Store, input: AdminInput<'channel.update'>) {
+export async function updateChannel(store: Store, input: AdminJobInput<'channel.update'>) {
   const { id, ...changes } = input;
   return publicChannel(await store.channels.update(id, changes));
 }

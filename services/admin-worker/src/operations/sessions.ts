@@ -1,17 +1,19 @@
-import { forbidden, unauthenticated, type AdminInput } from '@gateway/contracts';
-import { hashPassword, verifyPassword, type Store } from '@gateway/store';
+import { forbidden, unauthenticated, type AdminInput, type AdminJobInput } from '@gateway/contracts';
+import type { Store } from '@gateway/store';
 
 /** Dashboard sign-in lasts an hour. */
 export const SESSION_TTL_SECONDS = 3600;
 
-/** Signs an administrator in to the queue dashboard; unlike login, its access token stays valid. */
-export async function createSession(store: Store, input: AdminInput<'session.create'>) {
-  const user = await store.users.findByUsername(input.username);
-  const valid = user ? await verifyPassword(input.password, user.password_hash) : (await hashPassword(input.password), false);
-  if (!user || !valid) throw unauthenticated('invalid username or password');
+/**
+ * Signs an administrator, whose password the gateway has checked, in to the queue dashboard;
+ * unlike login, its access token stays valid.
+ */
+export async function createSession(store: Store, input: AdminJobInput<'session.create'>) {
+  const user = await store.users.get(input.user_id);
+  if (!user) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
   if (user.role < 10) throw forbidden('only administrators may open the queue dashboard');
-  const session = await store.sessions.create(user.id, SESSION_TTL_SECONDS);
+  const session = await store.sessions.create(user, SESSION_TTL_SECONDS);
   return { session, role: user.role, expires_in: SESSION_TTL_SECONDS };
 }
 

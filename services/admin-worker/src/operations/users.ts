@@ -1,14 +1,11 @@
-import { badRequest, forbidden, notFound, unauthenticated, type Actor, type AdminInput } from '@gateway/contracts';
-import { hashPassword, newAccessToken, publicUser, verifyPassword, type Store, type UserChanges } from '@gateway/store';
+import { badRequest, forbidden, notFound, unauthenticated, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
+import { newAccessToken, publicUser, type Store, type UserChanges } from '@gateway/store';
 import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissions.ts';
 
-export async function login(store: Store, input: AdminInput<'user.login'>) {
-  const user = await store.users.findByUsername(input.username);
-  // Hash even when the user is unknown, so the answer's timing does not tell which it was.
-  const valid = user
-    ? await verifyPassword(input.password, user.password_hash)
-    : (await hashPassword(input.password), false);
-  if (!user || !valid) throw unauthenticated('invalid username or password');
+/** A new access token for a user whose password the gateway has checked; the previous token is revoked. */
+export async function login(store: Store, input: AdminJobInput<'user.login'>) {
+  const user = await store.users.get(input.user_id);
+  if (!user) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
   const accessToken = newAccessToken();
   await store.users.setAccessToken(user.id, accessToken);
@@ -21,12 +18,12 @@ export async function self(store: Store, actor: Actor) {
   return publicUser(user);
 }
 
-export async function createUser(store: Store, actor: Actor, input: AdminInput<'user.create'>) {
+export async function createUser(store: Store, actor: Actor, input: AdminJobInput<'user.create'>) {
   const role = input.role ?? 1;
   assertMayGrant(actor, role);
   const user = await store.users.create({
     username: input.username,
-    password_hash: await hashPassword(input.password),
+    password_hash: input.password_hash,
     display_name: input.display_name ?? input.username,
     role,
     quota: input.quota ?? 0,
@@ -35,15 +32,13 @@ export async function createUser(store: Store, actor: Actor, input: AdminInput<'
   return publicUser(user);
 }
 
-export async function updateUser(store: Store, actor: Actor, input: AdminInput<'user.update'>) {
+export async function updateUser(store: Store, actor: Actor, input: AdminJobInput<'user.update'>) {
   const target = await store.users.get(input.id);
   if (!target) throw notFound(`no user with id ${input.id}`);
   assertMayManageUser(actor, target, 'edit');
   if (input.role !== undefined && input.role !== target.role) assertMayGrant(actor, input.role);
   if (target.id === actor.id && input.status === 2) throw badRequest('you may not disable yourself', 'status');
-  const { id: _id, password, ...rest } = input;
-  const changes: UserChanges = { ...rest };
-  if (password !== undefined) changes.password_hash = await hashPassword(password);
+  const { id: _id, ...changes } = input satisfies UserChanges & { id: number };
   const user = await store.users.update(input.id, changes);
   return publicUser(user);
 }

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { adminOperations, parseOrThrow, QueueName, type AdminJobPayload, type AdminOperationName, type AdminResult } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
+import type { AdminJobs } from '../admin-jobs.ts';
 import { accessTokenHook } from '../auth/request-auth.ts';
 import { clientGoneSignal } from '../client-signal.ts';
 
@@ -36,6 +37,8 @@ const routes: [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, operatio
 export interface AdminRoutesOptions {
   jobs: JobClient;
   users: UserStore;
+  /** Turns a validated input into its job (no secret in clear). */
+  adminJobs: AdminJobs;
   timeoutMs: number;
   /** Management bodies are small: MANAGEMENT_BODY_LIMIT_BYTES. */
   bodyLimitBytes: number;
@@ -68,9 +71,8 @@ export async function adminRoutes(app: FastifyInstance, options: AdminRoutesOpti
       handler: async (request: FastifyRequest) => {
         const spec = adminOperations[operation];
         const actor = request.actor;
-        const input = inputOf(request, source);
-        parseOrThrow(spec.input, input);
-        const payload: AdminJobPayload = { operation, actor, input };
+        const input = parseOrThrow(spec.input, inputOf(request, source));
+        const payload: AdminJobPayload = { operation, actor, input: await options.adminJobs.prepare(operation, input, request.ip) };
         const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
           requestId: request.id,
           timeoutMs: options.timeoutMs,

@@ -8,9 +8,10 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { forbidden, GatewayError, QueueName, unauthenticated, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
+import { forbidden, GatewayError, loginBody, parseOrThrow, QueueName, unauthenticated, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
+import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -19,6 +20,7 @@ const COOKIE = 'gw_dashboard';
 export interface DashboardOptions {
   jobs: JobClient;
   store: Store;
+  adminJobs: AdminJobs;
   timeoutMs: number;
   bodyLimitBytes: number;
 }
@@ -34,9 +36,10 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
   const session = cookieValue(request.headers.cookie, COOKIE);
   if (session) {
-    const userId = await store.sessions.userOf(session);
-    const user = userId ? await store.users.get(userId) : null;
-    if (user && user.status === 1) return { id: user.id, role: user.role };
+    const owner = await store.sessions.userOf(session);
+    const user = owner ? await store.users.get(owner.userId) : null;
+    // A session outlives neither a new password nor a disabled or deleted user.
+    if (user && user.status === 1 && user.session_epoch === owner!.epoch) return { id: user.id, role: user.role };
   }
   if (request.headers.authorization) return authenticateAccessToken(store.users, request.headers);
   throw unauthenticated('sign in to see the queue dashboard');
@@ -85,9 +88,11 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   app.post('/login', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     try {
+      const credentials = parseOrThrow(loginBody, { username: String(body.username ?? ''), password: String(body.password ?? '') });
+      const input = await options.adminJobs.prepare('session.create', credentials, request.ip);
       const result = await options.jobs.request<AdminJobPayload, AdminResult>(
         QueueName.admin,
-        { operation: 'session.create', actor: null, input: { username: String(body.username ?? ''), password: String(body.password ?? '') } },
+        { operation: 'session.create', actor: null, input },
         { requestId: request.id, timeoutMs: options.timeoutMs },
       );
       const { session, expires_in } = result.data as { session: string; expires_in: number };
