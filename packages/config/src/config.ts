@@ -54,7 +54,7 @@ export const configSchema = z.object({
   SECRET_KEY_PREVIOUS: secretKey.optional(),
   /** The largest upstream reply, and the largest one streamed event; past either, 502. */
   UPSTREAM_MAX_REPLY_BYTES: integer(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
-  UPSTREAM_MAX_EVENT_BYTES: integer(16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  UPSTREAM_MAX_EVENT_BYTES: integer(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   /** Channels may point at private and loopback addresses (self-hosted models). */
   CHANNEL_ALLOW_PRIVATE_ADDRESSES: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
   /** Failed logins before a name, or a client address, must wait; counted per window across gateways. */

@@ -4,6 +4,25 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { parseRetryAfter, UpstreamError } from './upstream-error.ts';
+import { redactUpstreamBody, redactUpstreamText, secretsIn } from './upstream-text.ts';
+
+/**
+ * The largest upstream reply read whole, and the largest single streamed event (past either
+ * the call fails with a protocol error, a 502 when no other channel answers), so that memory
+ * stays bounded whatever an upstream sends. The model workers set them from
+ * UPSTREAM_MAX_REPLY_BYTES and UPSTREAM_MAX_EVENT_BYTES.
+ */
+export const upstreamLimits = {
+  maxReplyBytes: 64 * 1024 * 1024,
+  maxEventBytes: 64 * 1024 * 1024,
+};
+
+export function setUpstreamLimits(limits: Partial<typeof upstreamLimits>): void {
+  Object.assign(upstreamLimits, limits);
+}
+
+const tooLarge = (what: string, limit: number) =>
+  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)` });
 
 /** Shared by every upstream call of the process: connections are reused across requests. */
 export const upstreamAgent = new Agent({
@@ -90,14 +109,16 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
   if (response.statusCode < 200 || response.statusCode >= 300) {
     let text = '';
     try {
-      text = await readText(response.body, MAX_ERROR_BODY);
+      text = (await readAtMost(response.body, MAX_ERROR_BODY)).toString('utf8');
     } catch {
       /* the status says enough */
     }
     done();
+    // What the upstream says may be relayed to the client: never with the channel's key in it.
+    const secrets = secretsIn(req.headers);
     let body: unknown;
     try {
-      body = text ? JSON.parse(text) : undefined;
+      body = text ? redactUpstreamBody(JSON.parse(text), secrets) : undefined;
     } catch {
       body = undefined;
     }
@@ -106,18 +127,18 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
       status: response.statusCode,
       retryAfter: parseRetryAfter(response.headers['retry-after']),
       body,
-      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
+      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text, secrets)}`,
     });
   }
 
   return { status: response.statusCode, headers: response.headers, body: response.body, touch: arm, failure, done };
 }
 
-/** Sends a JSON POST and returns the parsed JSON reply. */
+/** Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`). */
 export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
   const reply = await openUpstream(req);
   try {
-    const text = await reply.body.text();
+    const text = (await readAtMost(reply.body, upstreamLimits.maxReplyBytes, () => tooLarge('reply', upstreamLimits.maxReplyBytes))).toString('utf8');
     try {
       return JSON.parse(text);
     } catch (error) {
@@ -130,18 +151,31 @@ export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
   }
 }
 
-async function readText(body: AsyncIterable<Buffer>, limit: number): Promise<string> {
+/**
+ * At most `limit` bytes of a body. Past it: `tooBig` is thrown when given (the reply is refused),
+ * else the rest is left unread (an error body is only ever shown in part). Either way the body
+ * stream is destroyed, so the connection stops receiving.
+ */
+async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number, tooBig?: () => Error): Promise<Buffer> {
   let size = 0;
   const parts: Buffer[] = [];
   for await (const chunk of body) {
-    if (size < limit) parts.push(chunk);
     size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      if (tooBig) throw tooBig();
+      parts.push(chunk.subarray(0, chunk.length - (size - limit)));
+      break;
+    }
+    parts.push(chunk);
   }
-  return Buffer.concat(parts).toString('utf8').slice(0, limit);
+  return Buffer.concat(parts);
 }
 
-function upstreamMessage(body: unknown, text: string): string {
+/** The upstream's own error message, redacted; a body that is not JSON is named, never shown. */
+function upstreamMessage(body: unknown, text: string, secrets: string[]): string {
   const error = (body as { error?: { message?: unknown } } | undefined)?.error;
-  const message = typeof error?.message === 'string' ? error.message : text.slice(0, 200);
-  return message ? `: ${message}` : '';
+  if (typeof error?.message === 'string') return `: ${redactUpstreamText(error.message, secrets)}`;
+  if (body === undefined && text.trim()) return ' with a body that is not JSON';
+  return '';
 }

@@ -93,6 +93,10 @@ export function exhaustedError(last: UpstreamError | undefined, tried: number): 
   if (last.kind === 'http' && (last.status === 401 || last.status === 403)) {
     return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream refused the channel's credentials${suffix}` });
   }
-  const what = last.kind === 'http' ? `answered ${last.status}` : last.kind === 'connection' ? 'could not be reached or broke the connection' : 'sent a malformed reply';
+  // The upstream's own words are not relayed for a 5xx; whether it sent JSON at all is.
+  const notJson = last.kind === 'http' && last.message.endsWith('with a body that is not JSON') ? ' with a body that is not JSON' : '';
+  // A protocol error's message is the gateway's own (malformed, or past a size limit).
+  if (last.kind === 'protocol') return new GatewayError({ status: 502, code: 'upstream_error', message: `${last.message}${suffix}` });
+  const what = last.kind === 'http' ? `answered ${last.status}${notJson}` : 'could not be reached or broke the connection';
   return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream ${what}${suffix}` });
 }

@@ -7,6 +7,10 @@ export interface MockOpenAIBehaviour {
   status?: number;
   /** Body of a failure; defaults to an OpenAI error body. */
   body?: unknown;
+  /** Body of a failure sent as it is (an HTML error page, say), instead of JSON. */
+  rawBody?: string;
+  /** A stream whose first event never ends: data without a blank line, until the caller leaves. */
+  endlessEvent?: boolean;
   /** Retry-After (seconds) sent with a failure. */
   retryAfter?: number;
   /** Wait this long before answering (before the headers of a stream). */
@@ -135,7 +139,17 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       await sleep(b.delayMs ?? 0, gone.signal);
       if (gone.signal.aborted) return;
       if (b.status !== undefined && (b.status < 200 || b.status >= 300)) {
+        if (b.rawBody !== undefined) return void res.writeHead(b.status, { 'content-type': 'text/html' }).end(b.rawBody);
         return fail(res, b.status, b.body ?? { error: { message: `mock failure ${b.status}`, type: 'server_error', param: null, code: null } }, b.retryAfter);
+      }
+      if (b.endlessEvent) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"choices":[{"text":"');
+        const filler = 'x'.repeat(64 * 1024);
+        while (!gone.signal.aborted) {
+          if (!res.write(filler)) await new Promise<void>((resolve) => { res.once('drain', resolve); gone.signal.addEventListener('abort', () => resolve(), { once: true }); });
+        }
+        return;
       }
       await answer(res, body, b, gone.signal);
     } finally {

@@ -1,0 +1,45 @@
+/**
+ * What of an upstream's error may reach a client: never the channel's key (an upstream may
+ * reflect it), never anything shaped like an API key or a bearer token, never an HTML page.
+ * Applied to every upstream error body before it leaves the provider layer.
+ */
+
+/** Shapes of credentials: OpenAI-style `sk-…`, Google `AIza…`, bearer tokens, long opaque tokens. */
+const KEY_SHAPES = [
+  /\b(?:sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g,
+  /\bAIza[0-9A-Za-z_-]{20,}/g,
+  /\bBearer\s+[^\s"',;]+/gi,
+  /\b[A-Za-z0-9_-]{32,}\b/g,
+];
+const HTML = /<\s*(?:!doctype|html|head|body|div|p|h\d|title|pre)\b/i;
+const MAX_MESSAGE = 500;
+
+/** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */
+export function redactUpstreamText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  for (const shape of KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  if (HTML.test(out)) return 'the upstream sent an HTML page';
+  return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;
+}
+
+/** Every string in a parsed JSON error body, redacted the same way (keys of objects too). */
+export function redactUpstreamBody(body: unknown, secrets: readonly string[], depth = 0): unknown {
+  if (typeof body === 'string') return redactUpstreamText(body, secrets);
+  if (depth > 8 || body === null || typeof body !== 'object') return body;
+  if (Array.isArray(body)) return body.slice(0, 50).map((item) => redactUpstreamBody(item, secrets, depth + 1));
+  return Object.fromEntries(
+    Object.entries(body).slice(0, 50).map(([key, value]) => [redactUpstreamText(key, secrets), redactUpstreamBody(value, secrets, depth + 1)]),
+  );
+}
+
+/** The secrets an upstream request carries in its headers (the channel's key, however it is sent). */
+export function secretsIn(headers: Record<string, string>): string[] {
+  const secrets: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (lower === 'authorization') secrets.push(value.replace(/^\w+\s+/, ''));
+    else if (lower.includes('key') || lower.includes('token') || lower.includes('secret')) secrets.push(value);
+  }
+  return secrets.filter(Boolean);
+}

@@ -1,0 +1,93 @@
+/**
+ * Misbehaving upstreams (issue 10): what an upstream says is relayed without the channel's key
+ * or anything shaped like one, an HTML page becomes a plain message, and replies and streamed
+ * events past the gateway's limits end in a 502 instead of growing a worker's memory.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  MOCK_GEMINI_API_KEY, postJson, startMockGeminiUpstream, startMockOpenAIUpstream,
+  startStack, type MockGeminiUpstream, type MockOpenAIUpstream, type Stack,
+} from '@gateway/testkit';
+
+const CHANNEL_KEY = 'sk-chan-0123456789abcdefghijklmnop';
+let stack: Stack;
+let openai: MockOpenAIUpstream;
+let gemini: MockGeminiUpstream;
+let key: string;
+
+beforeAll(async () => {
+  stack = await startStack({
+    workers: ['completion-worker', 'audio-worker'],
+    env: { UPSTREAM_MAX_REPLY_BYTES: '65536', UPSTREAM_MAX_EVENT_BYTES: '65536', REQUEST_TIMEOUT_MS: '15000' },
+  });
+  openai = await startMockOpenAIUpstream();
+  gemini = await startMockGeminiUpstream({ apiKey: 'AIzaSyD-channel-key-0123456789abcdefgh' });
+  for (const channel of [
+    { name: 'o', type: 'openai', key: CHANNEL_KEY, base_url: openai.url, models: ['text'] },
+    { name: 'g', type: 'gemini', key: gemini.apiKey, base_url: gemini.url, models: ['speech'] },
+  ]) expect((await stack.admin('POST', '/api/channel/', channel)).status).toBe(200);
+  key = (await stack.admin('POST', '/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
+});
+afterAll(async () => {
+  await Promise.all([openai?.close(), gemini?.close()]);
+  await stack?.stop();
+});
+
+const complete = (body: Record<string, unknown> = {}) =>
+  postJson(`${stack.gateway.url}/v1/completions`, { model: 'text', prompt: 'hi', ...body }, { authorization: `Bearer ${key}` });
+
+describe('upstream error text', () => {
+  it("never carries the channel's key, or anything shaped like a key, to the client", async () => {
+    openai.next({ status: 400, body: { error: { message: `Bad request for key ${CHANNEL_KEY}; try sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA or Bearer abc.def`, type: 'invalid_request_error', param: 'prompt', code: null } } });
+    const answer = await complete();
+    expect(answer.status).toBe(400);
+    expect(answer.text).not.toContain(CHANNEL_KEY);
+    expect(answer.text).not.toContain('sk-proj-AAAA');
+    expect(answer.text).not.toContain('abc.def');
+    expect(answer.json.error.message).toMatch(/^Bad request for key \[redacted\]/);
+  });
+
+  it('turns an HTML page into a plain message that names the status', async () => {
+    openai.setBehaviour({ status: 502, rawBody: `<!doctype html><html><body><h1>502 Bad Gateway</h1>${CHANNEL_KEY}</body></html>` });
+    const answer = await complete();
+    openai.setBehaviour({});
+    expect(answer.status).toBe(502);
+    expect(answer.text).not.toMatch(/<html|<h1|doctype/i);
+    expect(answer.text).not.toContain(CHANNEL_KEY);
+    expect(answer.json.error.message).toMatch(/502 with a body that is not JSON/);
+  });
+
+  it('does the same in the Gemini format', async () => {
+    gemini.failNext(1, 400, `API key not valid: ${gemini.apiKey}. Please pass a valid API key.`);
+    const answer = await postJson(`${stack.gateway.url}/v1beta/models/speech:generateContent`, {
+      contents: [{ parts: [{ text: 'hello' }] }],
+      generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Kore' } } } },
+    }, { 'x-goog-api-key': key });
+    expect(answer.status).toBe(400);
+    expect(answer.text).not.toContain(gemini.apiKey);
+    expect(answer.text).not.toContain(MOCK_GEMINI_API_KEY.slice(0, 0) + 'AIzaSy');
+    expect(answer.json.error).toMatchObject({ status: 'INVALID_ARGUMENT', message: expect.stringMatching(/API key not valid: \[redacted\]/) });
+  });
+});
+
+describe('upstream size limits', () => {
+  it('answers 502 for a reply past UPSTREAM_MAX_REPLY_BYTES', async () => {
+    openai.setBehaviour({ text: 'word '.repeat(30_000) });
+    const answer = await complete();
+    openai.setBehaviour({});
+    expect(answer.status).toBe(502);
+    expect(answer.json.error.message).toMatch(/larger than 65536 bytes/);
+    expect((await complete()).status).toBe(200);
+  });
+
+  it('answers 502 for a streamed event that never ends, and leaves the upstream call closed', async () => {
+    openai.setBehaviour({ endlessEvent: true });
+    const started = Date.now();
+    const answer = await complete({ stream: true });
+    openai.setBehaviour({});
+    expect(answer.status).toBe(502);
+    expect(answer.json.error.message).toMatch(/event is larger than 65536 bytes/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    await expect.poll(() => openai.inFlight).toBe(0);
+  });
+});
