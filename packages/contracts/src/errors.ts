@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'rate_limited'
   | 'insufficient_quota'
   | 'upstream_error'
+  | 'loop_detected'
   | 'no_channel'
   | 'overloaded'
   | 'timeout'

@@ -5,8 +5,9 @@
  * the router can decide on failover without knowing the provider.
  */
 export { UpstreamError, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-error.ts';
-export { openUpstream, postUpstreamJson, upstreamAgent, upstreamLimits, setUpstreamLimits, type UpstreamRequest, type OpenUpstreamReply } from './upstream-request.ts';
+export { openUpstream, postUpstreamJson, upstreamAgent, upstreamLimits, setUpstreamLimits, setAddressPolicy, HOP_HEADER, type UpstreamRequest, type OpenUpstreamReply } from './upstream-request.ts';
 export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';
 export { readServerSentEvents } from './server-sent-events.ts';
 export * as openai from './openai/index.ts';
 export * as gemini from './gemini/index.ts';
+export { baseUrlProblem, addressProblem, type AddressPolicy } from './upstream-address-policy.ts';

@@ -2,7 +2,9 @@
  * The one way providers talk HTTP to an upstream: a shared keep-alive connection pool, a
  * time-out, the caller's AbortSignal, and every failure turned into an `UpstreamError`.
  */
+import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
+import { addressProblem, policedLookup, type AddressPolicy } from './upstream-address-policy.ts';
 import { parseRetryAfter, UpstreamError } from './upstream-error.ts';
 import { redactUpstreamBody, redactUpstreamText, secretsIn } from './upstream-text.ts';
 
@@ -24,11 +26,25 @@ export function setUpstreamLimits(limits: Partial<typeof upstreamLimits>): void 
 const tooLarge = (what: string, limit: number) =>
   new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)` });
 
+let addressPolicy: AddressPolicy = { allowPrivate: true, forbidden: [] };
+
+/** Where upstream calls may connect (the model workers set it from their configuration). */
+export function setAddressPolicy(policy: AddressPolicy): void {
+  addressPolicy = policy;
+}
+
+/**
+ * Sent on every upstream call; the gateway refuses a request that carries it, so a channel that
+ * points at a gateway cannot make requests loop.
+ */
+export const HOP_HEADER = 'x-gateway-hop';
+
 /** Shared by every upstream call of the process: connections are reused across requests. */
 export const upstreamAgent = new Agent({
   keepAliveTimeout: 30_000,
   keepAliveMaxTimeout: 600_000,
-  connectTimeout: 10_000,
+  // Every address a name resolves to is checked against the policy before connecting.
+  connect: { timeout: 10_000, lookup: policedLookup(() => addressPolicy) },
   // Time-outs are ours (per channel), not undici's defaults of 300 s.
   headersTimeout: 0,
   bodyTimeout: 0,
@@ -86,17 +102,27 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
     const code = (error as { code?: string }).code ?? '';
     return new UpstreamError({
       kind: 'connection',
-      message: `upstream connection failed: ${code || (error as Error).message}`,
+      message: code === 'EUPSTREAMFORBIDDEN' ? (error as Error).message : `upstream connection failed: ${code || (error as Error).message}`,
       cause: error,
     });
   };
 
   arm();
+  const url = new URL(req.url);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    // An address written in the URL is never looked up, so it is checked here.
+    const refused = addressProblem(host, Number(url.port) || (url.protocol === 'https:' ? 443 : 80), addressPolicy);
+    if (refused) {
+      done();
+      throw new UpstreamError({ kind: 'connection', message: `upstream address refused: ${refused}` });
+    }
+  }
   let response: Dispatcher.ResponseData;
   try {
     response = await request(req.url, {
       method: 'POST',
-      headers: req.headers,
+      headers: { ...req.headers, [HOP_HEADER]: '1' },
       body: JSON.stringify(req.body),
       signal: combined.signal,
       dispatcher: upstreamAgent,

@@ -4,7 +4,8 @@
  * sign-ins are checked here and the job only says whom to sign in; new passwords are hashed
  * here; channel keys are encrypted here, with a mask made for display.
  */
-import type { AdminInput, AdminOperationName } from '@gateway/contracts';
+import { badRequest, type AdminInput, type AdminOperationName } from '@gateway/contracts';
+import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
 import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
 import type { PasswordSignIn } from './auth/password-sign-in.ts';
@@ -13,6 +14,7 @@ export interface AdminJobsOptions {
   signIn: PasswordSignIn;
   lane: PasswordLane;
   cipher: ChannelKeyCipher;
+  addressPolicy: AddressPolicy;
 }
 
 export class AdminJobs {
@@ -39,6 +41,10 @@ export class AdminJobs {
       case 'channel.create':
       case 'channel.update': {
         const { key, ...rest } = input as AdminInput<'channel.update'>;
+        if (rest.base_url !== undefined) {
+          const problem = await baseUrlProblem(rest.base_url, this.options.addressPolicy);
+          if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
+        }
         return key === undefined ? rest : { ...rest, key: this.options.cipher.encrypt(key), key_mask: maskSecret(key) };
       }
       default:

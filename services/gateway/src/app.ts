@@ -4,6 +4,7 @@ import { GatewayError, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
+import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
 import { InvalidationFeed, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
@@ -49,6 +50,10 @@ export interface GatewayDeps {
   loginThrottle: LoginThrottleOptions;
   /** scrypt computations at once in this gateway. */
   passwordHashConcurrency: number;
+  /** Where a channel's base_url may point (its own Redis and address are added once known). */
+  addressPolicy: AddressPolicy;
+  /** How much of a job's payload the dashboard shows. */
+  dashboardPayloads: 'truncated' | 'full' | 'none';
   /** A queue backlog this long is refused outright (admission control). */
   maxBacklog: number;
 }
@@ -94,6 +99,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.addHook('onRequest', async (request, reply) => {
     watchClient(request, reply);
     reply.header('x-request-id', request.id);
+    // A request from one of our own workers means a channel points back at a gateway.
+    if (request.headers[HOP_HEADER] !== undefined) {
+      throw new GatewayError({ status: 508, code: 'loop_detected', message: 'this request came from a gateway worker: a channel points at a gateway' });
+    }
     if (stopping && !request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) {
       throw new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down; retry on another instance', retryAfter: 1 });
     }
@@ -126,7 +135,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
-  const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher });
+  const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });
   const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
   app.register(adminRoutes, { ...management, users: deps.store.users });
 
@@ -147,7 +156,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(completionRoutes, modelRoutes);
   app.register(generateContentRoutes, modelRoutes);
   app.register(modelListRoutes, { apiKeys, catalog });
-  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store });
+  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads });
 
   return {
     app,

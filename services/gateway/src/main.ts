@@ -11,6 +11,12 @@ const secretKey = requireSecretKey(config, 'gateway');
 const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
 
 const ingressId = randomUUID();
+// Channels may not point at this gateway's Redis or at the gateway itself (added once listening).
+const redisAddress = new URL(config.REDIS_URL);
+const addressPolicy = {
+  allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES,
+  forbidden: [{ host: redisAddress.hostname.replace(/^\[|\]$/g, ''), port: Number(redisAddress.port) || 6379 }],
+};
 // Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.
 const redis = createRedis(config.REDIS_URL, { name: `gateway-${ingressId}`, failFast: true });
 try {
@@ -42,12 +48,15 @@ const gateway = buildGateway({
     windowSeconds: config.LOGIN_WINDOW_SECONDS,
   },
   passwordHashConcurrency: config.PASSWORD_HASH_CONCURRENCY,
+  addressPolicy,
+  dashboardPayloads: config.DASHBOARD_PAYLOADS,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST });
 const address = gateway.app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;
+addressPolicy.forbidden.push({ host: config.HOST, port });
 
 onShutdown(async () => {
   gateway.beginShutdown();

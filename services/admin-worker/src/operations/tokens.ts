@@ -1,4 +1,5 @@
 import { forbidden, notFound, type Actor, type AdminInput } from '@gateway/contracts';
+import type { StoredToken } from '@gateway/store';
 import { publicToken, type Store } from '@gateway/store';
 import { assertMayManageUser } from '../permissions.ts';
 
@@ -43,8 +44,9 @@ export async function getToken(store: Store, actor: Actor, input: AdminInput<'to
 }
 
 export async function updateToken(store: Store, actor: Actor, input: AdminInput<'token.update'>) {
-  await ownedToken(store, actor, input.id, 'edit');
+  const current = await ownedToken(store, actor, input.id, 'edit');
   const { id, ...changes } = input;
+  if (actor.role < 10) assertOnlyTightens(current, changes);
   return publicToken(await store.tokens.update(id, changes));
 }
 
@@ -52,4 +54,34 @@ export async function deleteToken(store: Store, actor: Actor, input: AdminInput<
   await ownedToken(store, actor, input.id, 'edit');
   await store.tokens.delete(input.id);
   return null;
+}
+
+type TokenChanges = Omit<AdminInput<'token.update'>, 'id'>;
+
+/**
+ * A user who is not an administrator may only tighten its own keys: disable, lower the quota,
+ * drop unlimited, expire sooner, narrow the models, lower the rate limit, move to batch, rename.
+ * Raising any of them, re-enabling a disabled or expired key, or lifting what an administrator
+ * set needs an administrator.
+ */
+function assertOnlyTightens(current: StoredToken, changes: TokenChanges): void {
+  const refuse = (field: string, what: string) => {
+    throw forbidden(`only an administrator may ${what} (${field})`);
+  };
+  if (changes.status === 1 && current.status !== 1) refuse('status', 're-enable a key');
+  if (changes.remain_quota !== undefined && changes.remain_quota > current.remain_quota) refuse('remain_quota', "raise a key's quota");
+  if (changes.unlimited_quota === true && !current.unlimited_quota) refuse('unlimited_quota', 'make a key unlimited');
+  if (changes.expired_time !== undefined) {
+    const later = changes.expired_time === -1 ? current.expired_time !== -1 : current.expired_time !== -1 && changes.expired_time > current.expired_time;
+    if (later) refuse('expired_time', "extend a key's life");
+  }
+  if (changes.models !== undefined) {
+    const widens = changes.models.length === 0 ? current.models.length > 0 : current.models.length > 0 && changes.models.some((m) => !current.models.includes(m));
+    if (widens) refuse('models', "widen a key's models");
+  }
+  if (changes.rpm_limit !== undefined) {
+    const lifts = changes.rpm_limit === 0 ? current.rpm_limit > 0 : current.rpm_limit > 0 && changes.rpm_limit > current.rpm_limit;
+    if (lifts) refuse('rpm_limit', "raise or lift a key's rate limit");
+  }
+  if (changes.priority === 'interactive' && current.priority === 'batch') refuse('priority', 'raise a key to interactive');
 }

@@ -23,6 +23,8 @@ export interface DashboardOptions {
   adminJobs: AdminJobs;
   timeoutMs: number;
   bodyLimitBytes: number;
+  /** How much of a job's payload (prompts, speech text) the board shows: DASHBOARD_PAYLOADS. */
+  payloads: 'truncated' | 'full' | 'none';
 }
 
 function cookieValue(header: string | undefined, name: string): string | undefined {
@@ -53,6 +55,26 @@ function redactSecrets(value: unknown): unknown {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : redactSecrets(v)]));
   }
   return value;
+}
+
+const SHOWN_CHARACTERS = 200;
+
+/** Every string cut to its first 200 characters (prompts and speech text are the long ones). */
+function truncateStrings(value: unknown): unknown {
+  if (typeof value === 'string') return value.length > SHOWN_CHARACTERS ? `${value.slice(0, SHOWN_CHARACTERS)}… [${value.length - SHOWN_CHARACTERS} more characters]` : value;
+  if (Array.isArray(value)) return value.map(truncateStrings);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, truncateStrings(v)]));
+  return value;
+}
+
+/** What the board shows of a job's data: secrets never, payloads as DASHBOARD_PAYLOADS says. */
+function shownJobData(payloads: DashboardOptions['payloads']) {
+  return (data: unknown): unknown => {
+    const safe = redactSecrets(data) as Record<string, unknown> | undefined;
+    if (payloads === 'full' || !safe || typeof safe !== 'object') return safe;
+    if (payloads === 'none') return { ...safe, payload: '[hidden: DASHBOARD_PAYLOADS=none]' };
+    return truncateStrings(safe);
+  };
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -133,8 +155,9 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
     serverAdapter.setBasePath(DASHBOARD_PATH);
     const adapters = Object.values(QueueName).map((name) => {
       const adapter = new BullMQAdapter(options.jobs.queue(name), { allowRetries: true });
-      // Job data can hold passwords (admin jobs) or keys; the board never shows them.
-      adapter.setFormatter('data', redactSecrets);
+      // Jobs hold no secrets in clear, and the board would not show them if they did; prompts
+      // and speech text are shown as DASHBOARD_PAYLOADS says.
+      adapter.setFormatter('data', shownJobData(options.payloads));
       return adapter;
     });
     createBullBoard({

@@ -1,0 +1,147 @@
+/**
+ * Limits and roles (issue 10): where a channel may point, what a key's owner may change, that a
+ * root always remains, which usernames exist, and how much of a job the dashboard shows. Real
+ * gateway and worker processes.
+ */
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
+import { postJson, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
+
+let stack: Stack;
+let strict: ServiceProcess;
+
+beforeAll(async () => {
+  stack = await startStack({ workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS: '10000' } });
+  strict = await stack.add('gateway', { CHANNEL_ALLOW_PRIVATE_ADDRESSES: 'false', DASHBOARD_PAYLOADS: 'none' });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+const channel = (fields: Record<string, unknown>) => ({ name: 'c', type: 'openai', key: 'sk-upstream-key', base_url: 'http://127.0.0.1:9', models: ['m'], ...fields });
+
+describe("a channel's base_url and key", () => {
+  it('refuses link-local and metadata addresses, the gateway itself and its Redis, and URL parts that leak or get mangled', async () => {
+    const redisPort = new URL(stack.redis.url).port;
+    const gatewayPort = new URL(stack.gateway.url).port;
+    const refused: [string, RegExp][] = [
+      ['http://169.254.169.254/latest', /link-local/],
+      ['http://[fe80::1]:8080', /link-local/],
+      ['http://metadata.google.internal', /metadata/],
+      [`http://127.0.0.1:${redisPort}`, /own Redis or listening address/],
+      [`http://localhost:${gatewayPort}`, /own Redis or listening address/],
+      ['http://127.0.0.1:9/v1?api-version=1', /query/],
+      ['http://127.0.0.1:9/#frag', /fragment/],
+      ['http://user:pass@127.0.0.1:9', /user name or password/],
+    ];
+    for (const [base_url, why] of refused) {
+      const answer = await stack.admin('POST', '/api/channel/', channel({ base_url }));
+      expect(answer.status, base_url).toBe(400);
+      expect(answer.body.message, base_url).toMatch(why);
+    }
+    const crlf = await stack.admin('POST', '/api/channel/', channel({ key: 'sk-a\r\nX-Injected: 1' }));
+    expect(crlf.status).toBe(400);
+    expect(crlf.body.message).toMatch(/key.*control characters/);
+  });
+
+  it('allows private and loopback addresses by default, and refuses them when told to', async () => {
+    expect((await stack.admin('POST', '/api/channel/', channel({ base_url: 'http://10.1.2.3:8000' }))).status).toBe(200);
+    const answer = await fetch(`${strict.url}/api/channel/`, {
+      method: 'POST', headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(channel({ base_url: 'http://10.1.2.3:8000' })),
+    });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as any).message).toMatch(/private or loopback/);
+  });
+
+  it('needs the key again to change base_url or type', async () => {
+    const created = (await stack.admin('POST', '/api/channel/', channel({}))).body.data;
+    const moved = await stack.admin('PUT', '/api/channel/', { id: created.id, base_url: 'http://127.0.0.1:10' });
+    expect(moved.status).toBe(400);
+    expect(moved.body.message).toMatch(/key: changing base_url or type needs the key/);
+    expect((await stack.admin('PUT', '/api/channel/', { id: created.id, type: 'gemini' })).status).toBe(400);
+    expect((await stack.admin('PUT', '/api/channel/', { id: created.id, base_url: 'http://127.0.0.1:10', key: 'sk-again' })).status).toBe(200);
+    expect((await stack.admin('PUT', '/api/channel/', { id: created.id, weight: 4 })).status).toBe(200);
+  });
+
+  it('cannot make a request loop through a channel that points at a gateway', async () => {
+    await stack.admin('POST', '/api/channel/', channel({ name: 'loop', base_url: strict.url, models: ['loop-model'], timeout_ms: 5000 }));
+    const key = (await stack.admin('POST', '/api/token/', { name: 'loop', unlimited_quota: true })).body.data.key;
+    const answer = await postJson(`${stack.gateway.url}/v1/completions`, { model: 'loop-model', prompt: 'x' }, { authorization: `Bearer ${key}` });
+    expect(answer.status).toBe(502);
+    await new Promise((r) => setTimeout(r, 300));
+    const refusedHops = strict.logs.filter((l) => l.msg === 'request' && l.status === 508);
+    expect(refusedHops.length).toBe(1);
+  });
+});
+
+describe("a key's owner", () => {
+  it('may tighten its own key but not undo what an administrator set, nor raise it', async () => {
+    const user = (await stack.admin('POST', '/api/user/', { username: 'owner', password: 'owner-password' })).body.data;
+    const token = (await (await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'owner', password: 'owner-password' }) })).json() as any).data.access_token;
+    const key = (await stack.admin('POST', '/api/token/', { name: 'k', user_id: user.id, remain_quota: 1000, rpm_limit: 10, models: ['a', 'b'], expired_time: Math.floor(Date.now() / 1000) + 3600 })).body.data;
+    expect((await stack.admin('PUT', '/api/token/', { id: key.id, status: 2 })).status).toBe(200);
+
+    const asOwner = (changes: Record<string, unknown>) => stack.admin('PUT', '/api/token/', { id: key.id, ...changes }, token);
+    for (const changes of [{ status: 1 }, { rpm_limit: 0 }, { rpm_limit: 100 }, { models: [] }, { models: ['a', 'c'] }, { unlimited_quota: true }, { remain_quota: 10_000_000 }, { expired_time: -1 }]) {
+      const answer = await asOwner(changes);
+      expect(answer.status, JSON.stringify(changes)).toBe(403);
+      expect(answer.body.message).toMatch(/only an administrator may/);
+    }
+    for (const changes of [{ name: 'renamed' }, { remain_quota: 500 }, { rpm_limit: 5 }, { models: ['a'] }, { priority: 'batch' }]) {
+      expect((await asOwner(changes)).status, JSON.stringify(changes)).toBe(200);
+    }
+    expect((await stack.admin('PUT', '/api/token/', { id: key.id, status: 1, rpm_limit: 0 })).status).toBe(200);
+  });
+});
+
+describe('root', () => {
+  it('cannot demote, disable or delete the last root', async () => {
+    const demote = await stack.admin('PUT', '/api/user/', { id: 1, role: 10 });
+    expect(demote.status).toBe(409);
+    expect(demote.body.message).toMatch(/last enabled root/);
+    expect((await stack.admin('PUT', '/api/user/', { id: 1, status: 2 })).status).toBe(400);
+    expect((await stack.admin('GET', '/api/user/self')).body.data).toMatchObject({ role: 100, status: 1 });
+  });
+});
+
+describe('usernames', () => {
+  it('refuse control, format and mixed-script characters and edge spaces, and are unique without regard to case or form', async () => {
+    const refused: [string, RegExp][] = [
+      ['ro\u0000ot', /control or format/], ['a\nb', /control or format/], ['\u202Eroot', /control or format/],
+      ['r\u043e\u043et', /mix Latin, Greek and Cyrillic/], [' root', /space/], ['root ', /space/],
+    ];
+    for (const [username, why] of refused) {
+      const answer = await stack.admin('POST', '/api/user/', { username, password: 'password-123' });
+      expect(answer.status, JSON.stringify(username)).toBe(400);
+      expect(answer.body.message).toMatch(why);
+    }
+    for (const taken of ['Root', 'ROOT', '\uff52\uff4f\uff4f\uff54']) {
+      expect((await stack.admin('POST', '/api/user/', { username: taken, password: 'password-123' })).status, taken).toBe(409);
+    }
+    expect((await stack.admin('POST', '/api/user/', { username: 'Zoë', password: 'password-123' })).status).toBe(200);
+    const login = await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'ZOË', password: 'password-123' }) });
+    expect(login.status).toBe(200);
+  });
+});
+
+describe('job payloads on the dashboard', () => {
+  it('are cut to 200 characters by default, and hidden with DASHBOARD_PAYLOADS=none', async () => {
+    const audio = new Queue(QueueName.audio, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });
+    const text = `secret plans ${'x'.repeat(1000)}`;
+    await audio.add(QueueName.audio, { requestId: 'r', replyTo: 'nobody', deadline: Date.now() + 60_000, payload: { model: 'm', request: { contents: [{ parts: [{ text }] }] } } });
+    await audio.close();
+    const board = async (gateway: string) => {
+      const response = await fetch(`${gateway}/admin/queues/api/queues?activeQueue=audio&status=waiting&page=1&jobsPerPage=10`, { headers: { authorization: `Bearer ${stack.adminToken}` } });
+      const queues = ((await response.json()) as any).queues;
+      return JSON.stringify(queues.find((q: any) => q.name === 'audio').jobs[0].data);
+    };
+    const shown = await board(stack.gateway.url);
+    expect(shown).toContain('secret plans');
+    expect(shown).toContain('[813 more characters]');
+    expect(shown).not.toContain('x'.repeat(300));
+    const hidden = await board(strict.url);
+    expect(hidden).not.toContain('secret plans');
+    expect(hidden).toContain('DASHBOARD_PAYLOADS=none');
+  });
+});
