@@ -3,6 +3,7 @@ import { notFound, type Channel, type Page } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry, type RecordWrite } from './record-write.ts';
+import { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 import { maskSecret } from './secrets.ts';
 
 const codec: Codec<Channel> = {
@@ -138,6 +139,27 @@ export class ChannelStore {
       page,
       page_size: pageSize,
     };
+  }
+
+  /**
+   * Re-encrypts every channel key not yet under `cipher`'s current key (keys stored in clear
+   * before encryption included); returns how many were rewritten. Each rewrite is guarded by the
+   * key it replaces, so a key an admin changes meanwhile is left as the admin set it.
+   */
+  async reencryptKeys(cipher: ChannelKeyCipher): Promise<number> {
+    let rewritten = 0;
+    for (const channel of await this.all()) {
+      if (cipher.isCurrent(channel.key)) continue;
+      const plain = isEncryptedKey(channel.key) ? cipher.decrypt(channel.key) : channel.key;
+      const result = await writeRecord(this.redis, {
+        key: keys.channel(channel.id), id: String(channel.id),
+        expect: { key: channel.key },
+        set: { key: cipher.encrypt(plain), ...(channel.key_mask ? {} : { key_mask: maskSecret(plain) }) },
+      });
+      if (result.ok) rewritten++;
+    }
+    await this.announce();
+    return rewritten;
   }
 
   /** Every channel, for routing. */

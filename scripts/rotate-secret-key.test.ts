@@ -1,0 +1,41 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ChannelKeyCipher, createStore, type Store } from '@gateway/store';
+import { repoRoot, useTestRedis, type TestRedis } from '@gateway/testkit';
+
+let server: TestRedis;
+let redis: Redis;
+let store: Store;
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = new Redis(server.url);
+  store = createStore(redis);
+});
+afterAll(async () => {
+  redis.disconnect();
+  await server.close();
+});
+
+it('re-encrypts every channel key under the new SECRET_KEY, from the previous key or from clear text', async () => {
+  const [oldKey, newKey] = [randomBytes(32), randomBytes(32)];
+  const base = { type: 'openai' as const, base_url: 'http://127.0.0.1:9', models: ['m'] };
+  const a = await store.channels.create({ ...base, name: 'a', key: new ChannelKeyCipher(oldKey).encrypt('sk-aaaa-1111'), key_mask: 'sk-aa****1111' });
+  const b = await store.channels.create({ ...base, name: 'b', key: 'sk-bbbb-2222-stored-in-clear' });
+
+  const run = spawnSync(process.execPath, ['scripts/rotate-secret-key.ts'], {
+    cwd: repoRoot, encoding: 'utf8',
+    env: { ...process.env, REDIS_URL: server.url, SECRET_KEY: newKey.toString('base64'), SECRET_KEY_PREVIOUS: oldKey.toString('hex') },
+  });
+  expect(run.status, run.stderr).toBe(0);
+  expect(run.stdout).toMatch(/2 channel key\(s\) re-encrypted/);
+
+  const current = new ChannelKeyCipher(newKey);
+  const [storedA, storedB] = [(await store.channels.get(a.id))!, (await store.channels.get(b.id))!];
+  expect(current.isCurrent(storedA.key) && current.isCurrent(storedB.key)).toBe(true);
+  expect(current.decrypt(storedA.key)).toBe('sk-aaaa-1111');
+  expect(current.decrypt(storedB.key)).toBe('sk-bbbb-2222-stored-in-clear');
+  expect(storedB.key_mask).toBe('sk-bb********lear');
+});
