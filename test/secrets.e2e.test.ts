@@ -63,8 +63,8 @@ describe('channel keys', () => {
   });
 });
 
-describe('nothing sent to Redis holds a password or a channel key', () => {
-  it('holds for sign-ins, users, channels and the dashboard', async () => {
+describe('nothing sent to Redis holds a password, a channel key, or a token, key or session made for a client', () => {
+  it('holds for sign-ins, users, channels, API keys and the dashboard', async () => {
     const monitor = await new Redis(stack.redis.url).monitor();
     const seen: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => seen.push(args.join(' ')));
@@ -72,10 +72,18 @@ describe('nothing sent to Redis holds a password or a channel key', () => {
 
     const alice = await ok('POST', '/api/user/', { username: 'alice', password: secrets[0], role: 10 });
     await ok('PUT', '/api/user/', { id: alice.id, password: secrets[1] });
-    expect((await login('alice', secrets[1]!)).status).toBe(200);
+    const signedIn = await login('alice', secrets[1]!);
+    expect(signedIn.status).toBe(200);
+    const accessToken = ((await signedIn.json()) as any).data.access_token as string;
     const ch = await ok('POST', '/api/channel/', { name: 'c', type: 'openai', key: secrets[3], base_url: mock.url, models: ['x'] });
     await ok('PUT', '/api/channel/', { id: ch.id, key: secrets[4], base_url: mock.url });
-    await dashboardSession('root', secrets[2]!);
+    const apiKey = (await ok('POST', '/api/token/', { name: 'monitored' })).key as string;
+    const session = await dashboardSession('root', secrets[2]!);
+    // Each of them works: they were made, and only their digests were stored.
+    expect(await selfStatus(accessToken)).toBe(200);
+    expect(apiKey).toMatch(/^sk-\w{48}$/);
+    expect(await boardStatus(session)).toBe(200);
+    secrets.push(accessToken, apiKey, session);
     await new Promise((r) => setTimeout(r, 300));
     monitor.disconnect();
 

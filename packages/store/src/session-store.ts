@@ -14,11 +14,15 @@ export class SessionStore {
     this.redis = redis;
   }
 
-  /** A session for the user's current credentials: a new password (or a disabled user) ends it. */
-  async create(user: { id: number; session_epoch: number }, ttlSeconds: number): Promise<string> {
-    const token = randomBytes(32).toString('base64url');
-    await this.redis.set(sessionKey(sha256(token)), `${user.id}:${user.session_epoch}`, 'EX', ttlSeconds);
-    return token;
+  /** A new session's cookie value, and the digest under which it is kept (made by the gateway). */
+  static issue(): { session: string; hash: string } {
+    const session = randomBytes(32).toString('base64url');
+    return { session, hash: sha256(session) };
+  }
+
+  /** Opens the session with this digest for the user's current credentials: a new password (or a disabled user) ends it. */
+  async open(user: { id: number; session_epoch: number }, hash: string, ttlSeconds: number): Promise<void> {
+    await this.redis.set(sessionKey(hash), `${user.id}:${user.session_epoch}`, 'EX', ttlSeconds);
   }
 
   /** Whose session it is, and under which credentials (compare `epoch` with the user's `session_epoch`). */
@@ -29,7 +33,7 @@ export class SessionStore {
     return { userId: Number(id), epoch: Number(epoch ?? 0) };
   }
 
-  async delete(token: string): Promise<void> {
-    await this.redis.del(sessionKey(sha256(token)));
+  async delete(hash: string): Promise<void> {
+    await this.redis.del(sessionKey(hash));
   }
 }

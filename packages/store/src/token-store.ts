@@ -39,14 +39,20 @@ export class TokenStore {
     this.redis = redis;
   }
 
-  /** Issues a key; the full key is returned this once and only its hash is kept. */
-  async create(input: NewToken): Promise<{ token: StoredToken; key: string }> {
-    const key = newApiKey();
-    const keyHash = sha256(key);
+  /**
+   * Issues a key; only its hash is kept. Given `issued` (the digest and preview of a key made by
+   * the caller, the gateway), the key itself never reaches the store; else one is made here and
+   * returned this once.
+   */
+  async create(input: NewToken): Promise<{ token: StoredToken; key: string }>;
+  async create(input: NewToken, issued: { key_hash: string; key_preview: string }): Promise<{ token: StoredToken }>;
+  async create(input: NewToken, issued?: { key_hash: string; key_preview: string }): Promise<{ token: StoredToken; key?: string }> {
+    const key = issued ? undefined : newApiKey();
+    const keyHash = issued?.key_hash ?? sha256(key!);
     const record: Partial<StoredToken> = {
       remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive',
       ...input,
-      key_hash: keyHash, key_preview: maskSecret(key), status: 1, used_quota: 0,
+      key_hash: keyHash, key_preview: issued?.key_preview ?? maskSecret(key!), status: 1, used_quota: 0,
       created_time: nowSeconds(), accessed_time: 0,
     };
     const result = await writeRecord(this.redis, {

@@ -133,7 +133,11 @@ export class UserStore {
 
   /** Replaces the user's access token; the previous one stops working at once. */
   async setAccessToken(id: number, token: string): Promise<void> {
-    const hash = sha256(token);
+    await this.setAccessTokenHash(id, sha256(token));
+  }
+
+  /** The same, given only the new token's SHA-256 (the token made and kept by the gateway). */
+  async setAccessTokenHash(id: number, hash: string): Promise<void> {
     await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);

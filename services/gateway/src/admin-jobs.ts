@@ -1,12 +1,14 @@
 /**
- * What the gateway does to a management input before it becomes a job, so that no job (and so
- * nothing in Redis, its append-only file or the dashboard) ever holds a secret in clear:
- * sign-ins are checked here and the job only says whom to sign in; new passwords are hashed
- * here; channel keys are encrypted here, with a mask made for display.
+ * What the gateway does to a management input before it becomes a job, so that no job or reply
+ * (and so nothing in Redis, its append-only file or the dashboard) ever holds a secret in clear:
+ * sign-ins are checked here and the job only says whom to sign in; new access tokens, API keys
+ * and dashboard sessions are made here, the job carrying only their digests, and the secret
+ * goes from here straight into the answer; new passwords are hashed here; channel keys are
+ * encrypted here, with a mask made for display.
  */
 import { badRequest, type AdminInput, type AdminOperationName } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
-import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
+import { maskSecret, newAccessToken, newApiKey, SessionStore, sha256, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
 import type { PasswordSignIn } from './auth/password-sign-in.ts';
 
@@ -17,6 +19,12 @@ export interface AdminJobsOptions {
   addressPolicy: AddressPolicy;
 }
 
+/** A job's input, and what the gateway adds to the worker's answer (the secret it made). */
+export interface PreparedJob {
+  input: unknown;
+  reveal?: Record<string, string>;
+}
+
 export class AdminJobs {
   private readonly options: AdminJobsOptions;
 
@@ -25,18 +33,30 @@ export class AdminJobs {
   }
 
   /** The job input for a validated management input; `address` is the client's, for sign-in throttling. */
-  async prepare(operation: AdminOperationName, input: unknown, address: string): Promise<unknown> {
+  async prepare(operation: AdminOperationName, input: unknown, address: string): Promise<PreparedJob> {
     switch (operation) {
-      case 'user.login':
-      case 'session.create': {
+      case 'user.login': {
         const { username, password } = input as AdminInput<'user.login'>;
         const user = await this.options.signIn.verify(username, password, address);
-        return { user_id: user.id };
+        const accessToken = newAccessToken();
+        return { input: { user_id: user.id, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
+      }
+      case 'session.create': {
+        const { username, password } = input as AdminInput<'session.create'>;
+        const user = await this.options.signIn.verify(username, password, address);
+        const { session, hash } = SessionStore.issue();
+        return { input: { user_id: user.id, session_hash: hash }, reveal: { session } };
+      }
+      case 'session.delete':
+        return { input: { session_hash: sha256((input as AdminInput<'session.delete'>).session) } };
+      case 'token.create': {
+        const key = newApiKey();
+        return { input: { ...(input as object), key_hash: sha256(key), key_preview: maskSecret(key) }, reveal: { key } };
       }
       case 'user.create':
       case 'user.update': {
         const { password, ...rest } = input as AdminInput<'user.update'>;
-        return password === undefined ? rest : { ...rest, password_hash: await this.options.lane.hash(password) };
+        return { input: password === undefined ? rest : { ...rest, password_hash: await this.options.lane.hash(password) } };
       }
       case 'channel.create':
       case 'channel.update': {
@@ -45,10 +65,10 @@ export class AdminJobs {
           const problem = await baseUrlProblem(rest.base_url, this.options.addressPolicy);
           if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
         }
-        return key === undefined ? rest : { ...rest, key: this.options.cipher.encrypt(key), key_mask: maskSecret(key) };
+        return { input: key === undefined ? rest : { ...rest, key: this.options.cipher.encrypt(key), key_mask: maskSecret(key) } };
       }
       default:
-        return input;
+        return { input };
     }
   }
 }

@@ -12,7 +12,7 @@ import * as s from './schemas.ts';
 const none = z.strictObject({});
 
 export const adminOperations = {
-  'user.login': { input: s.loginBody, job: s.signInJob, minRole: 0 },
+  'user.login': { input: s.loginBody, job: s.loginJob, minRole: 0 },
   'user.self': { input: none, minRole: 1 },
   'user.create': { input: s.createUserBody, job: s.createUserJob, minRole: 10 },
   'user.update': { input: s.updateUserBody, job: s.updateUserJob, minRole: 10 },
@@ -26,13 +26,13 @@ export const adminOperations = {
   'channel.delete': { input: s.idParam, minRole: 10 },
   'channel.disableTag': { input: s.tagBody, minRole: 10 },
   'channel.enableTag': { input: s.tagBody, minRole: 10 },
-  'token.create': { input: s.createTokenBody, minRole: 1 },
+  'token.create': { input: s.createTokenBody, job: s.createTokenJob, minRole: 1 },
   'token.update': { input: s.updateTokenBody, minRole: 1 },
   'token.list': { input: s.listTokensQuery, minRole: 1 },
   'token.get': { input: s.idParam, minRole: 1 },
   'token.delete': { input: s.idParam, minRole: 1 },
-  'session.create': { input: s.loginBody, job: s.signInJob, minRole: 0 },
-  'session.delete': { input: s.sessionBody, minRole: 0 },
+  'session.create': { input: s.loginBody, job: s.sessionJob, minRole: 0 },
+  'session.delete': { input: s.sessionBody, job: s.sessionDeleteJob, minRole: 0 },
 } as const satisfies Record<string, { input: z.ZodType; job?: z.ZodType; minRole: number }>;
 
 export type AdminOperationName = keyof typeof adminOperations;

@@ -65,8 +65,17 @@ const group = z.string().trim().min(1).max(64);
 
 export const loginBody = z.strictObject({ username: z.string().min(1).max(64), password: z.string().min(1).max(1024) });
 export const sessionBody = z.strictObject({ session: z.string().min(1) });
-/** The gateway checked the password itself: the job only says whom to sign in. */
-export const signInJob = z.strictObject({ user_id: z.number().int().positive() });
+/** A SHA-256 digest made by the gateway: the secret itself (token, key, session) never leaves it. */
+const digest = z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 digest made by the gateway');
+const userId = z.number().int().positive();
+/**
+ * The gateway checked the password itself and made the new access token: the job only says whom
+ * to sign in and the token's digest; the token goes from the gateway to the client alone.
+ */
+export const loginJob = z.strictObject({ user_id: userId, access_token_hash: digest });
+/** The same for a dashboard session: its digest, never the cookie's value. */
+export const sessionJob = z.strictObject({ user_id: userId, session_hash: digest });
+export const sessionDeleteJob = z.strictObject({ session_hash: digest });
 /** A password hash made by the gateway (scrypt), never a password. */
 const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');
 
@@ -164,6 +173,9 @@ export const createTokenBody = z.strictObject({
   priority: z.enum(['interactive', 'batch']).optional(),
 });
 
+/** The gateway made the key: the job carries its digest and preview, never the key. */
+export const createTokenJob = createTokenBody.extend({ key_hash: digest, key_preview: z.string().max(64) });
+
 export const updateTokenBody = z.strictObject({
   id,
   name: z.string().trim().min(1).max(64).optional(),
@@ -190,7 +202,7 @@ export const listTokensQuery = z.strictObject({ ...pageQuery, user_id: z.coerce.
 export const idParam = z.strictObject({ id });
 
 export type LoginBody = z.infer<typeof loginBody>;
-export type SignInJob = z.infer<typeof signInJob>;
+export type LoginJob = z.infer<typeof loginJob>;
 export type CreateUserBody = z.infer<typeof createUserBody>;
 export type UpdateUserBody = z.infer<typeof updateUserBody>;
 export type CreateChannelBody = z.infer<typeof createChannelBody>;

@@ -1,4 +1,4 @@
-import { forbidden, unauthenticated, type AdminInput, type AdminJobInput } from '@gateway/contracts';
+import { forbidden, unauthenticated, type AdminJobInput } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
 
 /** Dashboard sign-in lasts an hour. */
@@ -13,11 +13,11 @@ export async function createSession(store: Store, input: AdminJobInput<'session.
   if (!user) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
   if (user.role < 10) throw forbidden('only administrators may open the queue dashboard');
-  const session = await store.sessions.create(user, SESSION_TTL_SECONDS);
-  return { session, role: user.role, expires_in: SESSION_TTL_SECONDS };
+  await store.sessions.open(user, input.session_hash, SESSION_TTL_SECONDS);
+  return { role: user.role, expires_in: SESSION_TTL_SECONDS };
 }
 
-export async function deleteSession(store: Store, input: AdminInput<'session.delete'>) {
-  await store.sessions.delete(input.session);
+export async function deleteSession(store: Store, input: AdminJobInput<'session.delete'>) {
+  await store.sessions.delete(input.session_hash);
   return null;
 }

@@ -1,4 +1,4 @@
-import { forbidden, notFound, type Actor, type AdminInput } from '@gateway/contracts';
+import { forbidden, notFound, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
 import type { StoredToken } from '@gateway/store';
 import { publicToken, type Store } from '@gateway/store';
 import { assertMayManageUser } from '../permissions.ts';
@@ -24,12 +24,13 @@ async function ownedToken(store: Store, actor: Actor, id: number, action: 'see' 
   return token;
 }
 
-export async function createToken(store: Store, actor: Actor, input: AdminInput<'token.create'>) {
+/** The gateway made the key: this worker stores its digest; the gateway adds the key to the answer. */
+export async function createToken(store: Store, actor: Actor, input: AdminJobInput<'token.create'>) {
   const userId = input.user_id ?? actor.id;
   await assertMayManageKeysOf(store, actor, userId, 'edit');
-  const { user_id: _u, ...fields } = input;
-  const { token, key } = await store.tokens.create({ ...fields, user_id: userId });
-  return { ...publicToken(token), key };
+  const { user_id: _u, key_hash, key_preview, ...fields } = input;
+  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview });
+  return publicToken(token);
 }
 
 export async function listTokens(store: Store, actor: Actor, input: AdminInput<'token.list'>) {

@@ -1,15 +1,15 @@
 import { badRequest, conflict, forbidden, notFound, unauthenticated, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
-import { newAccessToken, publicUser, type Store, type UserChanges } from '@gateway/store';
+import { publicUser, type Store, type UserChanges } from '@gateway/store';
 import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissions.ts';
 
-/** A new access token for a user whose password the gateway has checked; the previous token is revoked. */
+/** Signs in a user whose password the gateway has checked, with the token it made; the previous token is revoked. */
 export async function login(store: Store, input: AdminJobInput<'user.login'>) {
   const user = await store.users.get(input.user_id);
   if (!user) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
-  const accessToken = newAccessToken();
-  await store.users.setAccessToken(user.id, accessToken);
-  return { id: user.id, username: user.username, role: user.role, access_token: accessToken };
+  await store.users.setAccessTokenHash(user.id, input.access_token_hash);
+  // The gateway adds the token it made to the answer: it never travels through Redis.
+  return { id: user.id, username: user.username, role: user.role };
 }
 
 export async function self(store: Store, actor: Actor) {

@@ -72,13 +72,16 @@ export async function adminRoutes(app: FastifyInstance, options: AdminRoutesOpti
         const spec = adminOperations[operation];
         const actor = request.actor;
         const input = parseOrThrow(spec.input, inputOf(request, source));
-        const payload: AdminJobPayload = { operation, actor, input: await options.adminJobs.prepare(operation, input, request.ip) };
+        const prepared = await options.adminJobs.prepare(operation, input, request.ip);
+        const payload: AdminJobPayload = { operation, actor, input: prepared.input };
         const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
           requestId: request.id,
           timeoutMs: options.timeoutMs,
           signal: clientGoneSignal(request),
         });
-        return { success: true, message: '', data: result.data };
+        // The secret the gateway made (a token, a key) joins the answer here, having never left it.
+        const data = prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
+        return { success: true, message: '', data };
       },
     });
   }

@@ -111,13 +111,14 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
     const body = (request.body ?? {}) as Record<string, unknown>;
     try {
       const credentials = parseOrThrow(loginBody, { username: String(body.username ?? ''), password: String(body.password ?? '') });
-      const input = await options.adminJobs.prepare('session.create', credentials, request.ip);
+      const prepared = await options.adminJobs.prepare('session.create', credentials, request.ip);
       const result = await options.jobs.request<AdminJobPayload, AdminResult>(
         QueueName.admin,
-        { operation: 'session.create', actor: null, input },
+        { operation: 'session.create', actor: null, input: prepared.input },
         { requestId: request.id, timeoutMs: options.timeoutMs },
       );
-      const { session, expires_in } = result.data as { session: string; expires_in: number };
+      const { expires_in } = result.data as { expires_in: number };
+      const session = prepared.reveal!.session!;
       reply.header('set-cookie', `${COOKIE}=${encodeURIComponent(session)}; HttpOnly; SameSite=Strict; Path=${DASHBOARD_PATH}; Max-Age=${expires_in}`);
       return reply.redirect(DASHBOARD_PATH, 303);
     } catch (error) {
@@ -129,7 +130,8 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   app.post('/logout', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const session = cookieValue(request.headers.cookie, COOKIE);
     if (session) {
-      await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input: { session } } satisfies AdminJobPayload, {
+      const { input } = await options.adminJobs.prepare('session.delete', { session }, request.ip);
+      await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input } satisfies AdminJobPayload, {
         requestId: request.id, timeoutMs: options.timeoutMs,
       });
     }
