@@ -168,7 +168,10 @@ describe('slow and numerous clients', () => {
       socket.on('error', () => resolve());
       sockets.push(socket);
     })));
-    await expect.poll(() => closedEarly, { timeout: 3000 }).toBe(20);
+    await expect.poll(() => closedEarly, { timeout: 3000 }).toBeGreaterThanOrEqual(20);
+    await new Promise((r) => setTimeout(r, 300));
+    // 20 past the cap of 40; a few more only if this process still held keep-alive connections.
+    expect(closedEarly).toBeLessThanOrEqual(25);
     for (const socket of sockets) socket.destroy();
     // The cap counts open connections, so the address is welcome again once they close.
     await expect.poll(async () => (await fetch(`${stack.gateway.url}/healthz`).then((r) => r.status, () => 0)), { timeout: 3000 }).toBe(200);
