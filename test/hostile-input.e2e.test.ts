@@ -49,6 +49,9 @@ describe('ill-formed Unicode', () => {
     expect(tag.json.message).toMatch(/^tag is not valid Unicode/);
     const user = await send('POST', '/api/user/', `{"username":"u1","password":"password-1","display_name":${lone}}`, auth);
     expect(user.json.message).toMatch(/^display_name is not valid Unicode/);
+    const mapping = await send('POST', '/api/channel/', JSON.stringify({ name: 'n', type: 'openai', key: 'sk-x', base_url: 'http://127.0.0.1:9', models: ['m'], model_mapping: '{"a":"\\ud800"}' }), auth);
+    expect(mapping.status).toBe(400);
+    expect(mapping.json.message).toMatch(/model_mapping/);
     const token = await send('POST', '/api/token/', `{"name":${lone}}`, auth);
     expect(token.status).toBe(400);
     expect(token.json.message).toMatch(/^name is not valid Unicode/);
@@ -89,6 +92,13 @@ describe('bodies', () => {
     const login = await send('POST', '/api/user/login', JSON.stringify({ username: 'root', password: 'x'.repeat(70_000) }));
     expect(login.status).toBe(413);
     expect(login.json.success).toBe(false);
+  });
+});
+
+describe('malformed cookies', () => {
+  it('are no session: 401 on the dashboard, not a 500', async () => {
+    const response = await fetch(`${stack.gateway.url}/admin/queues/api/queues`, { headers: { cookie: 'gw_dashboard=%' } });
+    expect(response.status).toBe(401);
   });
 });
 

@@ -139,6 +139,14 @@ describe('sign-in throttling', () => {
     expect((await login('root', 'root-password-1')).status).toBe(200);
   });
 
+  it('counts attempts made in parallel at once: 20 at the same moment get at most 5 password checks', async () => {
+    await ok('POST', '/api/user/', { username: 'erin', password: 'erin-password' });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => login('erin', `wrong-${i}`, i % 2 ? otherGateway.url : stack.gateway.url)));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(5);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(15);
+  });
+
   it('keeps management fast while a flood of sign-ins is hashed in its own lane', async () => {
     const flood = Array.from({ length: 150 }, (_, i) => login(`flood-${i}`, 'wrong-password'));
     await new Promise((r) => setTimeout(r, 200));

@@ -47,6 +47,14 @@ describe('upstream error text', () => {
     expect(answer.json.error.message).toMatch(/^Bad request for key \[redacted\]/);
   });
 
+  it('redacts an error the upstream put inside a 200 reply too', async () => {
+    openai.next({ okBody: { error: { message: `quota exceeded for ${CHANNEL_KEY}`, type: 'invalid_request_error', code: 400 } } });
+    const answer = await complete();
+    expect(answer.status).toBe(400);
+    expect(answer.text).not.toContain(CHANNEL_KEY);
+    expect(answer.json.error.message).toMatch(/quota exceeded for \[redacted\]/);
+  });
+
   it('turns an HTML page into a plain message that names the status', async () => {
     openai.setBehaviour({ status: 502, rawBody: `<!doctype html><html><body><h1>502 Bad Gateway</h1>${CHANNEL_KEY}</body></html>` });
     const answer = await complete();

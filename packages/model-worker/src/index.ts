@@ -9,7 +9,7 @@ import type { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
-import { setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
+import { ownAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 
@@ -28,7 +28,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
   const redisAddress = new URL(config.REDIS_URL);
   setAddressPolicy({
     allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES,
-    forbidden: [{ host: redisAddress.hostname.replace(/^\[|\]$/g, ''), port: Number(redisAddress.port) || 6379 }],
+    forbidden: await ownAddresses(redisAddress.hostname, Number(redisAddress.port) || 6379),
   });
   const cipher = new ChannelKeyCipher(requireSecretKey(config, spec.service), config.SECRET_KEY_PREVIOUS);
   const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);

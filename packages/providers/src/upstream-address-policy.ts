@@ -100,3 +100,19 @@ export function policedLookup(policy: () => AddressPolicy): LookupFunction {
     });
   };
 }
+
+/**
+ * The gateway's own `host:port` as forbidden entries, by every address its name resolves to (a
+ * Redis named `redis`, as in docker-compose, is refused by its address too).
+ */
+export async function ownAddresses(host: string, port: number): Promise<AddressPolicy['forbidden']> {
+  const bare = host.replace(/^\[|\]$/g, '');
+  const entries = [{ host: bare, port }];
+  if (isIP(bare)) return entries;
+  try {
+    for (const { address } of await lookupAll(bare)) entries.push({ host: address, port });
+  } catch {
+    // Unresolvable now: the name itself is still compared.
+  }
+  return entries;
+}

@@ -26,7 +26,8 @@ export function redactUpstreamText(text: string, secrets: readonly string[]): st
 /** Every string in a parsed JSON error body, redacted the same way (keys of objects too). */
 export function redactUpstreamBody(body: unknown, secrets: readonly string[], depth = 0): unknown {
   if (typeof body === 'string') return redactUpstreamText(body, secrets);
-  if (depth > 8 || body === null || typeof body !== 'object') return body;
+  if (body === null || typeof body !== 'object') return body;
+  if (depth > 8) return '[redacted: nested too deeply]';
   if (Array.isArray(body)) return body.slice(0, 50).map((item) => redactUpstreamBody(item, secrets, depth + 1));
   return Object.fromEntries(
     Object.entries(body).slice(0, 50).map(([key, value]) => [redactUpstreamText(key, secrets), redactUpstreamBody(value, secrets, depth + 1)]),

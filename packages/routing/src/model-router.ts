@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { GatewayError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
-import { UpstreamError } from '@gateway/providers';
+import { redactUpstreamBody, redactUpstreamText, UpstreamError } from '@gateway/providers';
 import { ChannelStore, EVERYTHING, InvalidationFeed } from '@gateway/store';
 import { ChannelCache } from './channel-cache.ts';
 import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
@@ -243,7 +243,10 @@ export class ModelRouter {
       try {
         target.key = this.revealKey(channel);
         value = await call(target);
-      } catch (error) {
+      } catch (thrown) {
+        // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
+        // whichever provider or code path raised it.
+        const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
         if (lease) this.release(lease, request.log);
         if (error instanceof UpstreamError && error.kind !== 'cancelled') {
           this.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
@@ -342,3 +345,16 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 const cancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+
+/** The failure with the channel's key, and anything key-shaped, taken out of its message and body. */
+function withoutSecrets(error: UpstreamError, key: string): UpstreamError {
+  const secrets = key ? [key] : [];
+  return new UpstreamError({
+    kind: error.kind,
+    status: error.status || undefined,
+    retryAfter: error.retryAfter,
+    body: error.body === undefined ? undefined : redactUpstreamBody(error.body, secrets),
+    message: redactUpstreamText(error.message, secrets),
+    cause: error.cause,
+  });
+}

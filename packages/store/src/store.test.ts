@@ -116,3 +116,18 @@ describe('tokens', () => {
     expect(await redis.hlen(keys.tokenKeyIndex)).toBe(0);
   });
 });
+
+describe("the environment's ADMIN_TOKEN", () => {
+  it('survives logins and password changes, also when an older version kept it as the login token', async () => {
+    const root = await store.users.create({ username: 'envroot', password_hash: 'x', role: 100 });
+    // An older version stored ADMIN_TOKEN as the login token.
+    await store.users.setAccessToken(root.id, 'env-admin-token-0123456789');
+    await store.users.setEnvToken(root.id, 'env-admin-token-0123456789');
+    await store.users.setAccessToken(root.id, 'a-login-token');
+    await store.users.update(root.id, { password_hash: 'y' });
+    expect((await store.users.findByAccessToken('env-admin-token-0123456789'))?.id).toBe(root.id);
+    expect(await store.users.findByAccessToken('a-login-token')).toBeNull();
+    await store.users.setEnvToken(root.id, null);
+    expect(await store.users.findByAccessToken('env-admin-token-0123456789')).toBeNull();
+  });
+});

@@ -89,7 +89,9 @@ export class UserStore {
       if (revoke) {
         set.access_token_hash = '';
         set.session_epoch = String(current.session_epoch + 1);
-        if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+        if (current.access_token_hash && current.access_token_hash !== current.env_token_hash) {
+          index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
+        }
       }
       const result = await writeRecord(this.redis, {
         key: keys.user(id),
@@ -168,16 +170,20 @@ export class UserStore {
     await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      if (current.env_token_hash === hash) return true;
+      const set: Record<string, string> = { env_token_hash: hash };
       const index: IndexChanges = [];
-      if (current.env_token_hash && current.env_token_hash !== current.access_token_hash) {
+      // Versions before kept ADMIN_TOKEN as the login token: it becomes the credential of its own.
+      if (hash && current.access_token_hash === hash) set.access_token_hash = '';
+      const loginHash = set.access_token_hash ?? current.access_token_hash;
+      if (current.env_token_hash && current.env_token_hash !== hash && current.env_token_hash !== loginHash) {
         index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.env_token_hash });
       }
+      // Set every time, so an index entry lost by an older version's revocation comes back.
       if (hash) index.push({ op: 'hset', key: keys.accessTokenIndex, field: hash, value: '$id' });
       const result = await writeRecord(this.redis, {
         key: keys.user(id), id: String(id),
-        expect: { env_token_hash: current.env_token_hash },
-        set: { env_token_hash: hash },
+        expect: { env_token_hash: current.env_token_hash, access_token_hash: current.access_token_hash },
+        set,
         index,
       });
       if (result.ok) return true;

@@ -11,6 +11,8 @@ export interface MockOpenAIBehaviour {
   rawBody?: string;
   /** A stream whose first event never ends: data without a blank line, until the caller leaves. */
   endlessEvent?: boolean;
+  /** Answer 200 with this JSON body instead of a completion (an `{error}` inside a 200, say). */
+  okBody?: unknown;
   /** Retry-After (seconds) sent with a failure. */
   retryAfter?: number;
   /** Wait this long before answering (before the headers of a stream). */
@@ -142,6 +144,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
         if (b.rawBody !== undefined) return void res.writeHead(b.status, { 'content-type': 'text/html' }).end(b.rawBody);
         return fail(res, b.status, b.body ?? { error: { message: `mock failure ${b.status}`, type: 'server_error', param: null, code: null } }, b.retryAfter);
       }
+      if (b.okBody !== undefined) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(b.okBody));
       if (b.endlessEvent) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: {"choices":[{"text":"');

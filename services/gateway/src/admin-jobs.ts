@@ -39,13 +39,13 @@ export class AdminJobs {
         const { username, password } = input as AdminInput<'user.login'>;
         const user = await this.options.signIn.verify(username, password, address);
         const accessToken = newAccessToken();
-        return { input: { user_id: user.id, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
+        return { input: { user_id: user.id, session_epoch: user.session_epoch, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
       }
       case 'session.create': {
         const { username, password } = input as AdminInput<'session.create'>;
         const user = await this.options.signIn.verify(username, password, address);
         const { session, hash } = SessionStore.issue();
-        return { input: { user_id: user.id, session_hash: hash }, reveal: { session } };
+        return { input: { user_id: user.id, session_epoch: user.session_epoch, session_hash: hash }, reveal: { session } };
       }
       case 'session.delete':
         return { input: { session_hash: sha256((input as AdminInput<'session.delete'>).session) } };

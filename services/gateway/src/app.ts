@@ -72,7 +72,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
-    bodyLimit: deps.bodyLimitBytes,
+    // Small by default (unmatched routes included); the model routes raise their own limit.
+    bodyLimit: deps.managementBodyLimitBytes,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },

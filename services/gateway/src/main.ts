@@ -3,6 +3,7 @@ import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config
 import { createLogger } from '@gateway/log';
 import { createGatewayMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
+import { ownAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { buildGateway } from './app.ts';
 
@@ -15,7 +16,7 @@ const ingressId = randomUUID();
 const redisAddress = new URL(config.REDIS_URL);
 const addressPolicy = {
   allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES,
-  forbidden: [{ host: redisAddress.hostname.replace(/^\[|\]$/g, ''), port: Number(redisAddress.port) || 6379 }],
+  forbidden: await ownAddresses(redisAddress.hostname, Number(redisAddress.port) || 6379),
 };
 // Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.
 const redis = createRedis(config.REDIS_URL, { name: `gateway-${ingressId}`, failFast: true });
@@ -56,7 +57,7 @@ const gateway = buildGateway({
 await gateway.app.listen({ port: config.PORT, host: config.HOST });
 const address = gateway.app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;
-addressPolicy.forbidden.push({ host: config.HOST, port });
+addressPolicy.forbidden.push(...(await ownAddresses(config.HOST, port)));
 
 onShutdown(async () => {
   gateway.beginShutdown();

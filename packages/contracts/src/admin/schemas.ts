@@ -13,14 +13,18 @@ const nameList = z.union([
   z.string().transform((s) => s.split(',').map((m) => m.trim()).filter(Boolean)),
 ]);
 
+/** Text that is valid Unicode (no lone UTF-16 surrogate), for what is parsed from a JSON string. */
+const wellFormed = z.string().refine((s) => s.isWellFormed(), 'must be valid Unicode text');
+const mappingRecord = z.record(wellFormed, wellFormed);
+
 /** A model mapping object, or the JSON string new-api stores. */
 const modelMapping = z.union([
-  z.record(z.string(), z.string()),
+  mappingRecord,
   z.string().transform((s, ctx) => {
     if (s.trim() === '') return {};
     try {
       const value: unknown = JSON.parse(s);
-      const parsed = z.record(z.string(), z.string()).safeParse(value);
+      const parsed = mappingRecord.safeParse(value);
       if (parsed.success) return parsed.data;
     } catch {
       /* reported below */
@@ -72,9 +76,11 @@ const userId = z.number().int().positive();
  * The gateway checked the password itself and made the new access token: the job only says whom
  * to sign in and the token's digest; the token goes from the gateway to the client alone.
  */
-export const loginJob = z.strictObject({ user_id: userId, access_token_hash: digest });
+const epoch = z.number().int().min(0);
+/** `session_epoch`: the user's credentials as checked; a password changed meanwhile refuses the sign-in. */
+export const loginJob = z.strictObject({ user_id: userId, session_epoch: epoch, access_token_hash: digest });
 /** The same for a dashboard session: its digest, never the cookie's value. */
-export const sessionJob = z.strictObject({ user_id: userId, session_hash: digest });
+export const sessionJob = z.strictObject({ user_id: userId, session_epoch: epoch, session_hash: digest });
 export const sessionDeleteJob = z.strictObject({ session_hash: digest });
 /** A password hash made by the gateway (scrypt), never a password. */
 const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');

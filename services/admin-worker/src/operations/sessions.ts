@@ -10,7 +10,8 @@ export const SESSION_TTL_SECONDS = 3600;
  */
 export async function createSession(store: Store, input: AdminJobInput<'session.create'>) {
   const user = await store.users.get(input.user_id);
-  if (!user) throw unauthenticated('invalid username or password');
+  // A password changed (or the user disabled) since the gateway checked it refuses the sign-in.
+  if (!user || user.session_epoch !== input.session_epoch) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
   if (user.role < 10) throw forbidden('only administrators may open the queue dashboard');
   await store.sessions.open(user, input.session_hash, SESSION_TTL_SECONDS);

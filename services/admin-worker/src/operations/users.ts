@@ -5,7 +5,7 @@ import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissio
 /** Signs in a user whose password the gateway has checked, with the token it made; the previous token is revoked. */
 export async function login(store: Store, input: AdminJobInput<'user.login'>) {
   const user = await store.users.get(input.user_id);
-  if (!user) throw unauthenticated('invalid username or password');
+  if (!user || user.session_epoch !== input.session_epoch) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
   await store.users.setAccessTokenHash(user.id, input.access_token_hash);
   // The gateway adds the token it made to the answer: it never travels through Redis.

@@ -14,7 +14,7 @@ const addressKey = (address: string) => `gw:login-fail:addr:${address}`;
 
 /**
  * Failed sign-ins, counted in Redis (so every gateway sees them) per username and per client
- * address, each in a window that starts at its first failure. Past either limit a sign-in is
+ * address, each in a window that starts at its first attempt. Past either limit a sign-in is
  * refused with 429 and `Retry-After` before its password is even checked, right or wrong.
  */
 export class LoginThrottle {
@@ -26,11 +26,18 @@ export class LoginThrottle {
     this.options = options;
   }
 
-  /** Throws 429 when the username or the address has failed too often in its window. */
-  async check(username: string, address: string): Promise<void> {
-    const [user, addr] = await this.redis.mget(userKey(username), addressKey(address));
-    const blocked = Number(user ?? 0) >= this.options.failuresPerUser ? userKey(username)
-      : Number(addr ?? 0) >= this.options.failuresPerAddress ? addressKey(address) : undefined;
+  /**
+   * Counts a sign-in attempt before its password is checked, so that attempts made in parallel
+   * count at once; past either limit, 429 with the time left in the window. A right password
+   * then takes its attempt back (`succeeded`); a wrong one leaves it counted.
+   */
+  async attempt(username: string, address: string): Promise<void> {
+    const window = String(this.options.windowSeconds);
+    const [user, addr] = [userKey(username), addressKey(address)];
+    const replies = await this.redis.multi().incr(user).expire(user, window, 'NX').incr(addr).expire(addr, window, 'NX').exec();
+    const userCount = Number(replies?.[0]?.[1] ?? 0);
+    const addressCount = Number(replies?.[2]?.[1] ?? 0);
+    const blocked = userCount > this.options.failuresPerUser ? user : addressCount > this.options.failuresPerAddress ? addr : undefined;
     if (!blocked) return;
     const ttl = await this.redis.pttl(blocked);
     throw new GatewayError({
@@ -39,16 +46,8 @@ export class LoginThrottle {
     });
   }
 
-  async failed(username: string, address: string): Promise<void> {
-    const window = String(this.options.windowSeconds);
-    await this.redis.multi()
-      .incr(userKey(username)).expire(userKey(username), window, 'NX')
-      .incr(addressKey(address)).expire(addressKey(address), window, 'NX')
-      .exec();
-  }
-
-  /** A right password clears the username's count (not the address's: it may be guessing other names). */
-  async succeeded(username: string): Promise<void> {
-    await this.redis.del(userKey(username));
+  /** A right password clears the username's count and takes its attempt back from the address's. */
+  async succeeded(username: string, address: string): Promise<void> {
+    await this.redis.multi().del(userKey(username)).decr(addressKey(address)).exec();
   }
 }

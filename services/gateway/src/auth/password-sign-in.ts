@@ -24,14 +24,11 @@ export class PasswordSignIn {
 
   /** The user, or 401 (wrong name or password), 403 (disabled) or 429 (too many failures). */
   async verify(username: string, password: string, address: string): Promise<StoredUser> {
-    await this.throttle.check(username, address);
+    await this.throttle.attempt(username, address);
     const user = await this.users.findByUsername(username);
     const valid = await this.lane.verify(password, user?.password_hash || (await unknownUserHash));
-    if (!user || !valid) {
-      await this.throttle.failed(username, address);
-      throw unauthenticated('invalid username or password');
-    }
-    await this.throttle.succeeded(username);
+    if (!user || !valid) throw unauthenticated('invalid username or password');
+    await this.throttle.succeeded(username, address);
     if (user.status !== 1) throw forbidden('this user is disabled');
     return user;
   }

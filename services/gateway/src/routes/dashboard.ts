@@ -30,7 +30,12 @@ export interface DashboardOptions {
 function cookieValue(header: string | undefined, name: string): string | undefined {
   for (const part of (header ?? '').split(';')) {
     const [key, ...rest] = part.trim().split('=');
-    if (key === name) return decodeURIComponent(rest.join('='));
+    if (key !== name) continue;
+    try {
+      return decodeURIComponent(rest.join('='));
+    } catch {
+      return undefined; // not a cookie this gateway set
+    }
   }
   return undefined;
 }
@@ -123,6 +128,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       return reply.redirect(DASHBOARD_PATH, 303);
     } catch (error) {
       const failure = GatewayError.from(error);
+      if (failure.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(failure.retryAfter))));
       return reply.status(failure.status).type('text/html; charset=utf-8').send(signInPage(failure.message));
     }
   });
