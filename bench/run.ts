@@ -16,6 +16,7 @@ import { repoRoot, spawnRedis, startService, type ServiceProcess } from '@gatewa
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
 const burstLimit = 32;
+const costRequests = 3000;
 const adminToken = 'bench-root-token-0123456789';
 
 const progress = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
@@ -23,6 +24,28 @@ const progress = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
 interface LoadResult {
   requests: number; rps: number; p50: number; p99: number; max: number; non2xx: number; errors: number;
   timeouts: number; durationMs: number; ok: number; statusCodes: Record<string, number>;
+  /** CPU the load generator spent. */
+  cpuMs: number;
+  /** Sequential runs only: latencies in microseconds. */
+  p50us?: number; p90us?: number; p99us?: number;
+}
+
+/** CPU milliseconds a process has spent so far (user + system, from /proc). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (CLK_TCK 100)
+}
+
+/** Calls and microseconds per command from INFO commandstats, less the bench's own INFO and CONFIG. */
+function commandTotals(info: string): { calls: number; usec: number } {
+  let calls = 0;
+  let usec = 0;
+  for (const [, name, c, u] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    if (name === 'info' || name === 'config') continue;
+    calls += Number(c);
+    usec += Number(u);
+  }
+  return { calls, usec };
 }
 
 function load(options: Record<string, unknown>): { done: Promise<LoadResult>; stop(): void } {
@@ -111,10 +134,30 @@ try {
   await load({ ...direct('bench-model'), connections: 16, amount: 2000 }).done;
   const redisBaseline = await usedMemoryMb();
 
+  // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
+  // every process, over the same 3,000 requests at concurrency 16.
+  const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+  const processes: [string, number][] = [
+    ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
+    ['Redis', redisPid], ['upstream', mock.child.pid!],
+  ];
+  const costOf = async (run: Record<string, unknown>) => {
+    await redis.config('RESETSTAT');
+    const before = processes.map(([, pid]) => cpuMs(pid));
+    const result = await load({ ...run, connections: 16, amount: costRequests }).done;
+    const spent = processes.map(([name, pid], i) => [name, (cpuMs(pid) - before[i]!) / costRequests] as const);
+    const commands = commandTotals(await redis.info('commandstats'));
+    return { result, commands: commands.calls / costRequests, redisUs: commands.usec / costRequests, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const] };
+  };
+  progress(`cost per request: ${costRequests} requests at concurrency 16, upstream directly…`);
+  const costDirect = await costOf(direct('bench-model'));
+  progress(`cost per request: ${costRequests} requests at concurrency 16, through the gateway…`);
+  const costGateway = await costOf(through('bench-model'));
+
   progress('latency at concurrency 1: upstream directly…');
-  const latencyDirect = await load({ ...direct('bench-model'), connections: 1, amount: 3000 }).done;
+  const latencyDirect = await load({ ...direct('bench-model'), sequential: 3000 }).done;
   progress('latency at concurrency 1: through the gateway…');
-  const latencyGateway = await load({ ...through('bench-model'), connections: 1, amount: 3000 }).done;
+  const latencyGateway = await load({ ...through('bench-model'), sequential: 3000 }).done;
 
   progress(`throughput at concurrency 64 for ${seconds} s: upstream directly…`);
   const throughputDirect = await load({ ...direct('bench-model'), connections: 64, duration: seconds }).done;
@@ -151,10 +194,14 @@ try {
   const redisAfter = await usedMemoryMb();
   progress('');
 
-  const overhead = (a: number, b: number) => `${(b - a >= 0 ? '+' : '')}${(b - a).toFixed(2)}`;
+  const overhead = (a: number, b: number) => `${(b - a >= 0 ? '+' : '')}${(b - a).toFixed(0)}`;
+  const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms > 0.0005).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
+  const micro = (r: LoadResult) => `p50 ${r.p50us!.toFixed(0)} µs, p90 ${r.p90us!.toFixed(0)} µs, p99 ${r.p99us!.toFixed(0)} µs`;
   const rows = [
-    { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: '' },
-    { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `p50 overhead ${overhead(latencyDirect.p50, latencyGateway.p50)} ms` },
+    { scenario: `cost per request (${costRequests} at c=16)`, path: 'upstream directly', 'req/s': costDirect.result.rps, 'p50 ms': costDirect.result.p50, 'p99 ms': costDirect.result.p99, errors: costDirect.result.non2xx + costDirect.result.errors, note: `CPU ms/request: ${cpuNote(costDirect)}` },
+    { scenario: `cost per request (${costRequests} at c=16)`, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${costGateway.commands.toFixed(1)} Redis commands, ${costGateway.redisUs.toFixed(0)} µs of Redis; CPU ms/request: ${cpuNote(costGateway)}` },
+    { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: micro(latencyDirect) },
+    { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `${micro(latencyGateway)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyGateway.p50us!)} µs` },
     { scenario: `throughput c=64 ${seconds}s`, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
     { scenario: `throughput c=64 ${seconds}s`, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
     { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: `${(100 * burstDirect.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterDirect.overLimit} over-limit, last reply ${(burstDirect.durationMs / 1000).toFixed(1)} s` },
@@ -163,12 +210,14 @@ try {
     { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
     { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
   ];
-  console.table(rows.map((r) => ({ ...r, 'req/s': typeof r['req/s'] === 'number' ? Math.round(r['req/s']) : r['req/s'] })));
+  const round = (value: unknown, digits: number) => (typeof value === 'number' ? Number(value.toFixed(digits)) : value);
+  console.table(rows.map((r) => ({ ...r, 'req/s': round(r['req/s'], 0), 'p50 ms': round(r['p50 ms'], 3), 'p99 ms': round(r['p99 ms'], 3) })));
   const dir = join(repoRoot, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({
     at: new Date().toISOString(), seconds, burstSize, burstLimit,
+    cost: { direct: costDirect, gateway: costGateway },
     latency: { direct: latencyDirect, gateway: latencyGateway },
     throughput: { direct: throughputDirect, gateway: throughputGateway },
     burst: { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult },
