@@ -7,11 +7,11 @@
  *   npm run bench                 # everything (about two minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { repoRoot, spawnRedis, startService, type ServiceProcess } from '@gateway/testkit';
+import { freePort, repoRoot, spawnRedis, startService, type ServiceProcess } from '@gateway/testkit';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
@@ -81,6 +81,24 @@ function startMock(): Promise<{ child: ChildProcess; url: string; control(cmd: o
   });
 }
 
+/**
+ * The direct-proxy peer: Portkey's open-source gateway (`@portkey-ai/gateway`, a devDependency)
+ * as a process of its own, routing to the same mock upstream with its `x-portkey-*` headers.
+ */
+async function startPortkey(): Promise<{ child: ChildProcess; url: string; version: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(repoRoot, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${port}`, '--headless'], {
+    env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(url).then((r) => r.ok, () => false)) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const version = (JSON.parse(readFileSync(join(repoRoot, 'node_modules/@portkey-ai/gateway/package.json'), 'utf8')) as { version: string }).version;
+  return { child, url, version };
+}
+
 const rssMb = (pid: number) => {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
@@ -90,6 +108,7 @@ const redisServer = await spawnRedis();
 const redis = new Redis(redisServer.url);
 const usedMemoryMb = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0) / 1024 / 1024;
 const mock = await startMock();
+const portkey = await startPortkey();
 // The burst's upstream is a mock of its own, so the interactive load beside it does not count
 // against its 32-in-flight limit.
 const limited = await startMock();
@@ -123,6 +142,10 @@ try {
     url: `${gateway.url}/v1/completions`, method: 'POST', body: body(model),
     headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extra },
   });
+  const viaPortkey = (model: string) => ({
+    url: `${portkey.url}/v1/completions`, method: 'POST', body: body(model),
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${mock.url}/v1` },
+  });
   const direct = (model: string, upstream = mock) => ({
     url: `${upstream.url}/v1/completions`, method: 'POST', body: body(model),
     headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream' },
@@ -139,7 +162,7 @@ try {
   const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
   const processes: [string, number][] = [
     ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
-    ['Redis', redisPid], ['upstream', mock.child.pid!],
+    ['Redis', redisPid], ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
   ];
   const costOf = async (run: Record<string, unknown>) => {
     await redis.config('RESETSTAT');
@@ -153,16 +176,27 @@ try {
   const costDirect = await costOf(direct('bench-model'));
   progress(`cost per request: ${costRequests} requests at concurrency 16, through the gateway…`);
   const costGateway = await costOf(through('bench-model'));
+  progress(`cost per request: ${costRequests} requests at concurrency 16, through Portkey ${portkey.version}…`);
+  await load({ ...viaPortkey('bench-model'), connections: 16, amount: 1000 }).done; // its warm-up
+  const costPortkey = await costOf(viaPortkey('bench-model'));
 
   progress('latency at concurrency 1: upstream directly…');
   const latencyDirect = await load({ ...direct('bench-model'), sequential: 3000 }).done;
   progress('latency at concurrency 1: through the gateway…');
   const latencyGateway = await load({ ...through('bench-model'), sequential: 3000 }).done;
+  progress(`latency at concurrency 1: through Portkey ${portkey.version}…`);
+  const latencyPortkey = await load({ ...viaPortkey('bench-model'), sequential: 3000 }).done;
 
   progress(`throughput at concurrency 64 for ${seconds} s: upstream directly…`);
   const throughputDirect = await load({ ...direct('bench-model'), connections: 64, duration: seconds }).done;
   progress(`throughput at concurrency 64 for ${seconds} s: through the gateway…`);
   const throughputGateway = await load({ ...through('bench-model'), connections: 64, duration: seconds }).done;
+  progress(`throughput at concurrency 64 for ${seconds} s: through Portkey ${portkey.version}…`);
+  const throughputPortkey = await load({ ...viaPortkey('bench-model'), connections: 64, duration: seconds }).done;
+  // Legacy completions streamed through Portkey: shown as it answers (1.15.2 fails with "TypeError: immutable").
+  const portkeyStream = await fetch(`${portkey.url}/v1/completions`, {
+    method: 'POST', headers: viaPortkey('bench-model').headers, body: JSON.stringify({ model: 'bench-model', prompt: 'Count', stream: true }),
+  }).then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 120) }), (e: Error) => ({ status: 0, text: e.message }));
   await mock.control({ cmd: 'reset' });
 
   // The burst: every request at once, against an upstream that refuses past 32 in flight.
@@ -195,15 +229,20 @@ try {
   progress('');
 
   const overhead = (a: number, b: number) => `${(b - a >= 0 ? '+' : '')}${(b - a).toFixed(0)}`;
-  const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms > 0.0005).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
+  // /proc counts CPU in 10 ms ticks: 0.003 ms a request over 3,000; idle processes stay under 0.015.
+  const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms >= 0.015).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
   const micro = (r: LoadResult) => `p50 ${r.p50us!.toFixed(0)} µs, p90 ${r.p90us!.toFixed(0)} µs, p99 ${r.p99us!.toFixed(0)} µs`;
   const rows = [
     { scenario: `cost per request (${costRequests} at c=16)`, path: 'upstream directly', 'req/s': costDirect.result.rps, 'p50 ms': costDirect.result.p50, 'p99 ms': costDirect.result.p99, errors: costDirect.result.non2xx + costDirect.result.errors, note: `CPU ms/request: ${cpuNote(costDirect)}` },
     { scenario: `cost per request (${costRequests} at c=16)`, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${costGateway.commands.toFixed(1)} Redis commands, ${costGateway.redisUs.toFixed(0)} µs of Redis; CPU ms/request: ${cpuNote(costGateway)}` },
+    { scenario: `cost per request (${costRequests} at c=16)`, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}` },
     { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: micro(latencyDirect) },
     { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `${micro(latencyGateway)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyGateway.p50us!)} µs` },
+    { scenario: 'latency c=1', path: `Portkey ${portkey.version}`, 'req/s': latencyPortkey.rps, 'p50 ms': latencyPortkey.p50, 'p99 ms': latencyPortkey.p99, errors: latencyPortkey.non2xx + latencyPortkey.errors, note: `${micro(latencyPortkey)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyPortkey.p50us!)} µs` },
     { scenario: `throughput c=64 ${seconds}s`, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
     { scenario: `throughput c=64 ${seconds}s`, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
+    { scenario: `throughput c=64 ${seconds}s`, path: `Portkey ${portkey.version}`, 'req/s': throughputPortkey.rps, 'p50 ms': throughputPortkey.p50, 'p99 ms': throughputPortkey.p99, errors: throughputPortkey.non2xx + throughputPortkey.errors, note: `${(100 * throughputPortkey.rps / throughputDirect.rps).toFixed(0)}% of direct; gateway ${(throughputGateway.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
+    { scenario: 'streaming completion', path: `Portkey ${portkey.version}`, 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: portkeyStream.status === 200 ? 0 : 1, note: portkeyStream.status === 200 ? 'streams' : `fails: ${portkeyStream.status} ${portkeyStream.text}` },
     { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: `${(100 * burstDirect.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterDirect.overLimit} over-limit, last reply ${(burstDirect.durationMs / 1000).toFixed(1)} s` },
     { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: `${(100 * burstGateway.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterGateway.overLimit} over-limit, last reply ${(burstGateway.durationMs / 1000).toFixed(1)} s` },
     { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
@@ -217,7 +256,8 @@ try {
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({
     at: new Date().toISOString(), seconds, burstSize, burstLimit,
-    cost: { direct: costDirect, gateway: costGateway },
+    cost: { direct: costDirect, gateway: costGateway, portkey: costPortkey },
+    portkey: { version: portkey.version, latency: latencyPortkey, throughput: throughputPortkey, stream: portkeyStream },
     latency: { direct: latencyDirect, gateway: latencyGateway },
     throughput: { direct: throughputDirect, gateway: throughputGateway },
     burst: { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult },
@@ -227,6 +267,7 @@ try {
 } finally {
   await Promise.all(services.map((s) => s.stop('SIGKILL')));
   mock.child.kill();
+  portkey.child.kill();
   limited.child.kill();
   redis.disconnect();
   await redisServer.close();
