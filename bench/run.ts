@@ -17,6 +17,7 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
 const burstLimit = 32;
 const costRequests = 3000;
+const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const adminToken = 'bench-root-token-0123456789';
 
 const progress = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
@@ -55,6 +56,17 @@ function load(options: Record<string, unknown>): { done: Promise<LoadResult>; st
     child.on('exit', (code) => code && reject(new Error(`load generator exited with ${code}`)));
   });
   return { done, stop: () => child.connected && child.send({ cmd: 'stop' }) };
+}
+
+interface StreamResult { streams: number; failed: number; chunks: number; wallMs: number; chunksPerSecond: number; firstChunkP50: number; firstChunkP99: number; gapP99: number }
+
+/** C streamed requests at once from a process of their own (bench/stream-process.ts). */
+function streams(options: { url: string; headers: Record<string, string>; body: string; concurrency: number }): Promise<StreamResult> {
+  const child = fork(join(repoRoot, 'bench/stream-process.ts'), [JSON.stringify(options)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.on('message', (m: { type: string; result: StreamResult }) => m.type === 'result' && resolve(m.result));
+    child.on('exit', (code) => code && reject(new Error(`stream generator exited with ${code}`)));
+  });
 }
 
 function startMock(): Promise<{ child: ChildProcess; url: string; control(cmd: object): Promise<Record<string, number>> }> {
@@ -197,6 +209,19 @@ try {
   const portkeyStream = await fetch(`${portkey.url}/v1/completions`, {
     method: 'POST', headers: viaPortkey('bench-model').headers, body: JSON.stringify({ model: 'bench-model', prompt: 'Count', stream: true }),
   }).then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 120) }), (e: Error) => ({ status: 0, text: e.message }));
+
+  // Streaming: C clients at once, each streaming 100 chunks 10 ms apart from the upstream.
+  await mock.control({ cmd: 'behaviour', behaviour: { chunkDelayMs: 10, text: Array.from({ length: 99 }, (_, i) => `w${i}`).join(' ') } });
+  const streamBody = JSON.stringify({ model: 'bench-model', prompt: 'Stream', stream: true });
+  const streaming: { concurrency: number; direct: StreamResult; gateway: StreamResult }[] = [];
+  for (const concurrency of streamConcurrencies) {
+    progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, upstream directly…`);
+    const streamDirect = await streams({ url: direct('bench-model').url, headers: direct('bench-model').headers, body: streamBody, concurrency });
+    progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, through the gateway…`);
+    const streamGateway = await streams({ url: through('bench-model').url, headers: through('bench-model').headers, body: streamBody, concurrency });
+    streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway });
+  }
+  await mock.control({ cmd: 'behaviour', behaviour: {} });
   await mock.control({ cmd: 'reset' });
 
   // The burst: every request at once, against an upstream that refuses past 32 in flight.
@@ -243,6 +268,11 @@ try {
     { scenario: `throughput c=64 ${seconds}s`, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
     { scenario: `throughput c=64 ${seconds}s`, path: `Portkey ${portkey.version}`, 'req/s': throughputPortkey.rps, 'p50 ms': throughputPortkey.p50, 'p99 ms': throughputPortkey.p99, errors: throughputPortkey.non2xx + throughputPortkey.errors, note: `${(100 * throughputPortkey.rps / throughputDirect.rps).toFixed(0)}% of direct; gateway ${(throughputGateway.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
     { scenario: 'streaming completion', path: `Portkey ${portkey.version}`, 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: portkeyStream.status === 200 ? 0 : 1, note: portkeyStream.status === 200 ? 'streams' : `fails: ${portkeyStream.status} ${portkeyStream.text}` },
+    ...streaming.flatMap(({ concurrency, direct: d, gateway: g }) => [d, g].map((r, i) => ({
+      scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
+      'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
+      note: `${Math.round(r.chunksPerSecond)} chunks/s${i === 1 ? ` (${(100 * g.chunksPerSecond / d.chunksPerSecond).toFixed(0)}% of direct)` : ''}; first chunk p50/p99 in the ms columns; gap p99 ${r.gapP99.toFixed(1)} ms`,
+    }))),
     { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: `${(100 * burstDirect.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterDirect.overLimit} over-limit, last reply ${(burstDirect.durationMs / 1000).toFixed(1)} s` },
     { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: `${(100 * burstGateway.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterGateway.overLimit} over-limit, last reply ${(burstGateway.durationMs / 1000).toFixed(1)} s` },
     { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
@@ -257,6 +287,7 @@ try {
   writeFileSync(file, JSON.stringify({
     at: new Date().toISOString(), seconds, burstSize, burstLimit,
     cost: { direct: costDirect, gateway: costGateway, portkey: costPortkey },
+    streaming,
     portkey: { version: portkey.version, latency: latencyPortkey, throughput: throughputPortkey, stream: portkeyStream },
     latency: { direct: latencyDirect, gateway: latencyGateway },
     throughput: { direct: throughputDirect, gateway: throughputGateway },
