@@ -9,7 +9,7 @@ import type { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
-import { ownAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
+import { redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 
@@ -25,11 +25,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
-  const redisAddress = new URL(config.REDIS_URL);
-  setAddressPolicy({
-    allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES,
-    forbidden: await ownAddresses(redisAddress.hostname, Number(redisAddress.port) || 6379),
-  });
+  setAddressPolicy({ allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.REDIS_URL) });
   const cipher = new ChannelKeyCipher(requireSecretKey(config, spec.service), config.SECRET_KEY_PREVIOUS);
   const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);
   const metrics = createWorkerMetrics(spec.service);

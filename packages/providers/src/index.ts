@@ -10,4 +10,4 @@ export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';
 export { readServerSentEvents } from './server-sent-events.ts';
 export * as openai from './openai/index.ts';
 export * as gemini from './gemini/index.ts';
-export { baseUrlProblem, addressProblem, ownAddresses, type AddressPolicy } from './upstream-address-policy.ts';
+export { baseUrlProblem, addressProblem, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';

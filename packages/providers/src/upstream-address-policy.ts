@@ -101,6 +101,12 @@ export function policedLookup(policy: () => AddressPolicy): LookupFunction {
   };
 }
 
+/** The Redis at `redisUrl` as forbidden entries (no channel may point at the gateway's own Redis). */
+export function redisAddresses(redisUrl: string): Promise<AddressPolicy['forbidden']> {
+  const url = new URL(redisUrl);
+  return ownAddresses(url.hostname, Number(url.port) || 6379);
+}
+
 /**
  * The gateway's own `host:port` as forbidden entries, by every address its name resolves to (a
  * Redis named `redis`, as in docker-compose, is refused by its address too).

@@ -6,7 +6,6 @@ import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { addressProblem, policedLookup, type AddressPolicy } from './upstream-address-policy.ts';
 import { parseRetryAfter, UpstreamError } from './upstream-error.ts';
-import { redactUpstreamBody, redactUpstreamText, secretsIn } from './upstream-text.ts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -140,11 +139,11 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
       /* the status says enough */
     }
     done();
-    // What the upstream says may be relayed to the client: never with the channel's key in it.
-    const secrets = secretsIn(req.headers);
+    // What the upstream says may be relayed to the client; the router takes the channel's key
+    // (and anything key-shaped) out of every failure, whichever provider raised it.
     let body: unknown;
     try {
-      body = text ? redactUpstreamBody(JSON.parse(text), secrets) : undefined;
+      body = text ? JSON.parse(text) : undefined;
     } catch {
       body = undefined;
     }
@@ -153,7 +152,7 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
       status: response.statusCode,
       retryAfter: parseRetryAfter(response.headers['retry-after']),
       body,
-      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text, secrets)}`,
+      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
     });
   }
 
@@ -198,10 +197,10 @@ async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number, 
   return Buffer.concat(parts);
 }
 
-/** The upstream's own error message, redacted; a body that is not JSON is named, never shown. */
-function upstreamMessage(body: unknown, text: string, secrets: string[]): string {
+/** The upstream's own error message; a body that is not JSON is named, never shown. */
+function upstreamMessage(body: unknown, text: string): string {
   const error = (body as { error?: { message?: unknown } } | undefined)?.error;
-  if (typeof error?.message === 'string') return `: ${redactUpstreamText(error.message, secrets)}`;
+  if (typeof error?.message === 'string') return `: ${error.message}`;
   if (body === undefined && text.trim()) return ' with a body that is not JSON';
   return '';
 }

@@ -1,7 +1,7 @@
 /**
  * What of an upstream's error may reach a client: never the channel's key (an upstream may
  * reflect it), never anything shaped like an API key or a bearer token, never an HTML page.
- * Applied to every upstream error body before it leaves the provider layer.
+ * The router applies it to every upstream failure, whichever provider raised it.
  */
 
 /** Shapes of credentials: OpenAI-style `sk-…`, Google `AIza…`, bearer tokens, long opaque tokens. */
@@ -32,15 +32,4 @@ export function redactUpstreamBody(body: unknown, secrets: readonly string[], de
   return Object.fromEntries(
     Object.entries(body).slice(0, 50).map(([key, value]) => [redactUpstreamText(key, secrets), redactUpstreamBody(value, secrets, depth + 1)]),
   );
-}
-
-/** The secrets an upstream request carries in its headers (the channel's key, however it is sent). */
-export function secretsIn(headers: Record<string, string>): string[] {
-  const secrets: string[] = [];
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (lower === 'authorization') secrets.push(value.replace(/^\w+\s+/, ''));
-    else if (lower.includes('key') || lower.includes('token') || lower.includes('secret')) secrets.push(value);
-  }
-  return secrets.filter(Boolean);
 }

@@ -36,16 +36,14 @@ export class AdminJobs {
   async prepare(operation: AdminOperationName, input: unknown, address: string): Promise<PreparedJob> {
     switch (operation) {
       case 'user.login': {
-        const { username, password } = input as AdminInput<'user.login'>;
-        const user = await this.options.signIn.verify(username, password, address);
         const accessToken = newAccessToken();
-        return { input: { user_id: user.id, session_epoch: user.session_epoch, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
+        const signedIn = await this.signIn(input, address);
+        return { input: { ...signedIn, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
       }
       case 'session.create': {
-        const { username, password } = input as AdminInput<'session.create'>;
-        const user = await this.options.signIn.verify(username, password, address);
         const { session, hash } = SessionStore.issue();
-        return { input: { user_id: user.id, session_epoch: user.session_epoch, session_hash: hash }, reveal: { session } };
+        const signedIn = await this.signIn(input, address);
+        return { input: { ...signedIn, session_hash: hash }, reveal: { session } };
       }
       case 'session.delete':
         return { input: { session_hash: sha256((input as AdminInput<'session.delete'>).session) } };
@@ -70,5 +68,12 @@ export class AdminJobs {
       default:
         return { input };
     }
+  }
+
+  /** Whom a sign-in's password checks out for, and under which credentials (`session_epoch`). */
+  private async signIn(input: unknown, address: string): Promise<{ user_id: number; session_epoch: number }> {
+    const { username, password } = input as AdminInput<'user.login'>;
+    const user = await this.options.signIn.verify(username, password, address);
+    return { user_id: user.id, session_epoch: user.session_epoch };
   }
 }

@@ -15,7 +15,7 @@ import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
-import { clientGoneSignal, watchClient } from './client-signal.ts';
+import { watchClient } from './client-signal.ts';
 import { capConnectionsPerClient } from './connection-cap.ts';
 import { formatForUrl, fromFastifyError, sendError } from './error-formats.ts';
 import { registerJsonBodyParser } from './json-body.ts';

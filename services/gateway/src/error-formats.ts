@@ -52,10 +52,15 @@ export function formatForUrl(url: string): ErrorFormat {
   return adminFormat;
 }
 
-/** Sets status and retry headers, and sends the body in the route's format. */
-export function sendError(reply: FastifyReply, error: GatewayError, format: ErrorFormat): FastifyReply {
+/** `Retry-After` and `x-should-retry` for an error, whatever format its body takes. */
+export function setRetryHeaders(reply: FastifyReply, error: GatewayError): void {
   if (error.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(error.retryAfter))));
   if (error.shouldRetry === false) reply.header('x-should-retry', 'false');
+}
+
+/** Sets status and retry headers, and sends the body in the route's format. */
+export function sendError(reply: FastifyReply, error: GatewayError, format: ErrorFormat): FastifyReply {
+  setRetryHeaders(reply, error);
   return reply.status(error.status).send(format.body(error));
 }
 

@@ -3,7 +3,7 @@ import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config
 import { createLogger } from '@gateway/log';
 import { createGatewayMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
-import { ownAddresses } from '@gateway/providers';
+import { ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { buildGateway } from './app.ts';
 
@@ -13,11 +13,7 @@ const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
 
 const ingressId = randomUUID();
 // Channels may not point at this gateway's Redis or at the gateway itself (added once listening).
-const redisAddress = new URL(config.REDIS_URL);
-const addressPolicy = {
-  allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES,
-  forbidden: await ownAddresses(redisAddress.hostname, Number(redisAddress.port) || 6379),
-};
+const addressPolicy = { allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.REDIS_URL) };
 // Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.
 const redis = createRedis(config.REDIS_URL, { name: `gateway-${ingressId}`, failFast: true });
 try {

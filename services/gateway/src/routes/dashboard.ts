@@ -13,6 +13,7 @@ import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import { setRetryHeaders } from '../error-formats.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
 const COOKIE = 'gw_dashboard';
@@ -54,31 +55,27 @@ async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
 
 const SECRET_FIELDS = new Set(['password', 'key', 'access_token', 'session', 'authorization']);
 
-function redactSecrets(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redactSecrets);
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : redactSecrets(v)]));
-  }
-  return value;
-}
-
 const SHOWN_CHARACTERS = 200;
 
-/** Every string cut to its first 200 characters (prompts and speech text are the long ones). */
-function truncateStrings(value: unknown): unknown {
-  if (typeof value === 'string') return value.length > SHOWN_CHARACTERS ? `${value.slice(0, SHOWN_CHARACTERS)}… [${value.length - SHOWN_CHARACTERS} more characters]` : value;
-  if (Array.isArray(value)) return value.map(truncateStrings);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, truncateStrings(v)]));
+/** A string as the board shows it: whole, or its first 200 characters (prompts and speech text). */
+const shownText = (text: string, payloads: DashboardOptions['payloads']) =>
+  payloads === 'full' || text.length <= SHOWN_CHARACTERS ? text : `${text.slice(0, SHOWN_CHARACTERS)}… [${text.length - SHOWN_CHARACTERS} more characters]`;
+
+/** One pass over job data: secret fields redacted, strings cut as DASHBOARD_PAYLOADS says. */
+function shownValue(value: unknown, payloads: DashboardOptions['payloads']): unknown {
+  if (typeof value === 'string') return shownText(value, payloads);
+  if (Array.isArray(value)) return value.map((item) => shownValue(item, payloads));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : shownValue(v, payloads)]));
+  }
   return value;
 }
 
 /** What the board shows of a job's data: secrets never, payloads as DASHBOARD_PAYLOADS says. */
 function shownJobData(payloads: DashboardOptions['payloads']) {
   return (data: unknown): unknown => {
-    const safe = redactSecrets(data) as Record<string, unknown> | undefined;
-    if (payloads === 'full' || !safe || typeof safe !== 'object') return safe;
-    if (payloads === 'none') return { ...safe, payload: '[hidden: DASHBOARD_PAYLOADS=none]' };
-    return truncateStrings(safe);
+    if (payloads !== 'none' || !data || typeof data !== 'object') return shownValue(data, payloads);
+    return { ...(shownValue(data, 'full') as object), payload: '[hidden: DASHBOARD_PAYLOADS=none]' };
   };
 }
 
@@ -128,7 +125,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       return reply.redirect(DASHBOARD_PATH, 303);
     } catch (error) {
       const failure = GatewayError.from(error);
-      if (failure.retryAfter !== undefined) reply.header('retry-after', String(Math.max(1, Math.ceil(failure.retryAfter))));
+      setRetryHeaders(reply, failure);
       return reply.status(failure.status).type('text/html; charset=utf-8').send(signInPage(failure.message));
     }
   });
