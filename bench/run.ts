@@ -6,6 +6,9 @@
  *
  *   npm run bench                 # everything (about two minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst
+ *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
+ *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -18,7 +21,11 @@ const burstSize = Number(process.env.BENCH_BURST ?? 5000);
 const burstLimit = 32;
 const costRequests = 3000;
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
+const burstUpstreamMs = 20;
 const adminToken = 'bench-root-token-0123456789';
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst').split(','));
+
+interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
 
 const progress = (text: string) => process.stderr.write(`\r\x1b[K${text}`);
 
@@ -37,16 +44,37 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (CLK_TCK 100)
 }
 
-/** Calls and microseconds per command from INFO commandstats, less the bench's own INFO and CONFIG. */
-function commandTotals(info: string): { calls: number; usec: number } {
+/** Calls and microseconds per request from INFO commandstats, less the bench's own INFO and CONFIG. */
+function commandTotals(info: string, requests: number): { calls: number; usec: number; byCommand: Record<string, { calls: number; usec: number }> } {
   let calls = 0;
   let usec = 0;
+  const byCommand: Record<string, { calls: number; usec: number }> = {};
   for (const [, name, c, u] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
     if (name === 'info' || name === 'config') continue;
-    calls += Number(c);
-    usec += Number(u);
+    calls += Number(c) / requests;
+    usec += Number(u) / requests;
+    byCommand[name!] = { calls: Number(c) / requests, usec: Number(u) / requests };
   }
-  return { calls, usec };
+  return { calls, usec, byCommand };
+}
+
+/** BullMQ alone at `concurrency` (bench/bullmq-floor-process.ts): `run` times it, `cleanUp` removes its queue. */
+async function bullmqFloor(redisUrl: string, concurrency: number): Promise<{ run(): Promise<LoadResult>; cleanUp(): void }> {
+  const child = fork(join(repoRoot, 'bench/bullmq-floor-process.ts'), [JSON.stringify({ redisUrl, requests: costRequests, concurrency })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const message = (type: string) => new Promise<any>((resolve) => child.on('message', (m: { type: string }) => m.type === type && resolve(m)));
+  await message('ready');
+  return {
+    run: async () => {
+      const cpu = cpuMs(child.pid!);
+      const result = message('result');
+      child.send({ cmd: 'go' });
+      const { result: r } = await result;
+      return { ...r, p50: 0, p99: 0, max: 0, non2xx: 0, errors: 0, timeouts: 0, ok: r.requests, statusCodes: {}, cpuMs: cpuMs(child.pid!) - cpu };
+    },
+    cleanUp: () => {
+      child.send({ cmd: 'clean up' });
+    },
+  };
 }
 
 function load(options: Record<string, unknown>): { done: Promise<LoadResult>; stop(): void } {
@@ -129,6 +157,7 @@ const limited = await startMock();
 const env = {
   REDIS_URL: redisServer.url, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   MAX_CONNECTIONS_PER_CLIENT: String(burstSize + 1000),
+  ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}` } : {}),
 };
 const quiet = { keepLogs: false };
 const services: ServiceProcess[] = [];
@@ -168,135 +197,172 @@ try {
   await load({ ...through('bench-model'), connections: 16, amount: 2000 }).done;
   await load({ ...direct('bench-model'), connections: 16, amount: 2000 }).done;
   const redisBaseline = await usedMemoryMb();
-
-  // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
-  // every process, over the same 3,000 requests at concurrency 16.
-  const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
-  const processes: [string, number][] = [
-    ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
-    ['Redis', redisPid], ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
-  ];
-  const costOf = async (run: Record<string, unknown>) => {
-    await redis.config('RESETSTAT');
-    const before = processes.map(([, pid]) => cpuMs(pid));
-    const result = await load({ ...run, connections: 16, amount: costRequests }).done;
-    const spent = processes.map(([name, pid], i) => [name, (cpuMs(pid) - before[i]!) / costRequests] as const);
-    const commands = commandTotals(await redis.info('commandstats'));
-    return { result, commands: commands.calls / costRequests, redisUs: commands.usec / costRequests, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const] };
-  };
-  progress(`cost per request: ${costRequests} requests at concurrency 16, upstream directly…`);
-  const costDirect = await costOf(direct('bench-model'));
-  progress(`cost per request: ${costRequests} requests at concurrency 16, through the gateway…`);
-  const costGateway = await costOf(through('bench-model'));
-  progress(`cost per request: ${costRequests} requests at concurrency 16, through Portkey ${portkey.version}…`);
-  await load({ ...viaPortkey('bench-model'), connections: 16, amount: 1000 }).done; // its warm-up
-  const costPortkey = await costOf(viaPortkey('bench-model'));
-
-  progress('latency at concurrency 1: upstream directly…');
-  const latencyDirect = await load({ ...direct('bench-model'), sequential: 3000 }).done;
-  progress('latency at concurrency 1: through the gateway…');
-  const latencyGateway = await load({ ...through('bench-model'), sequential: 3000 }).done;
-  progress(`latency at concurrency 1: through Portkey ${portkey.version}…`);
-  const latencyPortkey = await load({ ...viaPortkey('bench-model'), sequential: 3000 }).done;
-
-  progress(`throughput at concurrency 64 for ${seconds} s: upstream directly…`);
-  const throughputDirect = await load({ ...direct('bench-model'), connections: 64, duration: seconds }).done;
-  progress(`throughput at concurrency 64 for ${seconds} s: through the gateway…`);
-  const throughputGateway = await load({ ...through('bench-model'), connections: 64, duration: seconds }).done;
-  progress(`throughput at concurrency 64 for ${seconds} s: through Portkey ${portkey.version}…`);
-  const throughputPortkey = await load({ ...viaPortkey('bench-model'), connections: 64, duration: seconds }).done;
-  // Legacy completions streamed through Portkey: shown as it answers (1.15.2 fails with "TypeError: immutable").
-  const portkeyStream = await fetch(`${portkey.url}/v1/completions`, {
-    method: 'POST', headers: viaPortkey('bench-model').headers, body: JSON.stringify({ model: 'bench-model', prompt: 'Count', stream: true }),
-  }).then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 120) }), (e: Error) => ({ status: 0, text: e.message }));
-
-  // Streaming: C clients at once, each streaming 100 chunks 10 ms apart from the upstream.
-  await mock.control({ cmd: 'behaviour', behaviour: { chunkDelayMs: 10, text: Array.from({ length: 99 }, (_, i) => `w${i}`).join(' ') } });
-  const streamBody = JSON.stringify({ model: 'bench-model', prompt: 'Stream', stream: true });
-  const streaming: { concurrency: number; direct: StreamResult; gateway: StreamResult }[] = [];
-  for (const concurrency of streamConcurrencies) {
-    progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, upstream directly…`);
-    const streamDirect = await streams({ url: direct('bench-model').url, headers: direct('bench-model').headers, body: streamBody, concurrency });
-    progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, through the gateway…`);
-    const streamGateway = await streams({ url: through('bench-model').url, headers: through('bench-model').headers, body: streamBody, concurrency });
-    streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway });
-  }
-  await mock.control({ cmd: 'behaviour', behaviour: {} });
-  await mock.control({ cmd: 'reset' });
-
-  // The burst: every request at once, against an upstream that refuses past 32 in flight.
-  await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
-  await limited.control({ cmd: 'behaviour', behaviour: { delayMs: 20 } });
-  progress(`burst: ${burstSize} requests at once through the gateway, with interactive load beside it…`);
-  let peakRss = rssMb(gateway.child.pid!);
-  let peakRedis = await usedMemoryMb();
-  const sampler = setInterval(async () => {
-    peakRss = Math.max(peakRss, rssMb(gateway.child.pid!));
-    peakRedis = Math.max(peakRedis, await usedMemoryMb());
-  }, 100);
-  const interactive = load({ ...through('bench-model'), connections: 4, duration: 600 });
-  const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
-  interactive.stop();
-  const interactiveResult = await interactive.done;
-  clearInterval(sampler);
-  const upstreamAfterGateway = await limited.control({ cmd: 'stats' });
-  await limited.control({ cmd: 'reset' });
-
-  await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
-  await limited.control({ cmd: 'behaviour', behaviour: { delayMs: 20 } });
-  progress(`burst: ${burstSize} requests at once straight to the upstream…`);
-  const burstDirect = await load({ ...direct('burst-model', limited), connections: burstSize, amount: burstSize, timeout: 120 }).done;
-  const upstreamAfterDirect = await limited.control({ cmd: 'stats' });
-  await limited.control({ cmd: 'reset' });
-
-  await new Promise((r) => setTimeout(r, 3000)); // results expire, reply streams are trimmed
-  const redisAfter = await usedMemoryMb();
-  progress('');
-
   const overhead = (a: number, b: number) => `${(b - a >= 0 ? '+' : '')}${(b - a).toFixed(0)}`;
-  // /proc counts CPU in 10 ms ticks: 0.003 ms a request over 3,000; idle processes stay under 0.015.
-  const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms >= 0.015).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
-  const micro = (r: LoadResult) => `p50 ${r.p50us!.toFixed(0)} µs, p90 ${r.p90us!.toFixed(0)} µs, p99 ${r.p99us!.toFixed(0)} µs`;
-  const rows = [
-    { scenario: `cost per request (${costRequests} at c=16)`, path: 'upstream directly', 'req/s': costDirect.result.rps, 'p50 ms': costDirect.result.p50, 'p99 ms': costDirect.result.p99, errors: costDirect.result.non2xx + costDirect.result.errors, note: `CPU ms/request: ${cpuNote(costDirect)}` },
-    { scenario: `cost per request (${costRequests} at c=16)`, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${costGateway.commands.toFixed(1)} Redis commands, ${costGateway.redisUs.toFixed(0)} µs of Redis; CPU ms/request: ${cpuNote(costGateway)}` },
-    { scenario: `cost per request (${costRequests} at c=16)`, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}` },
-    { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: micro(latencyDirect) },
-    { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `${micro(latencyGateway)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyGateway.p50us!)} µs` },
-    { scenario: 'latency c=1', path: `Portkey ${portkey.version}`, 'req/s': latencyPortkey.rps, 'p50 ms': latencyPortkey.p50, 'p99 ms': latencyPortkey.p99, errors: latencyPortkey.non2xx + latencyPortkey.errors, note: `${micro(latencyPortkey)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyPortkey.p50us!)} µs` },
-    { scenario: `throughput c=64 ${seconds}s`, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
-    { scenario: `throughput c=64 ${seconds}s`, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
-    { scenario: `throughput c=64 ${seconds}s`, path: `Portkey ${portkey.version}`, 'req/s': throughputPortkey.rps, 'p50 ms': throughputPortkey.p50, 'p99 ms': throughputPortkey.p99, errors: throughputPortkey.non2xx + throughputPortkey.errors, note: `${(100 * throughputPortkey.rps / throughputDirect.rps).toFixed(0)}% of direct; gateway ${(throughputGateway.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
-    { scenario: 'streaming completion', path: `Portkey ${portkey.version}`, 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: portkeyStream.status === 200 ? 0 : 1, note: portkeyStream.status === 200 ? 'streams' : `fails: ${portkeyStream.status} ${portkeyStream.text}` },
-    ...streaming.flatMap(({ concurrency, direct: d, gateway: g }) => [d, g].map((r, i) => ({
+  const rows: Row[] = [];
+  const figures: Record<string, unknown> = { at: new Date().toISOString(), seconds, burstSize, burstLimit, parts: [...parts] };
+
+  if (parts.has('cost')) {
+    // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
+    // every process, over the same 3,000 requests at concurrency 16.
+    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    const processes: [string, number][] = [
+      ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
+      ['Redis', redisPid], ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
+    ];
+    const costOf = async (run: () => Promise<LoadResult>) => {
+      await redis.config('RESETSTAT');
+      const before = processes.map(([, pid]) => cpuMs(pid));
+      const result = await run();
+      const spent = processes.map(([name, pid], i) => [name, (cpuMs(pid) - before[i]!) / costRequests] as const);
+      const commands = commandTotals(await redis.info('commandstats'), costRequests);
+      return { result, commands: commands.calls, redisUs: commands.usec, byCommand: commands.byCommand, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const] };
+    };
+    const cannon = (run: Record<string, unknown>) => () => load({ ...run, connections: 16, amount: costRequests }).done;
+    progress(`cost per request: ${costRequests} requests at concurrency 16, upstream directly…`);
+    const costDirect = await costOf(cannon(direct('bench-model')));
+    progress(`cost per request: ${costRequests} requests at concurrency 16, through the gateway…`);
+    const costGateway = await costOf(cannon(through('bench-model')));
+    progress(`cost per request: ${costRequests} requests at concurrency 16, through Portkey ${portkey.version}…`);
+    await load({ ...viaPortkey('bench-model'), connections: 16, amount: 1000 }).done; // its warm-up
+    const costPortkey = await costOf(cannon(viaPortkey('bench-model')));
+    progress(`cost per request: ${costRequests} bare BullMQ jobs at concurrency 16 (the floor)…`);
+    const floor = await bullmqFloor(redisServer.url, 16);
+    const costFloor = await costOf(floor.run);
+    await floor.cleanUp();
+    // /proc counts CPU in 10 ms ticks: 0.003 ms a request over 3,000; idle processes stay under 0.015.
+    const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms >= 0.015).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
+    const redisNote = (cost: typeof costGateway) => `${cost.commands.toFixed(1)} Redis commands, ${cost.redisUs.toFixed(0)} µs of Redis`;
+    const scenario = `cost per request (${costRequests} at c=16)`;
+    rows.push(
+      { scenario, path: 'upstream directly', 'req/s': costDirect.result.rps, 'p50 ms': costDirect.result.p50, 'p99 ms': costDirect.result.p99, errors: costDirect.result.non2xx + costDirect.result.errors, note: `CPU ms/request: ${cpuNote(costDirect)}` },
+      { scenario, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${redisNote(costGateway)}; CPU ms/request: ${cpuNote(costGateway)}` },
+      { scenario, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}` },
+      { scenario, path: 'BullMQ alone (floor)', 'req/s': costFloor.result.rps, 'p50 ms': '', 'p99 ms': '', errors: 0, note: `add → process → complete, nothing else: ${redisNote(costFloor)}` },
+    );
+    if (process.env.BENCH_VERBOSE) {
+      console.log('Redis commands per request through the gateway:', Object.fromEntries(Object.entries(costGateway.byCommand).map(([k, v]) => [k, `${v.calls.toFixed(2)} calls, ${v.usec.toFixed(1)} µs`])));
+      console.log('Redis commands per request, BullMQ alone:', Object.fromEntries(Object.entries(costFloor.byCommand).map(([k, v]) => [k, `${v.calls.toFixed(2)} calls, ${v.usec.toFixed(1)} µs`])));
+    }
+    figures.cost = { direct: costDirect, gateway: costGateway, portkey: costPortkey, bullmqFloor: costFloor };
+  }
+
+  if (parts.has('latency')) {
+    progress('latency at concurrency 1: upstream directly…');
+    const latencyDirect = await load({ ...direct('bench-model'), sequential: 3000 }).done;
+    progress('latency at concurrency 1: through the gateway…');
+    const latencyGateway = await load({ ...through('bench-model'), sequential: 3000 }).done;
+    progress(`latency at concurrency 1: through Portkey ${portkey.version}…`);
+    const latencyPortkey = await load({ ...viaPortkey('bench-model'), sequential: 3000 }).done;
+    const micro = (r: LoadResult) => `p50 ${r.p50us!.toFixed(0)} µs, p90 ${r.p90us!.toFixed(0)} µs, p99 ${r.p99us!.toFixed(0)} µs`;
+    rows.push(
+      { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: micro(latencyDirect) },
+      { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `${micro(latencyGateway)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyGateway.p50us!)} µs` },
+      { scenario: 'latency c=1', path: `Portkey ${portkey.version}`, 'req/s': latencyPortkey.rps, 'p50 ms': latencyPortkey.p50, 'p99 ms': latencyPortkey.p99, errors: latencyPortkey.non2xx + latencyPortkey.errors, note: `${micro(latencyPortkey)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyPortkey.p50us!)} µs` },
+    );
+    figures.latency = { direct: latencyDirect, gateway: latencyGateway, portkey: latencyPortkey };
+  }
+
+  if (parts.has('throughput')) {
+    progress(`throughput at concurrency 64 for ${seconds} s: upstream directly…`);
+    const throughputDirect = await load({ ...direct('bench-model'), connections: 64, duration: seconds }).done;
+    progress(`throughput at concurrency 64 for ${seconds} s: through the gateway…`);
+    const throughputGateway = await load({ ...through('bench-model'), connections: 64, duration: seconds }).done;
+    progress(`throughput at concurrency 64 for ${seconds} s: through Portkey ${portkey.version}…`);
+    const throughputPortkey = await load({ ...viaPortkey('bench-model'), connections: 64, duration: seconds }).done;
+    const scenario = `throughput c=64 ${seconds}s`;
+    rows.push(
+      { scenario, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
+      { scenario, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
+      { scenario, path: `Portkey ${portkey.version}`, 'req/s': throughputPortkey.rps, 'p50 ms': throughputPortkey.p50, 'p99 ms': throughputPortkey.p99, errors: throughputPortkey.non2xx + throughputPortkey.errors, note: `${(100 * throughputPortkey.rps / throughputDirect.rps).toFixed(0)}% of direct; gateway ${(throughputGateway.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
+    );
+    figures.throughput = { direct: throughputDirect, gateway: throughputGateway, portkey: throughputPortkey };
+  }
+
+  if (parts.has('stream')) {
+    // Legacy completions streamed through Portkey: shown as it answers (1.15.2 fails with "TypeError: immutable").
+    const portkeyStream = await fetch(`${portkey.url}/v1/completions`, {
+      method: 'POST', headers: viaPortkey('bench-model').headers, body: JSON.stringify({ model: 'bench-model', prompt: 'Count', stream: true }),
+    }).then(async (r) => ({ status: r.status, text: (await r.text()).slice(0, 120) }), (e: Error) => ({ status: 0, text: e.message }));
+    rows.push({ scenario: 'streaming completion', path: `Portkey ${portkey.version}`, 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: portkeyStream.status === 200 ? 0 : 1, note: portkeyStream.status === 200 ? 'streams' : `fails: ${portkeyStream.status} ${portkeyStream.text}` });
+
+    // Streaming: C clients at once, each streaming 100 chunks 10 ms apart from the upstream.
+    await mock.control({ cmd: 'behaviour', behaviour: { chunkDelayMs: 10, text: Array.from({ length: 99 }, (_, i) => `w${i}`).join(' ') } });
+    const streamBody = JSON.stringify({ model: 'bench-model', prompt: 'Stream', stream: true });
+    const streaming: { concurrency: number; direct: StreamResult; gateway: StreamResult; commandsPerChunk: number }[] = [];
+    for (const concurrency of streamConcurrencies) {
+      progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, upstream directly…`);
+      const streamDirect = await streams({ url: direct('bench-model').url, headers: direct('bench-model').headers, body: streamBody, concurrency });
+      progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, through the gateway…`);
+      await redis.config('RESETSTAT');
+      const streamGateway = await streams({ url: through('bench-model').url, headers: through('bench-model').headers, body: streamBody, concurrency });
+      const commandsPerChunk = commandTotals(await redis.info('commandstats'), Math.max(1, streamGateway.chunks)).calls;
+      streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk });
+    }
+    await mock.control({ cmd: 'behaviour', behaviour: {} });
+    await mock.control({ cmd: 'reset' });
+    rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk }) => [d, g].map((r, i) => ({
       scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
       'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
-      note: `${Math.round(r.chunksPerSecond)} chunks/s${i === 1 ? ` (${(100 * g.chunksPerSecond / d.chunksPerSecond).toFixed(0)}% of direct)` : ''}; first chunk p50/p99 in the ms columns; gap p99 ${r.gapP99.toFixed(1)} ms`,
-    }))),
-    { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: `${(100 * burstDirect.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterDirect.overLimit} over-limit, last reply ${(burstDirect.durationMs / 1000).toFixed(1)} s` },
-    { scenario: `burst ${burstSize}, limit ${burstLimit}`, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: `${(100 * burstGateway.ok / burstSize).toFixed(1)}% ok, ${upstreamAfterGateway.overLimit} over-limit, last reply ${(burstGateway.durationMs / 1000).toFixed(1)} s` },
-    { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
-    { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
-    { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
-  ];
+      note: `${Math.round(r.chunksPerSecond)} chunks/s${i === 1 ? ` (${(100 * g.chunksPerSecond / d.chunksPerSecond).toFixed(0)}% of direct; ${commandsPerChunk.toFixed(2)} Redis commands a chunk)` : ''}; first chunk p50/p99 in the ms columns; gap p99 ${r.gapP99.toFixed(1)} ms`,
+    }))));
+    figures.streaming = streaming;
+    figures.portkeyStream = portkeyStream;
+  }
+
+  if (parts.has('burst')) {
+    // The burst: every request at once, against an upstream that refuses past 32 in flight.
+    await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+    await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
+    progress(`burst: ${burstSize} requests at once through the gateway, with interactive load beside it…`);
+    let peakRss = rssMb(gateway.child.pid!);
+    let peakRedis = await usedMemoryMb();
+    const sampler = setInterval(async () => {
+      peakRss = Math.max(peakRss, rssMb(gateway.child.pid!));
+      peakRedis = Math.max(peakRedis, await usedMemoryMb());
+    }, 100);
+    const interactive = load({ ...through('bench-model'), connections: 4, duration: 600 });
+    const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+    interactive.stop();
+    const interactiveResult = await interactive.done;
+    clearInterval(sampler);
+    const upstreamAfterGateway = await limited.control({ cmd: 'stats' });
+    await limited.control({ cmd: 'reset' });
+
+    await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+    await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
+    progress(`burst: ${burstSize} requests at once straight to the upstream…`);
+    const burstDirect = await load({ ...direct('burst-model', limited), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+    const upstreamAfterDirect = await limited.control({ cmd: 'stats' });
+    await limited.control({ cmd: 'reset' });
+
+    await new Promise((r) => setTimeout(r, 3000)); // results expire, reply streams are trimmed
+    const redisAfter = await usedMemoryMb();
+    // The physical limit: 32 at a time, each taking the upstream's latency.
+    const physicalS = (burstSize / burstLimit) * burstUpstreamMs / 1000;
+    const scenario = `burst ${burstSize}, limit ${burstLimit}`;
+    const burstNote = (r: LoadResult, upstream: Record<string, number>) =>
+      `${(100 * r.ok / burstSize).toFixed(1)}% ok, ${upstream.overLimit} over-limit, last reply ${(r.durationMs / 1000).toFixed(2)} s (${(100 * (r.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)`;
+    rows.push(
+      { scenario, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: burstNote(burstDirect, upstreamAfterDirect) },
+      { scenario, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: burstNote(burstGateway, upstreamAfterGateway) },
+      { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
+      { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
+      { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
+    );
+    figures.burst = { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult, physicalS };
+    figures.memory = { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter };
+  }
+
   const round = (value: unknown, digits: number) => (typeof value === 'number' ? Number(value.toFixed(digits)) : value);
   console.table(rows.map((r) => ({ ...r, 'req/s': round(r['req/s'], 0), 'p50 ms': round(r['p50 ms'], 3), 'p99 ms': round(r['p99 ms'], 3) })));
   const dir = join(repoRoot, 'bench/results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, JSON.stringify({
-    at: new Date().toISOString(), seconds, burstSize, burstLimit,
-    cost: { direct: costDirect, gateway: costGateway, portkey: costPortkey },
-    streaming,
-    portkey: { version: portkey.version, latency: latencyPortkey, throughput: throughputPortkey, stream: portkeyStream },
-    latency: { direct: latencyDirect, gateway: latencyGateway },
-    throughput: { direct: throughputDirect, gateway: throughputGateway },
-    burst: { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult },
-    memory: { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter },
-  }, null, 2));
+  writeFileSync(file, JSON.stringify(figures, null, 2));
   console.log(`figures written to ${file}`);
 } finally {
-  await Promise.all(services.map((s) => s.stop('SIGKILL')));
+  // A profiled process writes its profile as it exits: it gets the time for it.
+  await Promise.all(services.map((s) => s.stop(process.env.BENCH_PROFILE ? 'SIGTERM' : 'SIGKILL')));
   mock.child.kill();
   portkey.child.kill();
   limited.child.kill();
