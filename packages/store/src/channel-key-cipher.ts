@@ -10,6 +10,8 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 const PREFIX = 'enc:v1:';
+/** Decrypted keys kept in memory (a worker calls the same few channels again and again). */
+const REVEALED_MAX = 1024;
 
 const keyId = (key: Buffer) => createHash('sha256').update(key).digest('hex').slice(0, 8);
 
@@ -18,6 +20,8 @@ export const isEncryptedKey = (stored: string) => stored.startsWith(PREFIX);
 export class ChannelKeyCipher {
   private readonly current: { id: string; key: Buffer };
   private readonly keys = new Map<string, Buffer>();
+  /** Ciphertext → key in clear: decryption costs more than the rest of a request's routing. */
+  private readonly revealed = new Map<string, string>();
 
   /** `current` encrypts and decrypts; `previous` (the key before a rotation) only decrypts. */
   constructor(current: Buffer, previous?: Buffer) {
@@ -36,6 +40,16 @@ export class ChannelKeyCipher {
 
   /** The key in clear. Throws when it was made under a key this process does not have, or was altered. */
   decrypt(stored: string): string {
+    let plain = this.revealed.get(stored);
+    if (plain === undefined) {
+      plain = this.decryptNow(stored);
+      if (this.revealed.size >= REVEALED_MAX) this.revealed.clear();
+      this.revealed.set(stored, plain);
+    }
+    return plain;
+  }
+
+  private decryptNow(stored: string): string {
     if (!isEncryptedKey(stored)) throw new Error('the channel key is not encrypted (re-enter it, or run npm run rotate-secret-key)');
     const [id, iv, tag, body] = stored.slice(PREFIX.length).split(':');
     const key = this.keys.get(id ?? '');

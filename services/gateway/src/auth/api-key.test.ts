@@ -43,6 +43,18 @@ describe('API-key authentication', () => {
     expect(reads).toBe(0);
   });
 
+  it('looks a key up once when many requests bring it at the same moment', async () => {
+    const { token, key } = await newKey();
+    const hgetall = redis.hgetall.bind(redis);
+    let reads = 0;
+    redis.hgetall = ((...args: Parameters<typeof hgetall>) => { reads++; return hgetall(...args); }) as typeof redis.hgetall;
+    const holders = await Promise.all(Array.from({ length: 50 }, () => auth.authenticate(bearer(key))));
+    redis.hgetall = hgetall;
+    expect(holders.every((h) => h.tokenId === token.id)).toBe(true);
+    // One lookup: the token record and its user's, not 50 of each.
+    expect(reads).toBe(2);
+  });
+
   it('refuses missing, malformed, unknown and query-string keys with 401 invalid_api_key', async () => {
     const { key } = await newKey();
     await expect(auth.authenticate({ headers: {} })).rejects.toMatchObject({ status: 401, code: 'invalid_api_key' });

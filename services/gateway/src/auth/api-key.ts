@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { GatewayError, TokenStatus, UserStatus, type ModelCaller } from '@gateway/contracts';
 import type { Redis } from '@gateway/queue';
 import { EVERYTHING, InvalidationFeed, sha256, type Store, type TokenStore, type UserStore } from '@gateway/store';
@@ -18,7 +19,6 @@ interface CachedKey {
   /** Unix seconds; -1 never. */
   expiredTime: number;
   userStatus: number;
-  cachedAt: number;
 }
 
 export interface ApiKeyAuthOptions {
@@ -44,26 +44,27 @@ const first = (value: string | string[] | undefined) => (Array.isArray(value) ? 
 
 /**
  * API-key authentication for the model routes (both wire formats). Keys are looked up by their
- * hash in the store once and then served from an in-process cache, which the store's
+ * hash in the store once and then served from an in-process LRU cache, which the store's
  * invalidation feed empties on any token or user change, so a revoked key stops working as
  * soon as the announcement arrives (milliseconds), with no Redis round trip per request.
+ * Concurrent first requests with one key share one lookup. Unknown keys are not cached.
  */
 export class ApiKeyAuth {
   private readonly tokens: TokenStore;
   private readonly users: UserStore;
   private readonly feed: InvalidationFeed;
-  private readonly maxAgeMs: number;
-  private readonly maxEntries: number;
-  private readonly cache = new Map<string, CachedKey>();
-  /** Bumped on every invalidation; a lookup begun before a bump is not cached. */
-  private version = 0;
+  /** Key hash → holder; a lookup still running when the cache is cleared is not kept. */
+  private readonly cache: LRUCache<string, CachedKey, string>;
 
   constructor(options: ApiKeyAuthOptions) {
     this.tokens = options.tokens;
     this.users = options.users;
     this.feed = options.feed;
-    this.maxAgeMs = options.maxAgeMs ?? 60_000;
-    this.maxEntries = options.maxEntries ?? 10_000;
+    this.cache = new LRUCache<string, CachedKey, string>({
+      max: options.maxEntries ?? 10_000,
+      ttl: options.maxAgeMs ?? 60_000,
+      fetchMethod: (_hash, _stale, { context: key }) => this.lookup(key),
+    });
     this.feed.on((message) => {
       if (message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:')) this.clear();
     });
@@ -83,7 +84,6 @@ export class ApiKeyAuth {
   }
 
   clear(): void {
-    this.version++;
     this.cache.clear();
   }
 
@@ -97,11 +97,11 @@ export class ApiKeyAuth {
       throw invalidKey('API keys are not accepted in the query string: send it in the Authorization header (Bearer sk-…)' + (sources.googleHeader ? ' or the x-goog-api-key header' : ''));
     }
     const key = this.keyFrom(sources);
-    const hash = sha256(key);
-    let entry = this.cache.get(hash);
-    if (!entry || Date.now() - entry.cachedAt > this.maxAgeMs) {
-      entry = await this.lookup(key, hash);
-    }
+    const status: LRUCache.Status<string, CachedKey, string> = {};
+    let entry = await this.cache.fetch(sha256(key), { context: key, status });
+    // Cleared while it was looked up (a token or user changed): read again, past the cache.
+    if (!entry && status.fetchAborted) entry = await this.lookup(key);
+    if (!entry) throw invalidKey('invalid API key');
     return this.check(entry);
   }
 
@@ -133,13 +133,10 @@ export class ApiKeyAuth {
     );
   }
 
-  private async lookup(key: string, hash: string): Promise<CachedKey> {
-    const version = this.version;
+  /** The key's holder and statuses from the store; undefined for a key that does not exist. */
+  private async lookup(key: string): Promise<CachedKey | undefined> {
     const token = await this.tokens.findByKey(key);
-    if (!token) {
-      this.cache.delete(hash);
-      throw invalidKey('invalid API key');
-    }
+    if (!token) return undefined;
     const user = await this.users.get(token.user_id);
     const entry: CachedKey = {
       holder: {
@@ -149,12 +146,7 @@ export class ApiKeyAuth {
       tokenStatus: token.status,
       expiredTime: token.expired_time,
       userStatus: user ? user.status : UserStatus.disabled,
-      cachedAt: Date.now(),
     };
-    if (version === this.version) {
-      if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(hash, entry);
-    }
     return entry;
   }
 
