@@ -92,7 +92,8 @@ describe('generateContent with @google/genai', () => {
     // Sent to the channel's model with the channel's key in x-goog-api-key.
     expect(mock.received[0]).toMatchObject({ model: `${model}-upstream`, method: 'generateContent', apiKey: mock.apiKey });
 
-    expect((await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(total);
+    // Charged off the reply path, within USAGE_FLUSH_MS.
+    await expect.poll(async () => (await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(total);
     const after = (await stack.admin('GET', '/api/user/self')).body.data;
     expect(after.used_quota - before.used_quota).toBe(total);
     expect(after.request_count - before.request_count).toBe(1);
@@ -282,7 +283,7 @@ describe('routing', () => {
     expect(failing.stats.failed).toBe(1);
     // Charged to the channel that answered.
     const expected = mockSpeech(text);
-    expect((await stack.admin('GET', `/api/channel/${second.id}`)).body.data.used_quota).toBe(expected.promptTokenCount + expected.candidatesTokenCount);
+    await expect.poll(async () => (await stack.admin('GET', `/api/channel/${second.id}`)).body.data.used_quota).toBe(expected.promptTokenCount + expected.candidatesTokenCount);
   });
 
   it('serves audio only from gemini channels: an openai channel with the same model name does not count', async () => {

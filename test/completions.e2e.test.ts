@@ -82,8 +82,8 @@ describe('a plain completion', () => {
     expect(sent.body).toMatchObject({ model: `${model}-upstream`, prompt: 'Say this is a test', max_tokens: 7, vendor_hint: 'x' });
     expect(sent.authorization).toBe(`Bearer sk-upstream-${seq - 1}`);
 
-    const token = (await stack.admin('GET', `/api/token/${key.id}`)).body.data;
-    expect(token.used_quota).toBe(10);
+    // Charged off the reply path, within USAGE_FLUSH_MS.
+    await expect.poll(async () => (await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(10);
     const after = (await stack.admin('GET', '/api/user/self')).body.data;
     expect(after.used_quota - before.used_quota).toBe(10);
     expect(after.request_count - before.request_count).toBe(1);
@@ -346,8 +346,10 @@ describe('quota', () => {
     await channel(mock, [model]);
     const key = await apiKey({ remain_quota: 5 });
     await client(key.key).completions.create({ model, prompt: 'x' });
-    const token = (await stack.admin('GET', `/api/token/${key.id}`)).body.data;
-    expect([token.used_quota, token.remain_quota]).toEqual([6, -1]);
+    await expect.poll(async () => {
+      const token = (await stack.admin('GET', `/api/token/${key.id}`)).body.data;
+      return [token.used_quota, token.remain_quota];
+    }).toEqual([6, -1]);
 
     const error = await caught(client(key.key).completions.create({ model, prompt: 'x' }));
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
@@ -364,8 +366,10 @@ describe('quota', () => {
     const user = await stack.admin('POST', '/api/user/', { username: `q${seq}`, password: 'password-123', quota: 6 });
     const key = await apiKey({ unlimited_quota: true, user_id: user.body.data.id });
     await client(key.key).completions.create({ model, prompt: 'x' });
-    const after = (await stack.admin('GET', `/api/user/${user.body.data.id}`)).body.data;
-    expect([after.used_quota, after.request_count]).toEqual([6, 1]);
+    await expect.poll(async () => {
+      const after = (await stack.admin('GET', `/api/user/${user.body.data.id}`)).body.data;
+      return [after.used_quota, after.request_count];
+    }).toEqual([6, 1]);
     const error = await caught(client(key.key).completions.create({ model, prompt: 'x' }));
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     expect(error.code).toBe('insufficient_quota');

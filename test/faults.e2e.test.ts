@@ -85,6 +85,8 @@ describe('a completion worker killed with SIGKILL while it holds jobs', () => {
     expect(completed).toBe(20);
     expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(TIMEOUT_MS);
     // The mock's usage per reply is its word counts: 2 prompt + 5 completion tokens.
+    await expect.poll(async () => (await usedQuota()) - before).toBe(20 * 7);
+    // And not a second time (the next flushes add nothing).
     await new Promise((r) => setTimeout(r, 300));
     expect((await usedQuota()) - before).toBe(20 * 7);
     await stack.add('completion-worker');

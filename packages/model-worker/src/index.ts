@@ -40,6 +40,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     cooldownMs: config.CHANNEL_COOLDOWN_MS,
     authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
     leaseTtlMs: config.CHANNEL_LEASE_TTL_MS,
+    usageFlushMs: config.USAGE_FLUSH_MS,
     // A key stored before keys were encrypted is used as it is, until the rotation rewrites it.
     revealKey: (stored) => (isEncryptedKey(stored) ? cipher.decrypt(stored) : stored),
     observer: observeRouting(metrics, spec.queue),
@@ -63,7 +64,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
 
   onShutdown(async () => {
     await worker.close(); // finishes the jobs it holds, giving their leases back
-    router.close();
+    await router.close(); // writes the usage not yet written
     http?.close();
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');

@@ -43,7 +43,7 @@ afterEach(async () => {
   mocks = [];
 });
 afterAll(async () => {
-  router.close();
+  await router.close();
   redis.disconnect();
   await server.close();
 });

@@ -36,7 +36,7 @@ afterEach(async () => {
   mocks = [];
 });
 afterAll(async () => {
-  router.close();
+  await router.close();
   redis.disconnect();
   await server.close();
 });
@@ -169,6 +169,7 @@ describe('ModelRouter', () => {
     const ch = await channel(mock, m);
     const who = await caller({ remain_quota: 5 });
     const { response } = await router.run(request(m, who), complete());
+    await router.ledger.flush();
     const token = (await store.tokens.get(who.tokenId))!;
     expect(token.used_quota).toBe(response.usage.total_tokens);
     expect(token.remain_quota).toBe(5 - response.usage.total_tokens);
@@ -189,6 +190,7 @@ describe('ModelRouter', () => {
       throw new UpstreamError({ kind: 'connection', message: 'broke mid-stream' });
     });
     await expect(run).rejects.toMatchObject({ status: 502 });
+    await router.ledger.flush();
     expect((await store.channels.get(ch.id))!.used_quota).toBe(3);
     expect(second.requests.length).toBe(0);
   });

@@ -80,6 +80,8 @@ export interface ModelRouterOptions extends ChannelHealthOptions {
   leaseTtlMs?: number;
   /** Told of upstream calls, failovers, channel health verdicts and usage, for metrics. */
   observer?: RoutingObserver;
+  /** How often charges are written to Redis (see `UsageLedgerOptions.flushMs`). Default 100 ms. */
+  usageFlushMs?: number;
 }
 
 /** What the router reports as it works; every method optional. */
@@ -123,7 +125,10 @@ export class ModelRouter {
     this.observer = options.observer ?? {};
     this.reveal = options.revealKey ?? ((stored) => stored);
     this.health = new ChannelHealth(options.redis, options);
-    this.ledger = new UsageLedger(options.redis);
+    this.ledger = new UsageLedger(options.redis, {
+      flushMs: options.usageFlushMs,
+      onFlushError: (error) => this.log.error({ err: error.message }, 'could not record usage; it is retried with the next flush'),
+    });
     this.channels = new ChannelCache(new ChannelStore(options.redis), {
       maxAgeMs: options.channelCacheMaxAgeMs,
       onLoad: (channels) => this.health.load(channels.map((c) => c.id)),
@@ -159,9 +164,11 @@ export class ModelRouter {
     return router;
   }
 
-  close(): void {
+  /** Writes the usage not yet written, and stops. */
+  async close(): Promise<void> {
     this.leases.close();
     this.feed.close();
+    await this.ledger.close();
   }
 
   /**
@@ -251,7 +258,7 @@ export class ModelRouter {
         if (error instanceof UpstreamError && error.kind !== 'cancelled') {
           this.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
         }
-        if (committed && usage) await this.charge(request, channel.id, usage, performance.now() - started, false);
+        if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
         if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw cancelled();
         if (!(error instanceof UpstreamError)) throw error;
         lastFailure = error;
@@ -296,7 +303,7 @@ export class ModelRouter {
       if (lease) this.release(lease, request.log);
       this.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
       this.health.noteSuccess(channel.id);
-      await this.charge(request, channel.id, usage, performance.now() - started);
+      this.charge(request, channel.id, usage, performance.now() - started);
       return value;
     }
   }
@@ -316,14 +323,10 @@ export class ModelRouter {
     });
   }
 
-  private async charge(request: ModelRequest, channelId: number, usage: Usage | undefined, ms: number, healthy = true): Promise<void> {
-    try {
-      await this.ledger.charge({ caller: request.caller, channelId, usage: usage ?? { totalTokens: 0 }, responseTimeMs: ms, healthy });
-      this.observer.usage?.(usage?.totalTokens ?? 0);
-    } catch (error) {
-      // The answer is already paid for upstream; losing the record must not lose the answer.
-      request.log.error({ err: (error as Error).message, channelId }, 'could not record usage');
-    }
+  /** Charged off the reply path: the ledger writes it with the next flush. */
+  private charge(request: ModelRequest, channelId: number, usage: Usage | undefined, ms: number, healthy = true): void {
+    this.ledger.charge({ caller: request.caller, channelId, usage: usage ?? { totalTokens: 0 }, responseTimeMs: ms, healthy });
+    this.observer.usage?.(usage?.totalTokens ?? 0);
   }
 }
 

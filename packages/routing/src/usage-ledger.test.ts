@@ -30,10 +30,12 @@ async function setup(token: { remain_quota?: number; unlimited_quota?: boolean }
 }
 
 describe('usage ledger', () => {
-  it('charges the key, the user and the channel in one step, and resets channel health', async () => {
+  it('charges the key, the user and the channel at the next flush, and resets channel health', async () => {
     const { caller, channel } = await setup({ remain_quota: 100 });
     await redis.hset(routingKeys.health(channel.id), 'failures', '2');
-    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 30 }, responseTimeMs: 123.4 });
+    ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 30 }, responseTimeMs: 123.4 });
+    expect((await store.tokens.get(caller.tokenId))!.used_quota).toBe(0);
+    await ledger.flush();
     const token = (await store.tokens.get(caller.tokenId))!;
     const user = (await store.users.get(caller.userId))!;
     const stored = (await store.channels.get(channel.id))!;
@@ -46,34 +48,70 @@ describe('usage ledger', () => {
 
   it('leaves an unlimited key\'s remain_quota alone', async () => {
     const { caller, channel } = await setup({ unlimited_quota: true, remain_quota: 5 });
-    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 50 }, responseTimeMs: 1 });
+    ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 50 }, responseTimeMs: 1 });
+    await ledger.flush();
     const token = (await store.tokens.get(caller.tokenId))!;
     expect([token.used_quota, token.remain_quota]).toEqual([50, 5]);
     await expect(ledger.assertQuota(caller)).resolves.toBeUndefined();
   });
 
-  it('refuses a key or a user out of quota with 429 insufficient_quota, not retryable', async () => {
+  it('refuses a key or a user out of quota with 429 insufficient_quota, not retryable, counting charges not yet written', async () => {
     const key = await setup({ remain_quota: 10 });
     await ledger.assertQuota(key.caller);
-    await ledger.charge({ caller: key.caller, channelId: key.channel.id, usage: { totalTokens: 10 }, responseTimeMs: 1 });
+    ledger.charge({ caller: key.caller, channelId: key.channel.id, usage: { totalTokens: 10 }, responseTimeMs: 1 });
     await expect(ledger.assertQuota(key.caller)).rejects.toMatchObject({ status: 429, code: 'insufficient_quota', shouldRetry: false });
 
     const user = await setup({ unlimited_quota: true }, 20);
-    await ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 19 }, responseTimeMs: 1 });
+    ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 19 }, responseTimeMs: 1 });
     await ledger.assertQuota(user.caller);
-    await ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 1 }, responseTimeMs: 1 });
+    ledger.charge({ caller: user.caller, channelId: user.channel.id, usage: { totalTokens: 1 }, responseTimeMs: 1 });
     await expect(ledger.assertQuota(user.caller)).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
+    // And once written, from Redis alone (another worker's view).
+    await ledger.flush();
+    const elsewhere = new UsageLedger(redis);
+    await expect(elsewhere.assertQuota(key.caller)).rejects.toMatchObject({ status: 429 });
+    await expect(elsewhere.assertQuota(user.caller)).rejects.toMatchObject({ status: 429 });
+  });
+
+  it('writes a flush of many charges with one script per record, by itself within flushMs', async () => {
+    const { caller, channel } = await setup({ remain_quota: 100_000 });
+    const timed = new UsageLedger(redis, { flushMs: 50 });
+    await redis.config('RESETSTAT');
+    for (let i = 0; i < 100; i++) timed.charge({ caller, channelId: channel.id, usage: { totalTokens: 2 }, responseTimeMs: i });
+    await expect.poll(async () => (await store.tokens.get(caller.tokenId))!.used_quota, { timeout: 2000 }).toBe(200);
+    const stats = await redis.info('commandstats');
+    expect(Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? /cmdstat_eval:calls=(\d+)/.exec(stats)?.[1])).toBeLessThanOrEqual(3);
+    expect((await store.users.get(caller.userId))!.request_count).toBe(100);
+    expect((await store.channels.get(channel.id))!.response_time).toBe(99);
+  });
+
+  it('keeps charges through a Redis outage and writes them once it is back', async () => {
+    const { caller, channel } = await setup({ remain_quota: 1000 });
+    const flaky = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    await new Promise((r) => flaky.once('ready', r));
+    const failures: Error[] = [];
+    const outage = new UsageLedger(flaky, { flushMs: 20, onFlushError: (e) => failures.push(e) });
+    flaky.disconnect(true); // reconnects by itself a moment later
+    outage.charge({ caller, channelId: channel.id, usage: { totalTokens: 9 }, responseTimeMs: 1 });
+    await expect.poll(async () => (await store.tokens.get(caller.tokenId))!.used_quota, { timeout: 5000 }).toBe(9);
+    expect(failures.length).toBeGreaterThan(0);
+    flaky.disconnect();
   });
 
   it('loses no charge under concurrency, and recreates no deleted record', async () => {
     const { caller, channel } = await setup({ remain_quota: 100_000 });
-    await Promise.all(Array.from({ length: 200 }, () => ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 })));
+    await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+      ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 });
+      if (i % 7 === 0) await ledger.flush();
+    }));
+    await ledger.flush();
     expect((await store.tokens.get(caller.tokenId))!.used_quota).toBe(1400);
     expect((await store.users.get(caller.userId))!.request_count).toBe(200);
     expect((await store.channels.get(channel.id))!.used_quota).toBe(1400);
 
     await store.channels.delete(channel.id);
-    await ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 });
+    ledger.charge({ caller, channelId: channel.id, usage: { totalTokens: 7 }, responseTimeMs: 1 });
+    await ledger.flush();
     expect(await redis.exists(keys.channel(channel.id))).toBe(0);
   });
 });

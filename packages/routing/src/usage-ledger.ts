@@ -18,52 +18,87 @@ export interface Charge {
   healthy?: boolean;
 }
 
-// KEYS: token, user, channel, channel health. ARGV: quota, response time ms, now (s), healthy (1/0).
-// Records that vanished meanwhile are not recreated as fragments.
-const CHARGE = `
-local quota = tonumber(ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then
-    redis.call('HINCRBY', KEYS[1], 'remain_quota', -quota)
-  end
-  redis.call('HINCRBY', KEYS[1], 'used_quota', quota)
-  redis.call('HSET', KEYS[1], 'accessed_time', ARGV[3])
+// One script per record, so each touches the keys of one record only. Records that vanished
+// meanwhile are not recreated as fragments.
+// KEYS: token. ARGV: quota, now (s).
+const CHARGE_TOKEN = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then
+  redis.call('HINCRBY', KEYS[1], 'remain_quota', -tonumber(ARGV[1]))
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('HINCRBY', KEYS[2], 'used_quota', quota)
-  redis.call('HINCRBY', KEYS[2], 'request_count', 1)
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('HINCRBY', KEYS[3], 'used_quota', quota)
-  redis.call('HSET', KEYS[3], 'response_time', ARGV[2])
-end
-if ARGV[4] ~= '0' then redis.call('DEL', KEYS[4]) end
+redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
+redis.call('HSET', KEYS[1], 'accessed_time', ARGV[2])
+return 1
+`;
+// KEYS: user. ARGV: quota, requests.
+const CHARGE_USER = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'request_count', ARGV[2])
+return 1
+`;
+// KEYS: channel, channel health. ARGV: quota, response time ms, healthy (1/0).
+const CHARGE_CHANNEL = `
+if ARGV[3] ~= '0' then redis.call('DEL', KEYS[2]) end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
+redis.call('HSET', KEYS[1], 'response_time', ARGV[2])
 return 1
 `;
 
 type Scripted = Redis & {
-  gwChargeUsage(token: string, user: string, channel: string, health: string, quota: string, ms: string, now: string, healthy: string): Promise<number>;
+  gwChargeToken(token: string, quota: number, now: number): Promise<number>;
+  gwChargeUser(user: string, quota: number, requests: number): Promise<number>;
+  gwChargeChannel(channel: string, health: string, quota: number, ms: number, healthy: string): Promise<number>;
 };
+
+interface ChannelCharge { quota: number; responseTimeMs: number; healthy: boolean }
+interface UserCharge { quota: number; requests: number }
 
 const outOfQuota = (message: string) =>
   new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
 
+export interface UsageLedgerOptions {
+  /**
+   * Charges are added up in memory and written every this many ms, one script per key, user and
+   * channel that was charged: off the reply path, and a handful of commands however many
+   * requests a flush covers. 0 writes every charge at once (still not awaited by the reply).
+   * A crash loses what was not yet written: at most this long of usage. Default 100.
+   */
+  flushMs?: number;
+  /** Told when a flush fails (it is retried with the next one). */
+  onFlushError?: (error: Error) => void;
+}
+
 /**
- * The quota check before an upstream call and the charge after it. The charge is one atomic
- * script: the key's `used_quota` up and `remain_quota` down (unless unlimited), the user's
- * `used_quota` and `request_count` up, the channel's `used_quota` up and its `response_time`
- * set. The check lets a request through while quota remains, so concurrent requests overspend
- * by at most what the requests in flight use.
+ * The quota check before an upstream call and the charge after it. A charge adds to the key's
+ * `used_quota` and takes from its `remain_quota` (unless unlimited), adds to the user's
+ * `used_quota` and `request_count`, adds to the channel's `used_quota` and sets its
+ * `response_time`. Charges wait in memory for the next flush (see `flushMs`); the quota check
+ * counts this process's unwritten charges, so it lets a request through while quota remains,
+ * and concurrent requests overspend by at most what the requests in flight (and other workers'
+ * unwritten charges) use.
  *
  * A user's `quota` is the user's allowance: when above 0, the user is out of quota once
  * `used_quota` reaches it; 0 means the user has no allowance of its own (its keys' still apply).
  */
 export class UsageLedger {
   private readonly redis: Scripted;
+  private readonly flushMs: number;
+  private readonly onFlushError: (error: Error) => void;
+  private tokens = new Map<number, number>();
+  private users = new Map<number, UserCharge>();
+  private channels = new Map<number, ChannelCharge>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
 
-  constructor(redis: Redis) {
+  constructor(redis: Redis, options: UsageLedgerOptions = {}) {
     this.redis = redis as Scripted;
-    redis.defineCommand('gwChargeUsage', { numberOfKeys: 4, lua: CHARGE });
+    this.flushMs = options.flushMs ?? 100;
+    this.onFlushError = options.onFlushError ?? (() => {});
+    redis.defineCommand('gwChargeToken', { numberOfKeys: 1, lua: CHARGE_TOKEN });
+    redis.defineCommand('gwChargeUser', { numberOfKeys: 1, lua: CHARGE_USER });
+    redis.defineCommand('gwChargeChannel', { numberOfKeys: 2, lua: CHARGE_CHANNEL });
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
@@ -77,27 +112,93 @@ export class UsageLedger {
     if (!tokenId || !userId) {
       throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'this API key no longer exists' });
     }
-    if (unlimited !== '1' && Number(remain ?? 0) <= 0) {
+    const unwrittenByToken = this.tokens.get(caller.tokenId) ?? 0;
+    if (unlimited !== '1' && Number(remain ?? 0) - unwrittenByToken <= 0) {
       throw outOfQuota('this API key has used up its quota; raise its remain_quota or make it unlimited');
     }
     const limit = Number(allowance ?? 0);
-    if (limit > 0 && Number(used ?? 0) >= limit) {
+    const unwrittenByUser = this.users.get(caller.userId)?.quota ?? 0;
+    if (limit > 0 && Number(used ?? 0) + unwrittenByUser >= limit) {
       throw outOfQuota('your account has used up its quota; ask an administrator to raise it');
     }
   }
 
-  /** Adds the usage to the key, the user and the channel, and marks the channel healthy. */
-  async charge(charge: Charge): Promise<void> {
+  /** Adds the usage to the key, the user and the channel (at the next flush), and marks the channel healthy. */
+  charge(charge: Charge): void {
     const quota = Math.max(0, Math.round(charge.usage.totalTokens));
-    await this.redis.gwChargeUsage(
-      keys.token(charge.caller.tokenId),
-      keys.user(charge.caller.userId),
-      keys.channel(charge.channelId),
-      routingKeys.health(charge.channelId),
-      String(quota),
-      String(Math.max(0, Math.round(charge.responseTimeMs))),
-      String(Math.floor(Date.now() / 1000)),
-      charge.healthy === false ? '0' : '1',
-    );
+    this.addToken(charge.caller.tokenId, quota);
+    this.addUser(charge.caller.userId, { quota, requests: 1 });
+    const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
+    this.addChannel(charge.channelId, { quota, responseTimeMs, healthy: charge.healthy !== false }, true);
+    if (this.flushMs === 0) void this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
+  }
+
+  /** Writes every charge not yet written; resolves once they are (or have failed, to be retried). */
+  flush(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const tokens = this.tokens;
+    const users = this.users;
+    const channels = this.channels;
+    if (tokens.size === 0 && users.size === 0 && channels.size === 0) return this.flushing;
+    this.tokens = new Map();
+    this.users = new Map();
+    this.channels = new Map();
+    const now = Math.floor(Date.now() / 1000);
+    const writes: Promise<unknown>[] = [];
+    for (const [id, quota] of tokens) {
+      writes.push(this.redis.gwChargeToken(keys.token(id), quota, now).catch((e: Error) => this.retry(e, () => this.addToken(id, quota))));
+    }
+    for (const [id, charge] of users) {
+      writes.push(this.redis.gwChargeUser(keys.user(id), charge.quota, charge.requests).catch((e: Error) => this.retry(e, () => this.addUser(id, charge))));
+    }
+    for (const [id, charge] of channels) {
+      writes.push(
+        this.redis.gwChargeChannel(keys.channel(id), routingKeys.health(id), charge.quota, charge.responseTimeMs, charge.healthy ? '1' : '0')
+          .catch((e: Error) => this.retry(e, () => this.addChannel(id, charge))),
+      );
+    }
+    this.flushing = Promise.all(writes).then(() => {});
+    return this.flushing;
+  }
+
+  /** Flushes what is left and stops; later charges are written at once. */
+  async close(): Promise<void> {
+    await this.flush();
+  }
+
+  private retry(error: Error, putBack: () => void): void {
+    putBack();
+    this.onFlushError(error);
+    this.timer ??= setTimeout(() => void this.flush(), Math.max(this.flushMs, 250));
+  }
+
+  private addToken(id: number, quota: number): void {
+    this.tokens.set(id, (this.tokens.get(id) ?? 0) + quota);
+  }
+
+  private addUser(id: number, charge: UserCharge): void {
+    const user = this.users.get(id);
+    if (user) {
+      user.quota += charge.quota;
+      user.requests += charge.requests;
+    } else {
+      this.users.set(id, { ...charge });
+    }
+  }
+
+  /** `latest`: this charge's response time and health replace those already waiting. */
+  private addChannel(id: number, charge: ChannelCharge, latest = false): void {
+    const channel = this.channels.get(id);
+    if (!channel) {
+      this.channels.set(id, { ...charge });
+      return;
+    }
+    channel.quota += charge.quota;
+    if (latest) {
+      channel.responseTimeMs = charge.responseTimeMs;
+      channel.healthy = charge.healthy;
+    }
   }
 }
