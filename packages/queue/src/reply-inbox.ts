@@ -3,7 +3,8 @@ import type { Redis } from './redis-connection.ts';
 import { INGRESS_HEARTBEAT_MS, INGRESS_TTL_MS, ReplyType, ingressKey, replyStreamKey } from './reply-keys.ts';
 
 interface Waiter {
-  resolve: (value: unknown) => void;
+  /** Called with the result's JSON text. */
+  resolve: (json: string) => void;
   reject: (error: GatewayError) => void;
   onChunk?: (chunk: string) => void;
 }
@@ -64,7 +65,7 @@ export class ReplyInbox {
   }
 
   /** Registers interest in a job's reply before the job is enqueued, so none can slip past. */
-  expect(jobId: string, onChunk?: (chunk: string) => void): Promise<unknown> {
+  expect(jobId: string, onChunk?: (chunk: string) => void): Promise<string> {
     return new Promise((resolve, reject) => {
       this.waiters.set(jobId, { resolve, reject, onChunk });
     });
@@ -106,7 +107,7 @@ export class ReplyInbox {
       return;
     }
     this.waiters.delete(jobId);
-    if (type === ReplyType.result) waiter.resolve(JSON.parse(data));
+    if (type === ReplyType.result) waiter.resolve(data);
     else waiter.reject(new GatewayError(JSON.parse(data) as ErrorReply));
   }
 }

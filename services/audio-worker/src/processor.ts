@@ -1,7 +1,5 @@
 import {
-  geminiGenerateRequest,
   geminiRequestText,
-  parseOrThrow,
   type AudioJobPayload,
   type GeminiGenerateRequest,
   type GeminiGenerateResponse,
@@ -25,8 +23,8 @@ const upstreamTarget = (target: RouteTarget): gemini.GeminiTarget => ({
 });
 
 /**
- * Serves one speech-generation job: re-validates the request with the ingress's schema, and lets
- * the router choose `gemini` channels (failover, cooldown, usage) while this module only says
+ * Serves one speech-generation job (its request validated by the ingress), and lets the router
+ * choose `gemini` channels (failover, cooldown, usage) while this module only says
  * how to call one, whole or streamed.
  *
  * A whole reply travels back as the job's result: one copy on the waiting ingress's reply
@@ -35,7 +33,8 @@ const upstreamTarget = (target: RouteTarget): gemini.GeminiTarget => ({
  */
 export function audioJobHandler(deps: AudioWorkerDeps) {
   return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd> => {
-    const request = parseOrThrow(geminiGenerateRequest, context.payload.request);
+    // Validated by the ingress: the envelope is the contract, not checked a second time.
+    const request = context.payload.request;
     const routed: ModelRequest = {
       caller: context.payload.caller,
       type: 'gemini',

@@ -1,6 +1,4 @@
 import {
-  completionRequestSchema,
-  parseOrThrow,
   type CompletionJobPayload,
   type CompletionRequest,
   type CompletionResponse,
@@ -24,12 +22,13 @@ const upstreamTarget = (target: RouteTarget): openai.OpenAITarget => ({
 });
 
 /**
- * Serves one completion job: re-validates the request with the ingress's schema, and lets the
- * router choose channels while this module only says how to call one, whole or streamed.
+ * Serves one completion job (its request validated by the ingress), and lets the router choose
+ * channels while this module only says how to call one, whole or streamed.
  */
 export function completionJobHandler(deps: CompletionWorkerDeps) {
   return async (context: JobContext<CompletionJobPayload>): Promise<CompletionResponse | StreamEnd> => {
-    const request = parseOrThrow(completionRequestSchema, context.payload.request);
+    // Validated by the ingress: the envelope is the contract, not checked a second time.
+    const request = context.payload.request;
     const routed: ModelRequest = {
       caller: context.payload.caller,
       type: 'openai',

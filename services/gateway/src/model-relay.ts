@@ -57,8 +57,8 @@ const streamHeaders = {
 /**
  * Enqueues the job and answers the client with its reply.
  *
- * Whole: resolves with the worker's result (the route returns it); a failure rejects with the
- * `GatewayError`, which the app's error handler renders in the route's wire format.
+ * Whole: sends the worker's result, its JSON text as the worker wrote it; a failure rejects with
+ * the `GatewayError`, which the app's error handler renders in the route's wire format.
  *
  * Streamed: the response headers are written with the first chunk, and every chunk as it comes.
  * A failure before the first chunk is an ordinary error reply (so the worker may still fail
@@ -70,7 +70,9 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
   const signal = clientGoneSignal(request);
   const format = options.stream;
   if (!format) {
-    return options.jobs.request(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });
+    // The worker's JSON goes to the client as it is: no parse and serialisation in between.
+    const json = await options.jobs.requestText(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });
+    return reply.type('application/json; charset=utf-8').send(json);
   }
 
   const raw = reply.raw;
@@ -83,7 +85,7 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
     raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...headers });
   };
   try {
-    await options.jobs.request(options.queue, options.payload, {
+    await options.jobs.requestText(options.queue, options.payload, {
       requestId: request.id,
       priority,
       timeoutMs: options.timeoutMs,
