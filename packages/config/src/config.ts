@@ -31,6 +31,8 @@ export const configSchema = z.object({
   COMPLETION_CONCURRENCY: integer(256, 1, 10_000),
   AUDIO_CONCURRENCY: integer(16, 1, 10_000),
   ADMIN_CONCURRENCY: integer(16, 1, 10_000),
+  /** Jobs one BullMQ Worker ("lane") of a worker process runs at once; its concurrency is split into lanes of this size. */
+  QUEUE_LANE_CONCURRENCY: integer(256, 1, 10_000),
   REQUEST_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
   BODY_LIMIT_BYTES: integer(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   METRICS_PORT: integer(0, 0, 65535),

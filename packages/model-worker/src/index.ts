@@ -53,6 +53,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     redisUrl: config.REDIS_URL,
     redis,
     concurrency,
+    laneConcurrency: config.QUEUE_LANE_CONCURRENCY,
     handler: spec.handler({ router }),
     onJobDone: countJobs(metrics, spec.queue),
     log,

@@ -3,6 +3,8 @@ import type { Redis } from './redis-connection.ts';
 import { REPLY_STREAM_TTL_MS, ReplyType, replyStreamKey } from './reply-keys.ts';
 
 const RETRY_FOR_MS = 10_000;
+/** A reply stream's expiry is pushed back at most this often (a quarter of its TTL) by one worker. */
+const REFRESH_TTL_EVERY_MS = REPLY_STREAM_TTL_MS / 4;
 
 /**
  * The worker's side of the reply path: appends a job's result, error or stream chunk to the
@@ -11,6 +13,8 @@ const RETRY_FOR_MS = 10_000;
  */
 export class ReplySender {
   private readonly redis: Redis;
+  /** Reply stream → when this worker last pushed its expiry back. */
+  private readonly refreshed = new Map<string, number>();
 
   constructor(redis: Redis) {
     this.redis = redis;
@@ -34,9 +38,18 @@ export class ReplySender {
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
-        // Sent together (auto-pipelining: one write). No MULTI: should the expiry be lost to a
-        // blip, the retry appends the reply again, and the ingress ignores a second copy.
-        await Promise.all([this.redis.xadd(key, '*', 'j', jobId, 't', type, 'd', data), this.redis.pexpire(key, REPLY_STREAM_TTL_MS)]);
+        // The expiry, when due, goes in the same write (auto-pipelining). No MULTI: should it be
+        // lost to a blip, the retry appends the reply again, and the ingress ignores a second copy.
+        const now = Date.now();
+        const refreshTtl = now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS;
+        const added = this.redis.xadd(key, '*', 'j', jobId, 't', type, 'd', data);
+        if (refreshTtl) {
+          await Promise.all([added, this.redis.pexpire(key, REPLY_STREAM_TTL_MS)]);
+          if (this.refreshed.size > 10_000) this.refreshed.clear();
+          this.refreshed.set(key, now);
+        } else {
+          await added;
+        }
         return;
       } catch (error) {
         if (Date.now() - started > RETRY_FOR_MS) throw error;
