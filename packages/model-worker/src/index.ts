@@ -54,6 +54,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     redis,
     concurrency,
     laneConcurrency: config.QUEUE_LANE_CONCURRENCY,
+    replyCoalesceMs: config.REPLY_COALESCE_MS,
     handler: spec.handler({ router }),
     onJobDone: countJobs(metrics, spec.queue),
     log,

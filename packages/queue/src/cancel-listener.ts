@@ -1,9 +1,11 @@
 import type { Redis } from './redis-connection.ts';
-import { CANCEL_CHANNEL } from './reply-keys.ts';
+import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
 
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
 const REMEMBER_MAX = 10_000;
+/** A pause whose resume was lost (a reconnect) ends by itself after this long. */
+const MAX_PAUSE_MS = 10_000;
 
 /**
  * A worker process's ear for cancellations: aborts the signal of a job it is running when the
@@ -11,20 +13,48 @@ const REMEMBER_MAX = 10_000;
  * while BullMQ is still handing the job to this worker (active, but not yet tracked, so the
  * ingress could not remove it either); it is remembered for a minute, and the job is aborted
  * the moment it is tracked.
+ *
+ * It also hears flow control: an ingress whose client reads a stream slower than it comes asks
+ * for the job to pause, and to resume once the client's socket has drained. A paused job's next
+ * chunk waits (`whenResumed`), so the upstream is read no faster than the client reads.
  */
 export class CancelListener {
   private readonly subscriber: Redis;
   private readonly running = new Map<string, AbortController>();
   /** Job id → when its cancellation was heard, for jobs not running here (yet). */
   private readonly heard = new Map<string, number>();
+  /** Paused jobs → the end of their pause. */
+  private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void }>();
 
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
-    subscriber.on('message', (_channel: string, jobId: string) => {
-      const running = this.running.get(jobId);
-      if (running) return running.abort(new Error('cancelled by the ingress'));
-      this.remember(jobId);
+    subscriber.on('message', (_channel: string, message: string) => {
+      if (message.startsWith(ControlMessage.pause)) return this.pause(message.slice(ControlMessage.pause.length));
+      if (message.startsWith(ControlMessage.resume)) return this.resume(message.slice(ControlMessage.resume.length));
+      const running = this.running.get(message);
+      if (running) {
+        this.resume(message);
+        return running.abort(new Error('cancelled by the ingress'));
+      }
+      this.remember(message);
     });
+  }
+
+  /** Resolves when the job may send its next chunk: at once unless its ingress asked it to pause. */
+  whenResumed(jobId: string): Promise<void> | undefined {
+    return this.paused.get(jobId)?.promise;
+  }
+
+  private pause(jobId: string): void {
+    if (!this.running.has(jobId) || this.paused.has(jobId)) return;
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const timer = setTimeout(() => this.resume(jobId), MAX_PAUSE_MS);
+    this.paused.set(jobId, { promise, resolve: () => { clearTimeout(timer); resolve(); } });
+  }
+
+  private resume(jobId: string): void {
+    this.paused.get(jobId)?.resolve();
+    this.paused.delete(jobId);
   }
 
   private remember(jobId: string): void {
@@ -52,6 +82,7 @@ export class CancelListener {
 
   untrack(jobId: string): void {
     this.running.delete(jobId);
+    this.resume(jobId);
   }
 
   async close(): Promise<void> {

@@ -3,15 +3,18 @@ import { Queue } from 'bullmq';
 import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
-import { CANCEL_CHANNEL } from './reply-keys.ts';
+import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
 
 export interface RequestOptions {
   requestId: string;
   timeoutMs: number;
   /** Aborted when the client goes away: the job is cancelled. */
   signal?: AbortSignal;
-  /** Receives stream chunks as the worker produces them. */
-  onChunk?: (chunk: string) => void;
+  /**
+   * Receives stream chunks as the worker produces them. A promise returned says the client is
+   * behind: the worker pauses the job until it resolves.
+   */
+  onChunk?: (chunk: string) => void | Promise<void>;
   /** BullMQ priority: 0 is served first, higher numbers later. */
   priority?: number;
 }
@@ -79,7 +82,7 @@ export class JobClient {
       ...(options.priority ? { priority: options.priority } : {}),
       payload,
     };
-    const reply = this.inbox.expect(jobId, options.onChunk);
+    const reply = this.inbox.expect(jobId, options.onChunk && this.withFlowControl(jobId, options.onChunk));
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const givenUp = new Promise<never>((_, reject) => {
@@ -111,6 +114,21 @@ export class JobClient {
       clearTimeout(timer);
       if (onAbort) options.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** `onChunk`, pausing the job while the promise it returns (its client catching up) is pending. */
+  private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<void>): (chunk: string) => void {
+    let paused = false;
+    return (chunk) => {
+      const caughtUp = onChunk(chunk);
+      if (!caughtUp || paused) return;
+      paused = true;
+      this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
+      void caughtUp.then(() => {
+        paused = false;
+        this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
+      });
+    };
   }
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */

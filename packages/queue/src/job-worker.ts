@@ -27,6 +27,7 @@ export interface JobContext<P> {
   stream: boolean;
   /** The job's priority (unset: interactive; higher numbers wait behind lower). */
   priority?: number;
+  /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
   sendChunk(chunk: string): Promise<void>;
   log: Logger;
 }
@@ -50,6 +51,8 @@ export interface JobWorkerOptions<P> {
   lockDurationMs?: number;
   /** Most jobs one lane (BullMQ Worker) runs at once. Default LANE_CONCURRENCY. */
   laneConcurrency?: number;
+  /** Replies for one ingress within this window go out as one stream entry (0: one event-loop turn). */
+  replyCoalesceMs?: number;
 }
 
 export interface JobWorker {
@@ -69,7 +72,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const bullConnection = createRedis(options.redisUrl, { name: `${options.queue}-worker-bull`, blocking: true });
   const cancels = new CancelListener(createRedis(options.redisUrl, { name: `${options.queue}-worker-cancel`, blocking: true }));
   await cancels.start();
-  const replies = new ReplySender(redis);
+  const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs });
   const ingresses = new IngressLiveness(redis);
 
   // Finished jobs are counted in Redis in batches, for the gateways' admission control.
@@ -116,7 +119,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         signal: controller.signal,
         stream: envelope.stream === true,
         priority: envelope.priority,
-        sendChunk: (chunk) => replies.chunk(envelope.replyTo, jobId, chunk),
+        sendChunk: async (chunk) => {
+          await replies.chunk(envelope.replyTo, jobId, chunk);
+          // The ingress's client reads slower than this: wait until it has caught up.
+          await cancels.whenResumed(jobId);
+        },
         log,
       });
       await replies.result(envelope.replyTo, jobId, value);

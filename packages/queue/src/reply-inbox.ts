@@ -11,7 +11,7 @@ interface Waiter {
 
 /**
  * The ingress's side of the reply path: one Redis stream per ingress instance, read by one
- * blocking XREAD loop that hands each entry to the request waiting for that job. Entries are
+ * blocking XREAD loop that hands each reply in each entry to the request waiting for that job. Entries are
  * deleted once read; a reconnect resumes after the last entry read, so no reply is lost while
  * the connection blips.
  */
@@ -92,7 +92,11 @@ export class ReplyInbox {
       for (let i = 0; i < entries.length; i++) {
         const [entryId, fields] = entries[i]!;
         ids[i] = entryId;
-        this.dispatch(fields[1]!, fields[3]!, fields[5]!);
+        // Field: the reply's type (one character) and job id; value: its data (see replyField).
+        for (let f = 0; f + 1 < fields.length; f += 2) {
+          const field = fields[f]!;
+          this.dispatch(field.slice(1), field[0]!, fields[f + 1]!);
+        }
       }
       this.lastId = ids[ids.length - 1]!;
       this.writer.xdel(this.key, ...ids).catch(() => {});

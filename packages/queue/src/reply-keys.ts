@@ -1,12 +1,22 @@
 /** Redis keys and channels of the reply path and of queue accounting. */
 export const replyStreamKey = (ingressId: string) => `gw:replies:${ingressId}`;
-/** Channel on which an ingress tells the workers that nobody waits for a job any more. */
+/**
+ * Channel on which an ingress tells the workers that nobody waits for a job any more (the
+ * message: the job id), or that a stream's client is slow (`pause:` and `resume:` + job id).
+ */
 export const CANCEL_CHANNEL = 'gw:cancel';
+export const ControlMessage = { pause: 'pause:', resume: 'resume:' } as const;
 /** An unread reply stream outlives its ingress by this long, then vanishes. */
 export const REPLY_STREAM_TTL_MS = 120_000;
 
-/** Reply entry types: a result, an error, a stream chunk. */
+/** Reply types: a result, an error, a stream chunk. */
 export const ReplyType = { result: 'r', error: 'e', chunk: 'c' } as const;
+
+/**
+ * A reply stream entry holds one or more replies, each a field and its value: the field is the
+ * reply's type (one character) and its job id, the value its data.
+ */
+export const replyField = (type: string, jobId: string) => `${type}${jobId}`;
 
 /** Ever-growing count of jobs the workers of a queue have finished (admission control's drain rate). */
 export const drainedCounterKey = (queue: string) => `gw:drained:${queue}`;

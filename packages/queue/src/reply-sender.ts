@@ -1,49 +1,121 @@
 import type { ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
-import { REPLY_STREAM_TTL_MS, ReplyType, replyStreamKey } from './reply-keys.ts';
+import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey } from './reply-keys.ts';
 
 const RETRY_FOR_MS = 10_000;
 /** A reply stream's expiry is pushed back at most this often (a quarter of its TTL) by one worker. */
 const REFRESH_TTL_EVERY_MS = REPLY_STREAM_TTL_MS / 4;
+/** Past this many unwritten bytes for one ingress, a chunk's sender waits for the write. */
+const MAX_UNWRITTEN_BYTES = 1024 * 1024;
+
+export interface ReplySenderOptions {
+  /**
+   * How long replies for one ingress are gathered into one stream entry: 0 for one event-loop
+   * turn, otherwise at most this many ms. The first reply is never held longer. Default 0.
+   */
+  coalesceMs?: number;
+}
+
+/** Replies on their way to one ingress's stream: gathered, then written as one entry. */
+class Outbox {
+  fields: string[] = [];
+  bytes = 0;
+  scheduled = false;
+  /** The last write, so the next one follows it (a retried entry never overtakes a later one). */
+  written: Promise<void> = Promise.resolve();
+  /** Resolves when the entry now gathering has been written. */
+  next: { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void } = Promise.withResolvers<void>();
+}
 
 /**
- * The worker's side of the reply path: appends a job's result, error or stream chunk to the
- * reply stream of the ingress that waits. One copy per reply, deleted by the ingress as soon as
- * it reads it, and the whole stream expires if that ingress is gone.
+ * The worker's side of the reply path: appends a job's result, error and stream chunks to the
+ * reply stream of the ingress that waits. Replies for one ingress that come within one short
+ * window (`coalesceMs`) go out as one entry (`XADD` with a field per reply: the reply's type and
+ * job id, then its data), so 200 streams of 100 chunks a second cost a few hundred entries a
+ * second, not 20,000. An ingress deletes an entry as soon as it has read it, and the whole stream
+ * expires if that ingress is gone.
  */
 export class ReplySender {
   private readonly redis: Redis;
+  private readonly coalesceMs: number;
+  private readonly outboxes = new Map<string, Outbox>();
   /** Reply stream → when this worker last pushed its expiry back. */
   private readonly refreshed = new Map<string, number>();
+  /** Jobs with a chunk that could not be written: their result must not pretend otherwise. */
+  private readonly broken = new Set<string>();
 
-  constructor(redis: Redis) {
+  constructor(redis: Redis, options: ReplySenderOptions = {}) {
     this.redis = redis;
+    this.coalesceMs = options.coalesceMs ?? 0;
   }
 
+  /** Resolves once the result is in the ingress's stream; rejects when a chunk before it was lost. */
   result(replyTo: string, jobId: string, value: unknown): Promise<void> {
-    return this.append(replyTo, jobId, ReplyType.result, JSON.stringify(value ?? null));
+    if (this.broken.delete(jobId)) return Promise.reject(new Error('a stream chunk of this job could not be written to Redis'));
+    return this.add(replyTo, jobId, ReplyType.result, JSON.stringify(value ?? null));
   }
 
   error(replyTo: string, jobId: string, error: ErrorReply): Promise<void> {
-    return this.append(replyTo, jobId, ReplyType.error, JSON.stringify(error));
+    this.broken.delete(jobId);
+    return this.add(replyTo, jobId, ReplyType.error, JSON.stringify(error));
   }
 
+  /**
+   * Queues one stream chunk. Resolves at once while little is unwritten for that ingress (a lost
+   * write fails the job's result instead); past MAX_UNWRITTEN_BYTES, once written.
+   */
   chunk(replyTo: string, jobId: string, chunk: string): Promise<void> {
-    return this.append(replyTo, jobId, ReplyType.chunk, chunk);
+    const written = this.add(replyTo, jobId, ReplyType.chunk, chunk);
+    const backlogged = (this.outboxes.get(replyTo)?.bytes ?? 0) > MAX_UNWRITTEN_BYTES;
+    written.catch(() => this.broken.add(jobId));
+    return backlogged ? written : Promise.resolve();
+  }
+
+  private add(replyTo: string, jobId: string, type: string, data: string): Promise<void> {
+    let outbox = this.outboxes.get(replyTo);
+    if (!outbox) {
+      outbox = new Outbox();
+      this.outboxes.set(replyTo, outbox);
+    }
+    outbox.fields.push(replyField(type, jobId), data);
+    outbox.bytes += data.length;
+    const written = outbox.next.promise;
+    if (!outbox.scheduled) {
+      outbox.scheduled = true;
+      const box = outbox;
+      const send = () => this.send(replyTo, box);
+      if (this.coalesceMs > 0) setTimeout(send, this.coalesceMs);
+      else setImmediate(send);
+    }
+    return written;
+  }
+
+  /** Takes what the outbox gathered and writes it, after the write before it. */
+  private send(replyTo: string, outbox: Outbox): void {
+    const { fields, next } = outbox;
+    outbox.fields = [];
+    outbox.bytes = 0;
+    outbox.scheduled = false;
+    outbox.next = Promise.withResolvers<void>();
+    outbox.written = outbox.written.then(() => this.append(replyTo, fields)).then(next.resolve, next.reject);
+    // An idle ingress's outbox goes; a new one starts with its next reply.
+    outbox.written.then(() => {
+      if (!outbox.scheduled && this.outboxes.get(replyTo) === outbox) this.outboxes.delete(replyTo);
+    });
   }
 
   /** Retries through a Redis blip for up to `RETRY_FOR_MS`: a reply must not be lost to one. */
-  private async append(replyTo: string, jobId: string, type: string, data: string): Promise<void> {
+  private async append(replyTo: string, fields: string[]): Promise<void> {
     const key = replyStreamKey(replyTo);
     const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         // The expiry, when due, goes in the same write (auto-pipelining). No MULTI: should it be
-        // lost to a blip, the retry appends the reply again, and the ingress ignores a second copy.
+        // lost to a blip, the retry appends the entry again, and the ingress ignores a second
+        // result or error.
         const now = Date.now();
-        const refreshTtl = now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS;
-        const added = this.redis.xadd(key, '*', 'j', jobId, 't', type, 'd', data);
-        if (refreshTtl) {
+        const added = this.redis.xadd(key, '*', ...fields);
+        if (now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS) {
           await Promise.all([added, this.redis.pexpire(key, REPLY_STREAM_TTL_MS)]);
           if (this.refreshed.size > 10_000) this.refreshed.clear();
           this.refreshed.set(key, now);

@@ -77,6 +77,21 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
 
   const raw = reply.raw;
   let started = false;
+  /** Set while the client's socket is full: resolves when it has drained (or closed). */
+  let draining: Promise<void> | undefined;
+  const drained = () => {
+    draining ??= new Promise<void>((resolve) => {
+      const done = () => {
+        raw.off('drain', done);
+        raw.off('close', done);
+        draining = undefined;
+        resolve();
+      };
+      raw.on('drain', done);
+      raw.on('close', done);
+    });
+    return draining;
+  };
   const begin = () => {
     if (started) return;
     started = true;
@@ -92,7 +107,9 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
       signal,
       onChunk: (chunk) => {
         begin();
-        raw.write(format.chunk(chunk));
+        // A client that reads slower than the upstream writes pauses the job (backpressure)
+        // instead of having the gateway buffer for it.
+        if (!raw.write(format.chunk(chunk))) return drained();
       },
     });
     begin();
