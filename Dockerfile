@@ -9,4 +9,5 @@ COPY scripts scripts
 # The `node` devDependency (a pinned runtime for bare machines) is not needed: the image has Node 24.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 USER node
-CMD ["node", "services/gateway/src/main.ts"]
+# Node flags per service: packages/config/src/node-flags.ts.
+CMD ["node", "--max-semi-space-size=4", "services/gateway/src/main.ts"]

@@ -165,7 +165,7 @@ try {
   progress('starting the gateway and workers…');
   services.push(await startService('admin-worker', env, 20_000, quiet));
   services.push(await startService('completion-worker', env, 20_000, quiet));
-  const gateway = await startService('gateway', env, 20_000, quiet);
+  const gateway = await startService('gateway', { ...env, ...(process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {}) }, 20_000, quiet);
   services.push(gateway);
 
   const admin = async (method: string, path: string, body: unknown) => {

@@ -12,7 +12,7 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ConfigError, loadConfig, type Config } from '@gateway/config';
+import { ConfigError, loadConfig, nodeFlagsOf, type Config } from '@gateway/config';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 import { waitForRedis } from '@gateway/queue';
 
@@ -179,7 +179,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     secretKeyFile = { path: resolve(options.secretKeyFile), created };
   }
   for (const name of services) {
-    const child = spawn(process.execPath, [`services/${name}/src/main.ts`], { stdio: 'inherit', env });
+    const child = spawn(process.execPath, [...nodeFlagsOf(name), `services/${name}/src/main.ts`], { stdio: 'inherit', env });
     child.once('exit', (code, signal) => {
       if (stopping) return;
       process.stderr.write(`${name} exited (${code ?? signal}); stopping everything\n`);

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { nodeFlagsOf } from '@gateway/config';
 import { repoRoot, startService, useTestRedis, type ServiceProcess, type TestRedis } from '@gateway/testkit';
 
 interface Instruction { op: string; args: string }
@@ -128,6 +129,10 @@ describe('docker-compose.yml', () => {
       const entry = compose.services[name]!.command!.at(-1)!;
       expect(copied.some((source) => entry.startsWith(source + '/')), `${name}: ${entry}`).toBe(true);
       expect(committedFiles(entry), entry).toEqual([entry]);
+      // With the Node flags the service is meant to run with, as the test kit and npm start pass them.
+      expect(compose.services[name]!.command!.slice(1, -1), name).toEqual(nodeFlagsOf(name));
     }
+    const cmd = dockerfile().find((s) => s.op === 'CMD')!.args;
+    expect(JSON.parse(cmd)).toEqual(['node', ...nodeFlagsOf('gateway'), 'services/gateway/src/main.ts']);
   });
 });

@@ -5,3 +5,4 @@
  */
 export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
 export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts';
+export { nodeFlagsOf, serviceNodeFlags } from './node-flags.ts';

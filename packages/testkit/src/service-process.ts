@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { nodeFlagsOf } from '@gateway/config';
 
 export type ServiceName = 'gateway' | 'completion-worker' | 'audio-worker' | 'admin-worker';
 
@@ -38,7 +39,7 @@ export async function startService(
    */
   { keepLogs = true, cwd = repoRoot }: { keepLogs?: boolean; cwd?: string } = {},
 ): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [`services/${name}/src/main.ts`], {
+  const child = spawn(process.execPath, [...nodeFlagsOf(name), `services/${name}/src/main.ts`], {
     cwd,
     env: { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json', PORT: '0', SECRET_KEY: TEST_SECRET_KEY, GW_PARENT_PID: String(process.pid), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
