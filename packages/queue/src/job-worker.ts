@@ -88,28 +88,20 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const flushTimer = setInterval(flushFinished, 250);
   flushTimer.unref();
 
-  const process = async (job: Job<JobEnvelope<P>>) => {
-    const envelope = job.data;
-    const jobId = job.id!;
-    const log = options.log.child({ reqId: envelope.requestId, jobId });
-    const remaining = envelope.deadline - Date.now();
-    if (remaining <= 0) {
-      log.warn({ queue: options.queue }, 'job dropped: its deadline passed before a worker took it');
-      options.onJobDone?.('expired', 0);
-      finished++;
-      return;
-    }
-    if (!(await ingresses.isAlive(envelope.replyTo))) {
-      log.warn({ queue: options.queue }, 'job dropped: the gateway that waited for it is gone');
-      options.onJobDone?.('cancelled', 0);
-      finished++;
-      return;
-    }
-    const started = performance.now();
-    let outcome: JobOutcome = 'ok';
+  /** Why a job is not worth running (nobody waits for its answer), or undefined. */
+  const whyDrop = async (envelope: JobEnvelope<P>): Promise<[JobOutcome, string] | undefined> => {
+    if (envelope.deadline <= Date.now()) return ['expired', 'its deadline passed before a worker took it'];
+    if (!(await ingresses.isAlive(envelope.replyTo))) return ['cancelled', 'the gateway that waited for it is gone'];
+    return undefined;
+  };
+
+  /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
+  const run = async (jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }): Promise<JobOutcome> => {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('deadline passed')), remaining);
+    const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
     cancels.track(jobId, controller);
+    // A logger of the job's own only when the handler logs (a child logger per job is not free).
+    let log: Logger | undefined;
     try {
       const value = await options.handler({
         jobId,
@@ -124,25 +116,44 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
           // The ingress's client reads slower than this: wait until it has caught up.
           await cancels.whenResumed(jobId);
         },
-        log,
+        get log() {
+          return (log ??= options.log.child(fields));
+        },
       });
       await replies.result(envelope.replyTo, jobId, value);
+      return 'ok';
     } catch (error) {
-      if (!(error instanceof GatewayError)) log.error({ err: error }, 'job failed unexpectedly');
-      const failure = GatewayError.from(error);
-      if (controller.signal.aborted) {
-        outcome = 'cancelled';
-      } else {
-        outcome = 'error';
-        await replies.error(envelope.replyTo, jobId, failure.toReply());
-      }
+      if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
+      if (controller.signal.aborted) return 'cancelled';
+      await replies.error(envelope.replyTo, jobId, GatewayError.from(error).toReply());
+      return 'error';
     } finally {
       clearTimeout(timer);
       cancels.untrack(jobId);
+    }
+  };
+
+  const process = async (job: Job<JobEnvelope<P>>) => {
+    const envelope = job.data;
+    const jobId = job.id!;
+    const fields = { reqId: envelope.requestId, jobId };
+    const dropped = await whyDrop(envelope);
+    if (dropped) {
+      options.log.warn({ ...fields, queue: options.queue }, `job dropped: ${dropped[1]}`);
+      options.onJobDone?.(dropped[0], 0);
+      finished++;
+      return;
+    }
+    const started = performance.now();
+    // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
+    let outcome: JobOutcome = 'error';
+    try {
+      outcome = await run(jobId, envelope, fields);
+    } finally {
       finished++;
       const seconds = (performance.now() - started) / 1000;
       options.onJobDone?.(outcome, seconds);
-      log.info({ queue: options.queue, outcome, ms: Math.round(seconds * 1000) }, 'job');
+      options.log.info({ ...fields, queue: options.queue, outcome, ms: Math.round(seconds * 1000) }, 'job');
     }
   };
 
