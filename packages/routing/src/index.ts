@@ -1,13 +1,14 @@
 /**
  * @gateway/routing owns how a model request finds its way upstream, for every provider: which
  * channel serves it (`choose-channel.ts`) and which models a caller may list (`model-catalog.ts`), the in-process channel table (`channel-cache.ts`),
- * failover (`model-router.ts`, `failure-policy.ts`), channel health shared across processes
+ * failover (`model-router.ts`, `failure-policy.ts`; its shared parts built in `router-parts.ts`), channel health shared across processes
  * (`channel-health.ts`), per-channel concurrency leases shared across processes
  * (`channel-leases.ts`) and the in-process queue of requests waiting for one (`lease-queue.ts`),
  * upstream 429s as back-pressure (`back-pressure.ts`), and quota and usage accounting
  * (`usage-ledger.ts`). A worker supplies only "call this channel"; `ModelRouter.run` does the rest.
  */
-export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RoutingObserver, type RouteTarget, type ChannelCall } from './model-router.ts';
+export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RouterSettings, type RoutingObserver, type RouteTarget, type ChannelCall } from './model-router.ts';
+export { buildRouterParts, startRouterParts, type RouterParts, type RouterPartsOptions } from './router-parts.ts';
 export { candidateChannels, channelOrder, pickChannel, upstreamModelFor, servesGroup, type ChannelQuery } from './choose-channel.ts';
 export { servedModels, type CatalogQuery, type ServedModel } from './model-catalog.ts';
 export { ChannelCache, ChannelSnapshot, type ChannelCacheOptions } from './channel-cache.ts';

@@ -1,17 +1,15 @@
-import type { Redis } from 'ioredis';
 import { GatewayError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import { redactUpstreamBody, redactUpstreamText, UpstreamError } from '@gateway/providers';
-import { ChannelStore, EVERYTHING, InvalidationFeed } from '@gateway/store';
-import { ChannelCache } from './channel-cache.ts';
-import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
+import type { ChannelCache } from './channel-cache.ts';
+import type { ChannelHealth } from './channel-health.ts';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
-import { ChannelLeases, type Lease } from './channel-leases.ts';
+import type { ChannelLeases, Lease } from './channel-leases.ts';
 import { candidateChannels, channelOrder, upstreamModelFor } from './choose-channel.ts';
 import { decideOnFailure, exhaustedError, rateLimitedError } from './failure-policy.ts';
-import { LeaseQueue } from './lease-queue.ts';
-import { routingKeys } from './routing-keys.ts';
-import { UsageLedger, type Usage } from './usage-ledger.ts';
+import type { LeaseQueue } from './lease-queue.ts';
+import { buildRouterParts, startRouterParts, type RouterParts, type RouterPartsOptions } from './router-parts.ts';
+import type { UsageLedger, Usage } from './usage-ledger.ts';
 
 /** One model request, whatever its provider. */
 export interface ModelRequest {
@@ -58,30 +56,16 @@ export interface RouteTarget {
 /** Calls the upstream through one channel; throws `UpstreamError` when the upstream failed. */
 export type ChannelCall<T> = (target: RouteTarget) => Promise<T>;
 
-export interface ModelRouterOptions extends ChannelHealthOptions {
+export interface ModelRouterOptions extends RouterPartsOptions {
   /**
    * A stored channel key in clear (decrypted with SECRET_KEY). Throws when it cannot be; that
    * channel then fails like one whose upstream refused the key. Default: the key as stored.
    */
   revealKey?: (stored: string) => string;
-  /** Command connection (shared with the worker). */
-  redis: Redis;
-  /** A connection of its own for the invalidation feed (it enters subscribe mode). */
-  subscriber: Redis;
-  log: Logger;
   /** Time-out of a channel whose `timeout_ms` is 0. Default 60 s. */
   defaultTimeoutMs?: number;
-  /** How old the in-process channel table may get before a background refresh. Default 5 s. */
-  channelCacheMaxAgeMs?: number;
-  /**
-   * How long a channel lease (max_concurrency) outlives a process that crashed while holding
-   * it; live processes renew theirs. Default 15 s.
-   */
-  leaseTtlMs?: number;
   /** Told of upstream calls, failovers, channel health verdicts and usage, for metrics. */
   observer?: RoutingObserver;
-  /** How often charges are written to Redis (see `UsageLedgerOptions.flushMs`). Default 100 ms. */
-  usageFlushMs?: number;
 }
 
 /** What the router reports as it works; every method optional. */
@@ -111,63 +95,34 @@ export class ModelRouter {
   readonly ledger: UsageLedger;
   readonly leases: ChannelLeases;
   readonly leaseQueue: LeaseQueue;
+  private readonly parts: RouterParts;
   private readonly retryAfter = new RetryAfterWindows();
-  private readonly feed: InvalidationFeed;
-  private readonly subscriber: Redis;
-  private readonly defaultTimeoutMs: number;
-  private readonly cooldownMs: number;
-  private readonly authFailuresBeforeDisable: number;
-  private readonly log: Logger;
-  private readonly observer: RoutingObserver;
-  private readonly reveal: (stored: string) => string;
+  private readonly settings: RouterSettings;
 
-  private constructor(options: ModelRouterOptions) {
-    this.observer = options.observer ?? {};
-    this.reveal = options.revealKey ?? ((stored) => stored);
-    this.health = new ChannelHealth(options.redis, options);
-    this.ledger = new UsageLedger(options.redis, {
-      flushMs: options.usageFlushMs,
-      onFlushError: (error) => this.log.error({ err: error.message }, 'could not record usage; it is retried with the next flush'),
-    });
-    this.channels = new ChannelCache(new ChannelStore(options.redis), {
-      maxAgeMs: options.channelCacheMaxAgeMs,
-      onLoad: (channels) => this.health.load(channels.map((c) => c.id)),
-    });
-    this.leases = new ChannelLeases(options.redis, { ttlMs: options.leaseTtlMs });
-    this.leases.onLost = (channelId, count) => {
-      this.log.warn({ channelId, count }, 'channel leases expired before they were renewed (was the process stalled?)');
-    };
-    this.leaseQueue = new LeaseQueue(this.leases);
-    this.subscriber = options.subscriber;
-    this.subscriber.on('message', (channel: string, message: string) => {
-      if (channel === routingKeys.leaseFreed) this.leaseQueue.hear(Number(message));
-    });
-    // Releases announced while the subscriber reconnected are lost: let every waiter look.
-    this.subscriber.on('ready', () => this.leaseQueue.wakeAll());
-    this.feed = new InvalidationFeed(options.subscriber);
-    this.feed.on((message) => {
-      if (message === 'channels' || message === EVERYTHING) this.channels.invalidate();
-      else this.health.hear(message);
-    });
-    this.defaultTimeoutMs = options.defaultTimeoutMs ?? 60_000;
-    this.cooldownMs = options.cooldownMs;
-    this.authFailuresBeforeDisable = options.authFailuresBeforeDisable;
-    this.log = options.log;
+  constructor(parts: RouterParts, settings: RouterSettings) {
+    this.parts = parts;
+    ({ channels: this.channels, health: this.health, ledger: this.ledger, leases: this.leases, leaseQueue: this.leaseQueue } = parts);
+    this.settings = settings;
   }
 
-  /** Subscribes to the invalidation feed and loads the channel table. */
+  /** A router on its own parts (`buildRouterParts`), subscribed and with the channel table loaded. */
   static async start(options: ModelRouterOptions): Promise<ModelRouter> {
-    const router = new ModelRouter(options);
-    await router.feed.start();
-    await router.subscriber.subscribe(routingKeys.leaseFreed);
-    await router.channels.current();
-    return router;
+    const parts = buildRouterParts(options);
+    await startRouterParts(parts);
+    return new ModelRouter(parts, {
+      log: options.log,
+      observer: options.observer ?? {},
+      reveal: options.revealKey ?? ((stored) => stored),
+      defaultTimeoutMs: options.defaultTimeoutMs ?? 60_000,
+      cooldownMs: options.cooldownMs,
+      authFailuresBeforeDisable: options.authFailuresBeforeDisable,
+    });
   }
 
   /** Writes the usage not yet written, and stops. */
   async close(): Promise<void> {
     this.leases.close();
-    this.feed.close();
+    this.parts.feed.close();
     await this.ledger.close();
   }
 
@@ -179,9 +134,34 @@ export class ModelRouter {
    * may take it; the caller's own 4xx as the upstream gave it; 429 when the rate-limited
    * channels would not rest before the deadline; or, when every candidate failed, 502 / 504
    * after the last failure.
+   *
+   * Each turn of the loop: check the request is still wanted, find the channels ready to be
+   * called (or wait for one to rest), take a lease on the best of them, call it, and either
+   * return its answer or decide what its failure means for the next turn.
    */
   async run<T>(request: ModelRequest, call: ChannelCall<T>): Promise<T> {
     await this.ledger.assertQuota(request.caller);
+    const attempts = new Attempts(await this.candidatesFor(request), this.retryAfter);
+    for (;;) {
+      assertStillWanted(request);
+      const ready = await this.readyChannels(request, attempts);
+      if (!ready) continue;
+      const { channel, lease } = await this.leaseQueue.acquire(
+        channelOrder(ready, (id) => this.health.isCoolingDown(id)),
+        { signal: request.signal, deadline: request.deadline, priority: request.priority },
+      );
+      if (attempts.restingUntil(channel.id, Date.now()) > Date.now()) {
+        // It answered 429 to another request while this one waited for its lease.
+        if (lease) this.release(lease, request.log);
+        continue;
+      }
+      const outcome = await this.attempt(request, channel, lease, attempts, call);
+      if (outcome.answered) return outcome.value;
+    }
+  }
+
+  /** The channels that may serve the request, or 404 / 503. */
+  private async candidatesFor(request: ModelRequest): Promise<Channel[]> {
     const snapshot = await this.channels.current();
     const serving = snapshot.servingModel(request.type, request.model);
     if (serving.length === 0) {
@@ -193,124 +173,115 @@ export class ModelRouter {
         status: 503,
         code: 'no_channel',
         message: `no channel is available for the model "${request.model}" right now`,
-        retryAfter: Math.max(1, Math.ceil(this.cooldownMs / 1000)),
+        retryAfter: Math.max(1, Math.ceil(this.settings.cooldownMs / 1000)),
       });
     }
+    return candidates;
+  }
 
-    /** Channels that failed in this request: never tried again by it. */
-    const failed = new Set<number>();
-    const tried = new Set<number>();
-    /** This request's own back-off from channels that answered 429 without Retry-After. */
-    const backoffs = new Map<number, { count: number; until: number }>();
-    const restingUntil = (channelId: number, now: number) =>
-      Math.max(this.retryAfter.restingUntil(channelId, now), backoffs.get(channelId)?.until ?? 0);
-    let lastFailure: UpstreamError | undefined;
-    let attempt = 0;
-    for (;;) {
-      if (request.signal.aborted) throw cancelled();
-      const now = Date.now();
-      if (now >= request.deadline) throw new GatewayError({ status: 504, code: 'timeout', message: 'the request ran out of time' });
-      const open = candidates.filter((c) => !failed.has(c.id));
-      if (open.length === 0) throw exhaustedError(lastFailure, tried.size);
-      const ready = open.filter((c) => restingUntil(c.id, now) <= now);
-      if (ready.length === 0) {
-        // Every channel left is rate-limited: wait for the first to rest, if the request may.
-        const wakeAt = Math.min(...open.map((c) => restingUntil(c.id, now)));
-        if (wakeAt + MIN_ATTEMPT_MS >= request.deadline) throw rateLimitedError(wakeAt - now);
-        const jitter = Math.random() * Math.min(500, (wakeAt - now) / 10);
-        await pause(Math.min(wakeAt + jitter, request.deadline - MIN_ATTEMPT_MS) - now, request.signal);
-        continue;
-      }
+  /**
+   * The untried channels that may be called now; undefined after waiting for a rate-limited one
+   * to rest (the caller looks again). Throws when none is left, or none would rest in time.
+   */
+  private async readyChannels(request: ModelRequest, attempts: Attempts): Promise<Channel[] | undefined> {
+    const now = Date.now();
+    const open = attempts.open();
+    if (open.length === 0) throw exhaustedError(attempts.lastFailure, attempts.tried.size);
+    const ready = open.filter((c) => attempts.restingUntil(c.id, now) <= now);
+    if (ready.length > 0) return ready;
+    // Every channel left is rate-limited: wait for the first to rest, if the request may.
+    const wakeAt = Math.min(...open.map((c) => attempts.restingUntil(c.id, now)));
+    if (wakeAt + MIN_ATTEMPT_MS >= request.deadline) throw rateLimitedError(wakeAt - now);
+    const jitter = Math.random() * Math.min(500, (wakeAt - now) / 10);
+    await pause(Math.min(wakeAt + jitter, request.deadline - MIN_ATTEMPT_MS) - now, request.signal);
+    return undefined;
+  }
 
-      const { channel, lease } = await this.leaseQueue.acquire(
-        channelOrder(ready, (id) => this.health.isCoolingDown(id)),
-        { signal: request.signal, deadline: request.deadline, priority: request.priority },
-      );
-      if (restingUntil(channel.id, Date.now()) > Date.now()) {
-        // It answered 429 to another request while this one waited for its lease.
-        if (lease) this.release(lease, request.log);
-        continue;
-      }
-      const left = request.deadline - Date.now();
-      tried.add(channel.id);
-      let committed = false;
-      let usage: Usage | undefined;
-      const target: RouteTarget = {
-        channel,
-        key: '',
-        upstreamModel: upstreamModelFor(channel, request.model) ?? request.model,
-        attempt: ++attempt,
-        timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.defaultTimeoutMs, left)),
-        signal: request.signal,
-        commit: () => { committed = true; },
-        reportUsage: (u) => { usage = u; },
-      };
-      const started = performance.now();
-      let value: T;
-      try {
-        target.key = this.revealKey(channel);
-        value = await call(target);
-      } catch (thrown) {
-        // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
-        // whichever provider or code path raised it.
-        const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
-        if (lease) this.release(lease, request.log);
-        if (error instanceof UpstreamError && error.kind !== 'cancelled') {
-          this.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
-        }
-        if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
-        if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw cancelled();
-        if (!(error instanceof UpstreamError)) throw error;
-        lastFailure = error;
-        if (committed) {
-          // Too late to fail over, but a stream cut short still counts against the channel's health.
-          await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short' }).catch(() => 'none' as const);
-          request.log.warn({ channelId: channel.id, attempt, kind: error.kind, status: error.status || undefined }, 'upstream failed after output reached the client');
-          throw exhaustedError(error, 1);
-        }
-        const decision = decideOnFailure(error);
-        if (decision.action === 'return') {
-          await this.health.recordSuccess(channel.id).catch(() => {});
-          throw decision.error;
-        }
-        if (decision.action === 'back-off') {
-          let until: number;
-          if (decision.retryAfterMs !== undefined) {
-            until = this.retryAfter.note(channel.id, decision.retryAfterMs);
-          } else {
-            const count = (backoffs.get(channel.id)?.count ?? 0) + 1;
-            until = Date.now() + backoffMs(count);
-            backoffs.set(channel.id, { count, until });
-          }
-          request.log.debug({ channelId: channel.id, attempt, restMs: until - Date.now() }, 'upstream rate-limited: the channel rests');
-          continue;
-        }
-        failed.add(channel.id);
-        const verdict = await this.health.recordFailure(channel.id, {
-          auth: decision.auth,
-          reason: `auto-disabled: ${decision.reason} (refusing the channel's key) ${this.authFailuresBeforeDisable} times in a row`,
-        }).catch((e: unknown) => {
-          request.log.warn({ err: (e as Error).message, channelId: channel.id }, 'could not record channel failure');
-          return 'none' as const;
-        });
-        request.log.warn({ channelId: channel.id, attempt, kind: error.kind, status: error.status || undefined, verdict }, 'upstream call failed');
-        if (verdict === 'disabled') this.log.warn({ channelId: channel.id, reason: decision.reason }, 'channel auto-disabled');
-        if (verdict === 'disabled') this.observer.autoDisable?.(channel.id);
-        if (verdict === 'cooldown') this.observer.cooldown?.(channel.id);
-        this.observer.failover?.();
-        continue;
-      }
+  /** One call on one channel: its answer, or what its failure means for the next turn. */
+  private async attempt<T>(request: ModelRequest, channel: Channel, lease: Lease | undefined, attempts: Attempts, call: ChannelCall<T>): Promise<{ answered: true; value: T } | { answered: false }> {
+    attempts.tried.add(channel.id);
+    let committed = false;
+    let usage: Usage | undefined;
+    const target: RouteTarget = {
+      channel,
+      key: '',
+      upstreamModel: upstreamModelFor(channel, request.model) ?? request.model,
+      attempt: ++attempts.count,
+      timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs, request.deadline - Date.now())),
+      signal: request.signal,
+      commit: () => { committed = true; },
+      reportUsage: (u) => { usage = u; },
+    };
+    const started = performance.now();
+    let value: T;
+    try {
+      target.key = this.revealKey(channel);
+      value = await call(target);
+    } catch (thrown) {
       if (lease) this.release(lease, request.log);
-      this.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
-      this.health.noteSuccess(channel.id);
-      this.charge(request, channel.id, usage, performance.now() - started);
-      return value;
+      // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
+      // whichever provider or code path raised it.
+      const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
+      if (error instanceof UpstreamError && error.kind !== 'cancelled') {
+        this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
+      }
+      if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
+      if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw cancelled();
+      if (!(error instanceof UpstreamError)) throw error;
+      attempts.lastFailure = error;
+      if (committed) await this.failAfterCommit(request, channel, error, attempts.count);
+      await this.afterFailure(request, channel, error, attempts);
+      return { answered: false };
     }
+    if (lease) this.release(lease, request.log);
+    this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
+    this.health.noteSuccess(channel.id);
+    this.charge(request, channel.id, usage, performance.now() - started);
+    return { answered: true, value };
+  }
+
+  /** Output already reached the client: no failover, but the cut stream counts against the channel. */
+  private async failAfterCommit(request: ModelRequest, channel: Channel, error: UpstreamError, attempt: number): Promise<never> {
+    await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short' }).catch(() => 'none' as const);
+    request.log.warn({ channelId: channel.id, attempt, kind: error.kind, status: error.status || undefined }, 'upstream failed after output reached the client');
+    throw exhaustedError(error, 1);
+  }
+
+  /**
+   * What a failed call means for the next turn (see `decideOnFailure`): the caller's own error
+   * is returned (thrown) as it is; a 429 rests the channel; any other failure rules the channel
+   * out for this request and counts against its health (cooldown, auto-disable).
+   */
+  private async afterFailure(request: ModelRequest, channel: Channel, error: UpstreamError, attempts: Attempts): Promise<void> {
+    const decision = decideOnFailure(error);
+    if (decision.action === 'return') {
+      await this.health.recordSuccess(channel.id).catch(() => {});
+      throw decision.error;
+    }
+    if (decision.action === 'back-off') {
+      const until = attempts.rest(channel.id, decision.retryAfterMs);
+      request.log.debug({ channelId: channel.id, attempt: attempts.count, restMs: until - Date.now() }, 'upstream rate-limited: the channel rests');
+      return;
+    }
+    attempts.failed.add(channel.id);
+    const verdict = await this.health.recordFailure(channel.id, {
+      auth: decision.auth,
+      reason: `auto-disabled: ${decision.reason} (refusing the channel's key) ${this.settings.authFailuresBeforeDisable} times in a row`,
+    }).catch((e: unknown) => {
+      request.log.warn({ err: (e as Error).message, channelId: channel.id }, 'could not record channel failure');
+      return 'none' as const;
+    });
+    request.log.warn({ channelId: channel.id, attempt: attempts.count, kind: error.kind, status: error.status || undefined, verdict }, 'upstream call failed');
+    const { observer, log } = this.settings;
+    if (verdict === 'disabled') log.warn({ channelId: channel.id, reason: decision.reason }, 'channel auto-disabled');
+    if (verdict === 'disabled') observer.autoDisable?.(channel.id);
+    if (verdict === 'cooldown') observer.cooldown?.(channel.id);
+    observer.failover?.();
   }
 
   private revealKey(channel: Channel): string {
     try {
-      return this.reveal(channel.key);
+      return this.settings.reveal(channel.key);
     } catch (error) {
       throw new UpstreamError({ kind: 'http', status: 401, message: `channel ${channel.id}'s key cannot be used: ${(error as Error).message}` });
     }
@@ -326,8 +297,61 @@ export class ModelRouter {
   /** Charged off the reply path: the ledger writes it with the next flush. */
   private charge(request: ModelRequest, channelId: number, usage: Usage | undefined, ms: number, healthy = true): void {
     this.ledger.charge({ caller: request.caller, channelId, usage: usage ?? { totalTokens: 0 }, responseTimeMs: ms, healthy });
-    this.observer.usage?.(usage?.totalTokens ?? 0);
+    this.settings.observer.usage?.(usage?.totalTokens ?? 0);
   }
+}
+
+/** How a router behaves, besides its parts. */
+export interface RouterSettings {
+  log: Logger;
+  observer: RoutingObserver;
+  /** A stored channel key in clear (see `ModelRouterOptions.revealKey`). */
+  reveal: (stored: string) => string;
+  defaultTimeoutMs: number;
+  cooldownMs: number;
+  authFailuresBeforeDisable: number;
+}
+
+/** One request's record of its attempts: which channels it tried, which failed, which rest. */
+class Attempts {
+  readonly tried = new Set<number>();
+  /** Channels that failed in this request: never tried again by it. */
+  readonly failed = new Set<number>();
+  count = 0;
+  lastFailure: UpstreamError | undefined;
+  /** This request's own back-off from channels that answered 429 without Retry-After. */
+  private readonly backoffs = new Map<number, { count: number; until: number }>();
+  private readonly candidates: Channel[];
+  private readonly retryAfter: RetryAfterWindows;
+
+  constructor(candidates: Channel[], retryAfter: RetryAfterWindows) {
+    this.candidates = candidates;
+    this.retryAfter = retryAfter;
+  }
+
+  /** Candidates that have not failed in this request. */
+  open(): Channel[] {
+    return this.candidates.filter((c) => !this.failed.has(c.id));
+  }
+
+  /** Epoch ms until which a channel rests: the process-wide Retry-After, or this request's back-off. */
+  restingUntil(channelId: number, now: number): number {
+    return Math.max(this.retryAfter.restingUntil(channelId, now), this.backoffs.get(channelId)?.until ?? 0);
+  }
+
+  /** Rests a channel that answered 429: for its Retry-After (every request), else a back-off (this one). */
+  rest(channelId: number, retryAfterMs: number | undefined): number {
+    if (retryAfterMs !== undefined) return this.retryAfter.note(channelId, retryAfterMs);
+    const count = (this.backoffs.get(channelId)?.count ?? 0) + 1;
+    const until = Date.now() + backoffMs(count);
+    this.backoffs.set(channelId, { count, until });
+    return until;
+  }
+}
+
+function assertStillWanted(request: ModelRequest): void {
+  if (request.signal.aborted) throw cancelled();
+  if (Date.now() >= request.deadline) throw new GatewayError({ status: 504, code: 'timeout', message: 'the request ran out of time' });
 }
 
 /** A retry that would leave less than this before the deadline is not worth making. */

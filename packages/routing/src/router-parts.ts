@@ -1,0 +1,81 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from '@gateway/log';
+import { ChannelStore, EVERYTHING, InvalidationFeed } from '@gateway/store';
+import { ChannelCache } from './channel-cache.ts';
+import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
+import { ChannelLeases } from './channel-leases.ts';
+import { LeaseQueue } from './lease-queue.ts';
+import { routingKeys } from './routing-keys.ts';
+import { UsageLedger } from './usage-ledger.ts';
+
+/** What a `ModelRouter` works with, each shared by every request of the process. */
+export interface RouterParts {
+  /** The channel table, kept fresh by the invalidation feed. */
+  channels: ChannelCache;
+  /** Cooldowns and auto-disable, shared across processes. */
+  health: ChannelHealth;
+  /** Quota check and usage charge. */
+  ledger: UsageLedger;
+  /** Per-channel concurrency leases (max_concurrency), shared across processes. */
+  leases: ChannelLeases;
+  /** Requests of this process waiting for a lease on a full channel. */
+  leaseQueue: LeaseQueue;
+  /** Channel and health changes announced by other processes. */
+  feed: InvalidationFeed;
+  /** The subscriber connection the feed and lease releases arrive on. */
+  subscriber: Redis;
+}
+
+export interface RouterPartsOptions extends ChannelHealthOptions {
+  /** Command connection (shared with the worker). */
+  redis: Redis;
+  /** A connection of its own for the invalidation feed and lease releases (it enters subscribe mode). */
+  subscriber: Redis;
+  log: Logger;
+  /** How old the in-process channel table may get before a background refresh. Default 5 s. */
+  channelCacheMaxAgeMs?: number;
+  /** How long a lease outlives a process that crashed holding it. Default 15 s. */
+  leaseTtlMs?: number;
+  /** How often charges are written to Redis (see `UsageLedgerOptions.flushMs`). Default 100 ms. */
+  usageFlushMs?: number;
+}
+
+/**
+ * Builds a router's parts on one command connection and one subscriber, and wires them: the
+ * feed invalidates the channel table or passes health news on, a lease release wakes the
+ * requests waiting for that channel, and a subscriber that reconnected wakes them all (releases
+ * announced meanwhile are lost). `startRouterParts` subscribes and loads the channel table.
+ */
+export function buildRouterParts(options: RouterPartsOptions): RouterParts {
+  const { redis, subscriber, log } = options;
+  const health = new ChannelHealth(redis, options);
+  const ledger = new UsageLedger(redis, {
+    flushMs: options.usageFlushMs,
+    onFlushError: (error) => log.error({ err: error.message }, 'could not record usage; it is retried with the next flush'),
+  });
+  const channels = new ChannelCache(new ChannelStore(redis), {
+    maxAgeMs: options.channelCacheMaxAgeMs,
+    onLoad: (loaded) => health.load(loaded.map((c) => c.id)),
+  });
+  const leases = new ChannelLeases(redis, { ttlMs: options.leaseTtlMs });
+  leases.onLost = (channelId, count) => {
+    log.warn({ channelId, count }, 'channel leases expired before they were renewed (was the process stalled?)');
+  };
+  const leaseQueue = new LeaseQueue(leases);
+  subscriber.on('message', (channel: string, message: string) => {
+    if (channel === routingKeys.leaseFreed) leaseQueue.hear(Number(message));
+  });
+  subscriber.on('ready', () => leaseQueue.wakeAll());
+  const feed = new InvalidationFeed(subscriber);
+  feed.on((message) => {
+    if (message === 'channels' || message === EVERYTHING) channels.invalidate();
+    else health.hear(message);
+  });
+  return { channels, health, ledger, leases, leaseQueue, feed, subscriber };
+}
+
+export async function startRouterParts(parts: RouterParts): Promise<void> {
+  await parts.feed.start();
+  await parts.subscriber.subscribe(routingKeys.leaseFreed);
+  await parts.channels.current();
+}
