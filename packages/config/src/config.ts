@@ -44,6 +44,8 @@ export const configSchema = z.object({
   CHANNEL_LEASE_TTL_MS: integer(15_000, 1000, 3_600_000),
   /** Usage is charged in batches this often (0: each answer at once); a crash loses at most this long of it. */
   USAGE_FLUSH_MS: integer(100, 0, 60_000),
+  /** A key's quota, once read, answers the checks of its next requests for this long (0: read it every time). */
+  QUOTA_CACHE_MS: integer(250, 0, 60_000),
   ADMISSION_MAX_BACKLOG: integer(100_000, 1, 100_000_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 600_000),
   REDIS_DATA_DIR: z.string().min(1).default('.data/redis'),

@@ -41,6 +41,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
     leaseTtlMs: config.CHANNEL_LEASE_TTL_MS,
     usageFlushMs: config.USAGE_FLUSH_MS,
+    quotaCacheMs: config.QUOTA_CACHE_MS,
     // A key stored before keys were encrypted is used as it is, until the rotation rewrites it.
     revealKey: (stored) => (isEncryptedKey(stored) ? cipher.decrypt(stored) : stored),
     observer: observeRouting(metrics, spec.queue),

@@ -38,11 +38,13 @@ export interface RouterPartsOptions extends ChannelHealthOptions {
   leaseTtlMs?: number;
   /** How often charges are written to Redis (see `UsageLedgerOptions.flushMs`). Default 100 ms. */
   usageFlushMs?: number;
+  /** How long a quota read answers later checks (see `UsageLedgerOptions.quotaCacheMs`). Default 250 ms. */
+  quotaCacheMs?: number;
 }
 
 /**
  * Builds a router's parts on one command connection and one subscriber, and wires them: the
- * feed invalidates the channel table or passes health news on, a lease release wakes the
+ * feed invalidates the channel table or the quotas read, or passes health news on, a lease release wakes the
  * requests waiting for that channel, and a subscriber that reconnected wakes them all (releases
  * announced meanwhile are lost). `startRouterParts` subscribes and loads the channel table.
  */
@@ -51,6 +53,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
   const health = new ChannelHealth(redis, options);
   const ledger = new UsageLedger(redis, {
     flushMs: options.usageFlushMs,
+    quotaCacheMs: options.quotaCacheMs,
     onFlushError: (error) => log.error({ err: error.message }, 'could not record usage; it is retried with the next flush'),
   });
   const channels = new ChannelCache(new ChannelStore(redis), {
@@ -68,6 +71,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
   subscriber.on('ready', () => leaseQueue.wakeAll());
   const feed = new InvalidationFeed(subscriber);
   feed.on((message) => {
+    if (message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:')) ledger.forgetQuotas();
     if (message === 'channels' || message === EVERYTHING) channels.invalidate();
     else health.hear(message);
   });

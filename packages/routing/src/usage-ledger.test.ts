@@ -85,6 +85,24 @@ describe('usage ledger', () => {
     expect((await store.channels.get(channel.id))!.response_time).toBe(99);
   });
 
+  it("answers quota checks from its last read for quotaCacheMs, with its own charges taken off, until told of a change", async () => {
+    const { caller, channel } = await setup({ remain_quota: 100 });
+    const cached = new UsageLedger(redis, { quotaCacheMs: 60_000 });
+    await cached.assertQuota(caller);
+    await redis.config('RESETSTAT');
+    cached.charge({ caller, channelId: channel.id, usage: { totalTokens: 60 }, responseTimeMs: 1 });
+    await cached.assertQuota(caller);
+    expect(await redis.info('commandstats')).not.toMatch(/cmdstat_hmget/);
+    // Its own charges count at once: 100 - 60 - 40 leaves nothing.
+    cached.charge({ caller, channelId: channel.id, usage: { totalTokens: 40 }, responseTimeMs: 1 });
+    await expect(cached.assertQuota(caller)).rejects.toMatchObject({ status: 429 });
+    // An administrator raises the quota: the feed makes the ledger forget what it read.
+    await cached.flush();
+    await redis.hset(keys.token(caller.tokenId), 'remain_quota', '500');
+    cached.forgetQuotas();
+    await expect(cached.assertQuota(caller)).resolves.toBeUndefined();
+  });
+
   it('keeps charges through a Redis outage and writes them once it is back', async () => {
     const { caller, channel } = await setup({ remain_quota: 1000 });
     const flaky = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });

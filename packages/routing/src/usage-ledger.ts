@@ -54,6 +54,8 @@ type Scripted = Redis & {
 
 interface ChannelCharge { quota: number; responseTimeMs: number; healthy: boolean }
 interface UserCharge { quota: number; requests: number }
+/** A key's and its user's quota as last read, with this process's charges since applied. */
+interface QuotaSnapshot { remain: number; unlimited: boolean; allowance: number; used: number; readAt: number }
 
 const outOfQuota = (message: string) =>
   new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
@@ -68,16 +70,24 @@ export interface UsageLedgerOptions {
   flushMs?: number;
   /** Told when a flush fails (it is retried with the next one). */
   onFlushError?: (error: Error) => void;
+  /**
+   * How long a quota read from Redis answers the checks of later requests by the same key
+   * (with this process's own charges taken off as they happen). Other processes' charges reach
+   * it within this time plus `flushMs`; a change by an administrator at once (`forgetQuotas`).
+   * 0 reads Redis for every check. Default 250.
+   */
+  quotaCacheMs?: number;
 }
 
 /**
  * The quota check before an upstream call and the charge after it. A charge adds to the key's
  * `used_quota` and takes from its `remain_quota` (unless unlimited), adds to the user's
  * `used_quota` and `request_count`, adds to the channel's `used_quota` and sets its
- * `response_time`. Charges wait in memory for the next flush (see `flushMs`); the quota check
- * counts this process's unwritten charges, so it lets a request through while quota remains,
- * and concurrent requests overspend by at most what the requests in flight (and other workers'
- * unwritten charges) use.
+ * `response_time`. Charges wait in memory for the next flush (see `flushMs`). The quota check
+ * reads a key's quota at most every `quotaCacheMs` and takes this process's charges off it as
+ * they happen, so it lets a request through while quota remains, and concurrent requests
+ * overspend by at most what the requests in flight, and other workers' charges of the last
+ * `quotaCacheMs + flushMs`, use.
  *
  * A user's `quota` is the user's allowance: when above 0, the user is out of quota once
  * `used_quota` reaches it; 0 means the user has no allowance of its own (its keys' still apply).
@@ -91,11 +101,15 @@ export class UsageLedger {
   private channels = new Map<number, ChannelCharge>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
+  private readonly quotaCacheMs: number;
+  /** `${tokenId}:${userId}` → the quota last read. */
+  private readonly quotas = new Map<string, QuotaSnapshot>();
 
   constructor(redis: Redis, options: UsageLedgerOptions = {}) {
     this.redis = redis as Scripted;
     this.flushMs = options.flushMs ?? 100;
     this.onFlushError = options.onFlushError ?? (() => {});
+    this.quotaCacheMs = options.quotaCacheMs ?? 250;
     redis.defineCommand('gwChargeToken', { numberOfKeys: 1, lua: CHARGE_TOKEN });
     redis.defineCommand('gwChargeUser', { numberOfKeys: 1, lua: CHARGE_USER });
     redis.defineCommand('gwChargeChannel', { numberOfKeys: 2, lua: CHARGE_CHANNEL });
@@ -103,6 +117,26 @@ export class UsageLedger {
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
   async assertQuota(caller: ModelCaller): Promise<void> {
+    const quota = await this.quotaOf(caller);
+    if (!quota.unlimited && quota.remain <= 0) {
+      throw outOfQuota('this API key has used up its quota; raise its remain_quota or make it unlimited');
+    }
+    if (quota.allowance > 0 && quota.used >= quota.allowance) {
+      throw outOfQuota('your account has used up its quota; ask an administrator to raise it');
+    }
+  }
+
+  /** Drops every quota read: the next checks read Redis (a key or user was changed). */
+  forgetQuotas(): void {
+    this.quotas.clear();
+  }
+
+  /** The caller's quota: as read less than `quotaCacheMs` ago, else from Redis (less unwritten charges). */
+  private async quotaOf(caller: ModelCaller): Promise<QuotaSnapshot> {
+    const id = `${caller.tokenId}:${caller.userId}`;
+    const cached = this.quotas.get(id);
+    if (cached && Date.now() - cached.readAt < this.quotaCacheMs) return cached;
+    const readAt = Date.now();
     const [token, user] = await Promise.all([
       this.redis.hmget(keys.token(caller.tokenId), 'remain_quota', 'unlimited_quota', 'id'),
       this.redis.hmget(keys.user(caller.userId), 'quota', 'used_quota', 'id'),
@@ -110,22 +144,31 @@ export class UsageLedger {
     const [remain, unlimited, tokenId] = token;
     const [allowance, used, userId] = user;
     if (!tokenId || !userId) {
+      this.quotas.delete(id);
       throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'this API key no longer exists' });
     }
-    const unwrittenByToken = this.tokens.get(caller.tokenId) ?? 0;
-    if (unlimited !== '1' && Number(remain ?? 0) - unwrittenByToken <= 0) {
-      throw outOfQuota('this API key has used up its quota; raise its remain_quota or make it unlimited');
+    const snapshot: QuotaSnapshot = {
+      remain: Number(remain ?? 0) - (this.tokens.get(caller.tokenId) ?? 0),
+      unlimited: unlimited === '1',
+      allowance: Number(allowance ?? 0),
+      used: Number(used ?? 0) + (this.users.get(caller.userId)?.quota ?? 0),
+      readAt,
+    };
+    if (this.quotaCacheMs > 0) {
+      if (this.quotas.size >= 10_000) this.quotas.clear();
+      this.quotas.set(id, snapshot);
     }
-    const limit = Number(allowance ?? 0);
-    const unwrittenByUser = this.users.get(caller.userId)?.quota ?? 0;
-    if (limit > 0 && Number(used ?? 0) + unwrittenByUser >= limit) {
-      throw outOfQuota('your account has used up its quota; ask an administrator to raise it');
-    }
+    return snapshot;
   }
 
   /** Adds the usage to the key, the user and the channel (at the next flush), and marks the channel healthy. */
   charge(charge: Charge): void {
     const quota = Math.max(0, Math.round(charge.usage.totalTokens));
+    const snapshot = this.quotas.get(`${charge.caller.tokenId}:${charge.caller.userId}`);
+    if (snapshot) {
+      snapshot.remain -= quota;
+      snapshot.used += quota;
+    }
     this.addToken(charge.caller.tokenId, quota);
     this.addUser(charge.caller.userId, { quota, requests: 1 });
     const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
