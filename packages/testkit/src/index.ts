@@ -6,6 +6,7 @@
 export { freePort } from './free-port.ts';
 export { until } from './until.ts';
 export { spawnRedis, useTestRedis, hasRedisServer, type TestRedis } from './redis-harness.ts';
+export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';

@@ -19,7 +19,7 @@ export function hasRedisServer(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-async function waitUntilAnswering(url: string, timeoutMs = 10_000): Promise<void> {
+export async function waitUntilAnswering(url: string, timeoutMs = 10_000): Promise<void> {
   const started = Date.now();
   for (;;) {
     const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
@@ -41,7 +41,7 @@ async function waitUntilAnswering(url: string, timeoutMs = 10_000): Promise<void
  * redis-server on a leash: when the test process dies, even by SIGKILL, its end of the stdin
  * pipe closes, `read` returns, and redis-server is killed, so no test leaves a server behind.
  */
-const LEASH = 'exec 3<&0; redis-server "$@" </dev/null & pid=$!; (read _ignored <&3; kill -9 $pid 2>/dev/null) & wait $pid';
+export const LEASH = 'exec 3<&0; redis-server "$@" </dev/null & pid=$!; (read _ignored <&3; kill -9 $pid 2>/dev/null) & wait $pid';
 
 /** Spawns a private redis-server on a free port, with AOF so a restart keeps the data. */
 export async function spawnRedis(): Promise<TestRedis> {
