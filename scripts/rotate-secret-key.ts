@@ -10,7 +10,7 @@ import { ChannelKeyCipher, ChannelStore } from '@gateway/store';
 
 const config = loadServiceConfig('rotate-secret-key');
 const cipher = new ChannelKeyCipher(requireSecretKey(config, 'rotate-secret-key'), config.SECRET_KEY_PREVIOUS);
-const redis = createRedis(config.REDIS_URL, { name: 'rotate-secret-key' });
+const redis = createRedis(config.redis, { name: 'rotate-secret-key' });
 try {
   await waitForRedis(redis, 10_000);
   const rewritten = await new ChannelStore(redis).reencryptKeys(cipher);

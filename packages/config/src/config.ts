@@ -8,6 +8,22 @@ const redisUrl = z
   .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
   .optional();
 
+/** `host:port,host:port,…`: the seed nodes of a Redis Cluster. */
+const clusterNodes = z
+  .string()
+  .transform((value, ctx) => {
+    const seeds = value.split(',').map((s) => s.trim()).filter(Boolean).map((entry) => {
+      const match = /^(.+):(\d{1,5})$/.exec(entry);
+      return match ? { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) } : undefined;
+    });
+    if (seeds.length === 0 || seeds.some((s) => !s || s.port < 1 || s.port > 65535)) {
+      ctx.addIssue({ code: 'custom', message: 'must be host:port pairs separated by commas (10.0.0.1:6379,10.0.0.2:6379)' });
+      return z.NEVER;
+    }
+    return seeds as { host: string; port: number }[];
+  })
+  .optional();
+
 /** 32 bytes, given as base64 (44 characters) or hex (64). */
 const secretKey = z.string().transform((value, ctx) => {
   const bytes = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
@@ -21,6 +37,11 @@ const secretKey = z.string().transform((value, ctx) => {
 /** Every environment variable, with its default. The README lists the same set. */
 export const configSchema = z.object({
   REDIS_URL: redisUrl,
+  /** Seed nodes of a Redis Cluster; takes precedence over REDIS_URL. */
+  REDIS_CLUSTER_NODES: clusterNodes,
+  /** Password (AUTH) for the cluster's nodes; a REDIS_URL carries its own. */
+  REDIS_PASSWORD: z.string().min(1).optional(),
+  REDIS_TLS: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
   PORT: integer(3000, 0, 65535),
   HOST: z.string().min(1).default('127.0.0.1'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -6,3 +6,4 @@
 export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
 export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts';
 export { nodeFlagsOf, serviceNodeFlags } from './node-flags.ts';
+export { redisTargetOf, describeRedisTarget, type RedisTarget, type RedisClient, type ClusterSeed } from './redis-target.ts';

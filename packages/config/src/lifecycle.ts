@@ -1,7 +1,11 @@
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { redisTargetOf, type RedisTarget } from './redis-target.ts';
 
-/** Loads the configuration of a service that needs Redis, or exits naming what is wrong. */
-export function loadServiceConfig(service: string): Config & { REDIS_URL: string } {
+/**
+ * Loads the configuration of a service that needs Redis, or exits naming what is wrong.
+ * `redis` is where to find it (REDIS_CLUSTER_NODES, else REDIS_URL).
+ */
+export function loadServiceConfig(service: string): Config & { redis: RedisTarget } {
   let config: Config;
   try {
     config = loadConfig();
@@ -12,14 +16,15 @@ export function loadServiceConfig(service: string): Config & { REDIS_URL: string
     }
     throw error;
   }
-  if (!config.REDIS_URL) {
+  const redis = redisTargetOf(config);
+  if (!redis) {
     process.stderr.write(
-      `${service}: REDIS_URL is not set. Point it at a Redis (redis://host:6379), or run "npm start", which starts an embedded redis-server.\n`,
+      `${service}: REDIS_URL is not set. Point it at a Redis (redis://host:6379) or a Redis Cluster (REDIS_CLUSTER_NODES=host:port,…), or run "npm start", which starts an embedded redis-server.\n`,
     );
     process.exit(1);
   }
   exitWithParent();
-  return config as Config & { REDIS_URL: string };
+  return { ...config, redis };
 }
 
 /**

@@ -25,17 +25,17 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
-  setAddressPolicy({ allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.REDIS_URL) });
+  setAddressPolicy({ allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.redis) });
   const cipher = new ChannelKeyCipher(requireSecretKey(config, spec.service), config.SECRET_KEY_PREVIOUS);
   const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);
   const metrics = createWorkerMetrics(spec.service);
   const concurrency = spec.concurrency(config);
 
-  const redis = createRedis(config.REDIS_URL, { name: spec.service });
+  const redis = createRedis(config.redis, { name: spec.service });
   await waitForRedis(redis, 30_000);
   const router = await ModelRouter.start({
     redis,
-    subscriber: createRedis(config.REDIS_URL, { name: `${spec.service}-invalidations`, blocking: true }),
+    subscriber: createRedis(config.redis, { name: `${spec.service}-invalidations`, blocking: true }),
     failuresBeforeCooldown: config.CHANNEL_FAILURES_BEFORE_COOLDOWN,
     cooldownMs: config.CHANNEL_COOLDOWN_MS,
     authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
@@ -51,7 +51,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
   // `concurrency` jobs at once in this process; more processes share the same queue.
   const worker = await startJobWorker<P>({
     queue: spec.queue,
-    redisUrl: config.REDIS_URL,
+    redisTarget: config.redis,
     redis,
     concurrency,
     laneConcurrency: config.QUEUE_LANE_CONCURRENCY,

@@ -9,6 +9,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import type { RedisTarget } from '@gateway/config';
 
 export interface AddressPolicy {
   allowPrivate: boolean;
@@ -101,9 +102,10 @@ export function policedLookup(policy: () => AddressPolicy): LookupFunction {
   };
 }
 
-/** The Redis at `redisUrl` as forbidden entries (no channel may point at the gateway's own Redis). */
-export function redisAddresses(redisUrl: string): Promise<AddressPolicy['forbidden']> {
-  const url = new URL(redisUrl);
+/** The gateway's own Redis (its URL, or every seed of its cluster) as forbidden entries: no channel may point at it. */
+export async function redisAddresses(target: RedisTarget): Promise<AddressPolicy['forbidden']> {
+  if (typeof target !== 'string') return (await Promise.all(target.cluster.map((seed) => ownAddresses(seed.host, seed.port)))).flat();
+  const url = new URL(target);
   return ownAddresses(url.hostname, Number(url.port) || 6379);
 }
 

@@ -1,5 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
 import { createRedis, type Redis } from './redis-connection.ts';
@@ -39,7 +40,8 @@ export type JobHandler<P> = (context: JobContext<P>) => Promise<unknown>;
 
 export interface JobWorkerOptions<P> {
   queue: QueueName;
-  redisUrl: string;
+  /** The Redis (server URL or cluster) the queue lives on. */
+  redisTarget: RedisTarget;
   concurrency: number;
   handler: JobHandler<P>;
   log: Logger;
@@ -68,9 +70,9 @@ export interface JobWorker {
  * reply path. Jobs nobody waits for any more (past their deadline) are dropped unrun.
  */
 export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<JobWorker> {
-  const redis = options.redis ?? createRedis(options.redisUrl, { name: `${options.queue}-worker` });
-  const bullConnection = createRedis(options.redisUrl, { name: `${options.queue}-worker-bull`, blocking: true });
-  const cancels = new CancelListener(createRedis(options.redisUrl, { name: `${options.queue}-worker-cancel`, blocking: true }));
+  const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
+  const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
+  const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
   await cancels.start();
   const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs });
   const ingresses = new IngressLiveness(redis);
@@ -164,7 +166,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const lanes: Worker<JobEnvelope<P>>[] = [];
   const connections: Redis[] = [];
   for (let lane = 0; lane < laneCount; lane++) {
-    const connection = lane === 0 ? bullConnection : createRedis(options.redisUrl, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
+    const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
     const worker = new Worker<JobEnvelope<P>>(options.queue, process, {
       connection,

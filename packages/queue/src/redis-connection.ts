@@ -1,6 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis as Server, type RedisOptions } from 'ioredis';
+import type { RedisClient, RedisTarget } from '@gateway/config';
 
-export type { Redis } from 'ioredis';
+/** A connection to the server or the cluster the configuration names. */
+export type Redis = RedisClient;
 
 export interface ConnectionOptions {
   /** Name shown by CLIENT LIST, for operators. */
@@ -17,9 +19,11 @@ export interface ConnectionOptions {
 /**
  * Opens an ioredis connection with the settings this project relies on: auto-pipelining
  * (commands of concurrent requests share round trips) and unlimited reconnects with a short
- * back-off, so every process heals by itself when Redis comes back.
+ * back-off, so every process heals by itself when Redis comes back. On a Redis Cluster, an
+ * ioredis Cluster with the same settings, which follows MOVED and ASK redirections, refreshes
+ * its slot table, and retries a command while a failover promotes a replica.
  */
-export function createRedis(url: string, { name, blocking = false, failFast = false }: ConnectionOptions): Redis {
+export function createRedis(target: RedisTarget, { name, blocking = false, failFast = false }: ConnectionOptions): Redis {
   const options: RedisOptions = {
     connectionName: name,
     enableAutoPipelining: !blocking,
@@ -28,7 +32,19 @@ export function createRedis(url: string, { name, blocking = false, failFast = fa
     enableReadyCheck: true,
     enableOfflineQueue: !failFast,
   };
-  const redis = new Redis(url, options);
+  const redis = typeof target === 'string' ? new Server(target, options) : new Cluster(target.cluster, {
+    redisOptions: { ...options, password: target.password, tls: target.tls ? {} : undefined },
+    enableAutoPipelining: options.enableAutoPipelining,
+    enableOfflineQueue: options.enableOfflineQueue,
+    enableReadyCheck: true,
+    clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+    // While a master fails over, commands for its slots wait and are retried.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    // TLS certificates of managed clusters name the hosts given, not the addresses they resolve to.
+    dnsLookup: (address, callback) => callback(null, address),
+  });
   // Errors surface through the commands that fail; the event would otherwise crash the process.
   redis.on('error', () => {});
   return redis;

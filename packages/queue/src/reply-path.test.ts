@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function runWorker(concurrency = 64) {
-  worker = await startJobWorker<{ n: number; wait?: number; chunks?: number }>({ queue: QueueName.admin, redisUrl: server.url, concurrency, handler: (c) => handler(c), log });
+  worker = await startJobWorker<{ n: number; wait?: number; chunks?: number }>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log });
 }
 
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>

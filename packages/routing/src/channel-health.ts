@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { keys } from '@gateway/store';
 import { cooldownMessage, parseCooldownMessage, routingKeys } from './routing-keys.ts';
 

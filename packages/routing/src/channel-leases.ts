@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { routingKeys } from './routing-keys.ts';
 
 /** The right to have one request in flight to a channel; given back with `ChannelLeases.release`. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { ChannelStore, EVERYTHING, InvalidationFeed } from '@gateway/store';
 import { ChannelCache } from './channel-cache.ts';

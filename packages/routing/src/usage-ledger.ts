@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { GatewayError, type ModelCaller } from '@gateway/contracts';
 import { keys } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';

@@ -3,7 +3,7 @@
  * indexes (username, access token, key hash, channel tag), and the secrets' hashing. Every
  * write of a record and its indexes is one atomic Lua script.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { ChannelStore } from './channel-store.ts';
 import { SessionStore } from './session-store.ts';
 import { TokenStore } from './token-store.ts';

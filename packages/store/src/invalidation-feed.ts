@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { keys } from './keys.ts';
 
 /** Sent to listeners when the feed may have missed messages (a reconnect): drop everything. */
@@ -28,7 +29,10 @@ export class InvalidationFeed {
 
   /** A feed on a subscriber connection of its own, duplicated from `redis`. */
   static beside(redis: Redis, connectionName: string): InvalidationFeed {
-    const subscriber = redis.duplicate({ connectionName, enableAutoPipelining: false, maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const settings = { connectionName, enableAutoPipelining: false, maxRetriesPerRequest: null, enableOfflineQueue: true };
+    const subscriber = redis instanceof Cluster
+      ? redis.duplicate([], { enableAutoPipelining: false, enableOfflineQueue: true, redisOptions: { ...redis.options.redisOptions, ...settings } })
+      : redis.duplicate(settings);
     subscriber.on('error', () => {});
     return new InvalidationFeed(subscriber);
   }

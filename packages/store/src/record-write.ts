@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 
 /**
  * One atomic write of a record and its indexes, as a Lua script: either every change lands or

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '@gateway/config';
 import { randomBytes } from 'node:crypto';
 import { sha256 } from './secrets.ts';
 

@@ -11,14 +11,14 @@ const config = loadServiceConfig('admin-worker');
 const log = createLogger('admin-worker', config.LOG_LEVEL, config.LOG_FORMAT);
 const metrics = createWorkerMetrics('admin-worker');
 
-const redis = createRedis(config.REDIS_URL, { name: 'admin-worker' });
+const redis = createRedis(config.redis, { name: 'admin-worker' });
 await waitForRedis(redis, 30_000);
 const store = createStore(redis);
 await ensureRootUser(store, config, log);
 
 const worker = await startJobWorker<AdminJobPayload>({
   queue: QueueName.admin,
-  redisUrl: config.REDIS_URL,
+  redisTarget: config.redis,
   redis,
   concurrency: config.ADMIN_CONCURRENCY,
   handler: adminJobHandler(store),

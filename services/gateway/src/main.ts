@@ -13,16 +13,16 @@ const log = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
 
 const ingressId = randomUUID();
 // Channels may not point at this gateway's Redis or at the gateway itself (added once listening).
-const addressPolicy = { allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.REDIS_URL) };
+const addressPolicy = { allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.redis) };
 // Fail fast: while Redis is down a request gets a 503 at once instead of waiting for it.
-const redis = createRedis(config.REDIS_URL, { name: `gateway-${ingressId}`, failFast: true });
+const redis = createRedis(config.redis, { name: `gateway-${ingressId}`, failFast: true });
 try {
   await waitForRedis(redis, 60_000);
 } catch (error) {
   log.fatal({ err: (error as Error).message }, 'cannot reach Redis at REDIS_URL');
   process.exit(1);
 }
-const inbox = new ReplyInbox(ingressId, createRedis(config.REDIS_URL, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
+const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 const jobs = new JobClient(redis, inbox);
 const gateway = buildGateway({
