@@ -50,7 +50,7 @@ describe('channel keys', () => {
     const secret = 'sk-upstream-key-that-must-stay-secret-42';
     const channel = await ok('POST', '/api/channel/', { name: 'enc', type: 'openai', key: secret, base_url: mock.url, models: ['enc-model'] });
     expect(channel.key).toBe('sk-up********t-42');
-    const stored = await new Redis(stack.redis.url).hgetall(`gw:channel:${channel.id}`);
+    const stored = await new Redis(stack.redis.url).hgetall(`gw:{store}:channel:${channel.id}`);
     expect(stored.key).toMatch(/^enc:v1:[0-9a-f]{8}:/);
     expect(JSON.stringify(stored)).not.toContain('key-that-must-stay-secret');
 

@@ -13,7 +13,8 @@ export { UserStore, publicUser, type StoredUser, type NewUser, type UserChanges 
 export { ChannelStore, publicChannel, type NewChannel, type ChannelChanges } from './channel-store.ts';
 export { TokenStore, publicToken, type StoredToken, type NewToken, type TokenChanges } from './token-store.ts';
 export { hashPassword, verifyPassword, sha256, maskSecret, newApiKey, newAccessToken, sameDigest } from './secrets.ts';
-export { keys } from './keys.ts';
+export { keys, STORE_PREFIX } from './keys.ts';
+export { migrateKeyLayout } from './key-layout.ts';
 export { SessionStore } from './session-store.ts';
 export { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 export { InvalidationFeed, EVERYTHING } from './invalidation-feed.ts';

@@ -27,6 +27,7 @@ export type RecordWriteResult =
 
 const SCRIPT = `
 local op = cjson.decode(ARGV[1])
+-- KEYS[1] only routes the script to the store's slot; every key it touches is in that slot.
 local id = op.id
 local key
 if op.create then
@@ -81,14 +82,14 @@ end
 return {'OK', id}
 `;
 
-type Scripted = Redis & { gwRecordWrite(json: string): Promise<string[]> };
+type Scripted = Redis & { gwRecordWrite(routingKey: string, json: string): Promise<string[]> };
 
 export async function writeRecord(redis: Redis, write: RecordWrite): Promise<RecordWriteResult> {
   const scripted = redis as Scripted;
   if (typeof scripted.gwRecordWrite !== 'function') {
-    redis.defineCommand('gwRecordWrite', { numberOfKeys: 0, lua: SCRIPT });
+    redis.defineCommand('gwRecordWrite', { numberOfKeys: 1, lua: SCRIPT });
   }
-  const [status, detail] = await scripted.gwRecordWrite(JSON.stringify(write));
+  const [status, detail] = await scripted.gwRecordWrite(write.key ?? write.create!.seq, JSON.stringify(write));
   if (status === 'OK') return { ok: true, id: Number(detail) };
   if (status === 'NOT_FOUND') return { ok: false, reason: 'not_found' };
   if (status === 'STALE') return { ok: false, reason: 'stale', field: detail! };

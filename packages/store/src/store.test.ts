@@ -131,3 +131,23 @@ describe("the environment's ADMIN_TOKEN", () => {
     expect(await store.users.findByAccessToken('env-admin-token-0123456789')).toBeNull();
   });
 });
+
+describe('the key layout', () => {
+  it('moves a store written under the untagged names to the {store}-tagged ones, and reads it back', async () => {
+    const { migrateKeyLayout } = await import('./key-layout.ts');
+    // A store of its own (database 3), as an older version left it.
+    const redis = new Redis(`${server.url}/3`);
+    await redis.hset('gw:user:900', { id: '900', username: 'old-layout', password_hash: 'x', role: '1', status: '1', group: 'default', quota: '0', used_quota: '0', request_count: '0', display_name: '', email: '', access_token: '', session_epoch: '0', created_time: '0' });
+    await redis.hset('gw:idx:username', 'old-layout', '900');
+    await redis.sadd('gw:users', '900');
+    await redis.set('gw:channel-leases:1', 'not a store key');
+    expect(await migrateKeyLayout(redis)).toBe(3);
+    expect(await redis.exists('gw:user:900', 'gw:idx:username', 'gw:users')).toBe(0);
+    expect(await redis.get('gw:channel-leases:1')).toBe('not a store key');
+    const user = await createStore(redis).users.get(900);
+    expect(user?.username).toBe('old-layout');
+    expect(await migrateKeyLayout(redis)).toBe(0);
+    await redis.flushdb();
+    redis.disconnect();
+  });
+});

@@ -59,10 +59,10 @@ async function freeNodePort(taken: Set<number>): Promise<number> {
  * A real Redis Cluster for tests: `masters` masters with `replicas` replicas each, every node a
  * private redis-server on loopback with AOF (so a promoted replica has every acknowledged write
  * the master had replicated), joined with `redis-cli --cluster create`. Nodes are leashed like
- * `spawnRedis`: they die with the test process. A 2 s node timeout makes a failover take about
- * 3-5 s.
+ * `spawnRedis`: they die with the test process. The node timeout (5 s) is long enough that a
+ * node starved of CPU by a busy test run is not taken for dead, and a failover takes 6-8 s.
  */
-export async function spawnRedisCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 2000 } = {}): Promise<TestRedisCluster> {
+export async function spawnRedisCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 5000 } = {}): Promise<TestRedisCluster> {
   if (spawnSync('redis-cli', ['--version'], { stdio: 'ignore' }).status !== 0) {
     throw new Error('a Redis Cluster for tests needs redis-cli beside redis-server (apt-get install -y redis-server)');
   }

@@ -1,3 +1,4 @@
+import type { TestRedisCluster } from './redis-cluster.ts';
 import { useTestRedis, type TestRedis } from './redis-harness.ts';
 import { startService, type ServiceName, type ServiceProcess } from './service-process.ts';
 
@@ -18,13 +19,27 @@ export interface StackOptions {
   /** Workers to start besides the gateway; the admin worker is always started. */
   workers?: ServiceName[];
   env?: Record<string, string>;
+  /**
+   * Run on this Redis Cluster (REDIS_CLUSTER_NODES, no REDIS_URL at all) instead of a Redis of
+   * the stack's own. The test owns the cluster; `stack.redis.url` then names its first node.
+   */
+  cluster?: TestRedisCluster;
+}
+
+/** A cluster as the stack's `redis`: its first node's URL; stopping it is the test's business. */
+function clusterAsTestRedis(cluster: TestRedisCluster): TestRedis {
+  const refuse = async () => {
+    throw new Error('stop or restart a cluster node through the cluster (kill), not the stack');
+  };
+  return { url: `redis://${cluster.nodes[0]!.address}`, stop: refuse, restart: refuse, close: async () => {} };
 }
 
 /** Redis, the admin worker, the other workers asked for, and a gateway: all real processes. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const redis = await useTestRedis();
+  const redis = options.cluster ? clusterAsTestRedis(options.cluster) : await useTestRedis();
   const adminToken = 'root-token-for-tests-0123456789';
-  const env = { REDIS_URL: redis.url, ADMIN_TOKEN: adminToken, ...options.env };
+  const where: Record<string, string> = options.cluster ? { REDIS_CLUSTER_NODES: options.cluster.seeds } : { REDIS_URL: redis.url };
+  const env = { ...where, ADMIN_TOKEN: adminToken, ...options.env };
   const services: ServiceProcess[] = [];
   try {
     services.push(await startService('admin-worker', env));

@@ -3,7 +3,7 @@ import { QueueName, type AdminJobPayload } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis } from '@gateway/queue';
-import { createStore } from '@gateway/store';
+import { createStore, migrateKeyLayout } from '@gateway/store';
 import { adminJobHandler } from './processor.ts';
 import { ensureRootUser } from './root-user.ts';
 
@@ -13,6 +13,8 @@ const metrics = createWorkerMetrics('admin-worker');
 
 const redis = createRedis(config.redis, { name: 'admin-worker' });
 await waitForRedis(redis, 30_000);
+const moved = await migrateKeyLayout(redis);
+if (moved > 0) log.info({ keys: moved }, 'store keys moved to their {store}-tagged names');
 const store = createStore(redis);
 await ensureRootUser(store, config, log);
 

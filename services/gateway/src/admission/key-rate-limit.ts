@@ -35,7 +35,8 @@ export class KeyRateLimit {
     const minute = Math.floor(now / 60_000);
     const elapsed = (now % 60_000) / 60_000;
     const refused = await this.redis.gwKeyRateLimit(
-      `gw:rpm:${tokenId}:${minute}`, `gw:rpm:${tokenId}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
+      // Both minutes of one key in one Redis Cluster slot (the hash tag).
+      `gw:rpm:{${tokenId}}:${minute}`, `gw:rpm:{${tokenId}}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
     );
     if (refused) {
       throw new GatewayError({

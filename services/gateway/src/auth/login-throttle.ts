@@ -34,9 +34,9 @@ export class LoginThrottle {
   async attempt(username: string, address: string): Promise<void> {
     const window = String(this.options.windowSeconds);
     const [user, addr] = [userKey(username), addressKey(address)];
-    const replies = await this.redis.multi().incr(user).expire(user, window, 'NX').incr(addr).expire(addr, window, 'NX').exec();
-    const userCount = Number(replies?.[0]?.[1] ?? 0);
-    const addressCount = Number(replies?.[2]?.[1] ?? 0);
+    // One MULTI per key: on a Redis Cluster the two keys live in different slots.
+    const count = async (key: string) => Number((await this.redis.multi().incr(key).expire(key, window, 'NX').exec())?.[0]?.[1] ?? 0);
+    const [userCount, addressCount] = await Promise.all([count(user), count(addr)]);
     const blocked = userCount > this.options.failuresPerUser ? user : addressCount > this.options.failuresPerAddress ? addr : undefined;
     if (!blocked) return;
     const ttl = await this.redis.pttl(blocked);
@@ -48,6 +48,6 @@ export class LoginThrottle {
 
   /** A right password clears the username's count and takes its attempt back from the address's. */
   async succeeded(username: string, address: string): Promise<void> {
-    await this.redis.multi().del(userKey(username)).decr(addressKey(address)).exec();
+    await Promise.all([this.redis.del(userKey(username)), this.redis.decr(addressKey(address))]);
   }
 }
