@@ -2,7 +2,7 @@
  * @gateway/queue owns how the services meet: Redis connections, the BullMQ queues, and the
  * reply path (a per-ingress reply stream the workers append to, and cancellation back to them).
  */
-export { createRedis, waitForRedis, isRedisUnavailable, type Redis, type ConnectionOptions } from './redis-connection.ts';
+export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, type Redis, type ConnectionOptions } from './redis-connection.ts';
 export { ReplyInbox } from './reply-inbox.ts';
 export { ReplySender } from './reply-sender.ts';
 export { JobClient, defaultJobOptions, type RequestOptions } from './job-client.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
-import type { Redis } from './redis-connection.ts';
+import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
 
@@ -19,8 +19,6 @@ export interface RequestOptions {
   priority?: number;
 }
 
-const redisUnavailable = () =>
-  new GatewayError({ status: 503, code: 'overloaded', message: 'the job queue (Redis) is unavailable; try again shortly', retryAfter: 1 });
 
 /** Failed jobs stay visible (for the dashboard) for an hour; completed ones go at once. */
 export const defaultJobOptions = {
@@ -71,7 +69,7 @@ export class JobClient {
   async requestText<P>(queueName: QueueName, payload: P, options: RequestOptions): Promise<string> {
     // A client already gone gets no job at all.
     if (options.signal?.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
-    if (this.redis.status !== 'ready') throw redisUnavailable();
+    if (this.redis.status !== 'ready') throw redisUnavailableError();
     const jobId = randomUUID();
     const deadline = Date.now() + options.timeoutMs;
     const envelope: JobEnvelope<P> = {
@@ -102,7 +100,7 @@ export class JobClient {
       try {
         await this.queue(queueName).add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
       } catch {
-        throw redisUnavailable();
+        throw redisUnavailableError();
       }
       return await Promise.race([reply, givenUp]);
     } catch (error) {

@@ -3,7 +3,7 @@ import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@g
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
-import { createRedis, type Redis } from './redis-connection.ts';
+import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
 import { drainedCounterKey } from './reply-keys.ts';
 import { ReplySender } from './reply-sender.ts';
@@ -125,9 +125,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       await replies.result(envelope.replyTo, jobId, value);
       return 'ok';
     } catch (error) {
-      if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
+      const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
+      if (unavailable) options.log.warn({ ...fields, err: error }, 'job failed: Redis unavailable or failing over');
+      else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
       if (controller.signal.aborted) return 'cancelled';
-      await replies.error(envelope.replyTo, jobId, GatewayError.from(error).toReply());
+      await replies.error(envelope.replyTo, jobId, (unavailable ? redisUnavailableError() : GatewayError.from(error)).toReply());
       return 'error';
     } finally {
       clearTimeout(timer);

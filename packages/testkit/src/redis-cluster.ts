@@ -22,6 +22,8 @@ export interface TestRedisCluster {
   nodes: ClusterNode[];
   /** The nodes that are masters now (after a failover, a promoted replica is one). */
   masters(): Promise<ClusterNode[]>;
+  /** The master serving the slot of `key` now. */
+  masterFor(key: string): Promise<ClusterNode>;
   /** The redis-server process id of a node (for CPU figures). */
   pidOf(node: ClusterNode): number;
   /** Kills a node with SIGKILL (a crash); its replica takes over after the node timeout. */
@@ -115,6 +117,27 @@ export async function spawnRedisCluster({ masters = 3, replicas = 1, nodeTimeout
       try {
         const ports = servingMasters((await probe.call('CLUSTER', 'NODES')) as string);
         return nodes.filter((n) => ports.includes(n.port));
+      } finally {
+        probe.disconnect();
+      }
+    },
+    async masterFor(key) {
+      const [node] = live();
+      const probe = new Redis(node!.port, '127.0.0.1');
+      try {
+        const slot = Number(await probe.call('CLUSTER', 'KEYSLOT', key));
+        const text = (await probe.call('CLUSTER', 'NODES')) as string;
+        for (const line of text.trim().split('\n')) {
+          const fields = line.trim().split(' ');
+          if (!fields[2]?.split(',').includes('master') || fields[2].includes('fail')) continue;
+          const serves = fields.slice(8).some((range) => {
+            const [from, to = from] = range.split('-').map(Number);
+            return slot >= from! && slot <= to!;
+          });
+          const port = Number(/:(\d+)@/.exec(fields[1] ?? '')?.[1]);
+          if (serves) return nodes.find((n) => n.port === port)!;
+        }
+        throw new Error(`no master serves the slot of ${key}`);
       } finally {
         probe.disconnect();
       }

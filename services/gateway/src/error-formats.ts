@@ -4,7 +4,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { GatewayError, geminiError } from '@gateway/contracts';
-import { isRedisUnavailable } from '@gateway/queue';
+import { isRedisUnavailable, redisUnavailableError } from '@gateway/queue';
 
 export interface ErrorFormat {
   body(error: GatewayError): unknown;
@@ -81,9 +81,7 @@ export function fromFastifyError(error: unknown): GatewayError {
   if (e.statusCode === 400 && e.message) {
     return new GatewayError({ status: 400, code: 'invalid_request', message: e.message.startsWith('Body') || e.message.includes('JSON') ? `malformed JSON body: ${e.message}` : e.message });
   }
-  if (isRedisUnavailable(error)) {
-    return new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway cannot reach Redis; try again shortly', retryAfter: 1 });
-  }
+  if (isRedisUnavailable(error)) return redisUnavailableError();
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
     return new GatewayError({ status: e.statusCode, code: 'invalid_request', message: e.message ?? 'bad request' });
   }

@@ -19,7 +19,7 @@ const redis = createRedis(config.redis, { name: `gateway-${ingressId}`, failFast
 try {
   await waitForRedis(redis, 60_000);
 } catch (error) {
-  log.fatal({ err: (error as Error).message }, 'cannot reach Redis at REDIS_URL');
+  log.fatal({ err: (error as Error).message }, 'cannot reach Redis (REDIS_URL or REDIS_CLUSTER_NODES)');
   process.exit(1);
 }
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
