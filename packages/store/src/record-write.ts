@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import type { RedisClient as Redis } from '@gateway/config';
 
 /**
@@ -89,11 +90,31 @@ export async function writeRecord(redis: Redis, write: RecordWrite): Promise<Rec
   if (typeof scripted.gwRecordWrite !== 'function') {
     redis.defineCommand('gwRecordWrite', { numberOfKeys: 1, lua: SCRIPT });
   }
-  const [status, detail] = await scripted.gwRecordWrite(write.key ?? write.create!.seq, JSON.stringify(write));
-  if (status === 'OK') return { ok: true, id: Number(detail) };
+  const routingKey = write.key ?? write.create!.seq;
+  const [status, detail] = await scripted.gwRecordWrite(routingKey, JSON.stringify(write));
+  if (status === 'OK') {
+    await replicated(redis, routingKey);
+    return { ok: true, id: Number(detail) };
+  }
   if (status === 'NOT_FOUND') return { ok: false, reason: 'not_found' };
   if (status === 'STALE') return { ok: false, reason: 'stale', field: detail! };
   return { ok: false, reason: 'conflict', field: detail! };
+}
+
+/** How long a write on a cluster waits for a replica to have it before it is acknowledged anyway. */
+const REPLICA_WAIT_MS = 1000;
+
+/**
+ * On a Redis Cluster, waits (WAIT 1, at most REPLICA_WAIT_MS) until a replica of the store's
+ * master has the write, so that a master killed right after cannot take an acknowledged
+ * management change with it: replication is asynchronous, and the replica that takes over has
+ * only what it received. With no replica answering in time the write stands (availability
+ * first). A single server has no replicas to wait for.
+ */
+async function replicated(redis: Redis, key: string): Promise<void> {
+  if (!(redis instanceof Cluster)) return;
+  // A pipeline goes to the node of its keys' slot: WAIT runs on the store's master.
+  await redis.pipeline().exists(key).call('WAIT', 1, REPLICA_WAIT_MS).exec();
 }
 
 /** Re-reads and retries a write refused as STALE by a concurrent writer. */
