@@ -4,6 +4,7 @@
  */
 import { relative } from 'node:path';
 import type { LocalStack } from './local-stack.ts';
+import { describeRedisTarget } from '@gateway/config';
 
 const bold = (text: string) => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[22m` : text);
 
@@ -15,9 +16,9 @@ export function block(title: string, lines: string[]): string {
 export function whereData(stack: LocalStack): string {
   if (stack.redisDataDir) {
     const shown = relative(process.cwd(), stack.redisDataDir);
-    return `${shown.startsWith('..') ? stack.redisDataDir : shown}/ (embedded Redis, AOF; on ${stack.redisUrl})`;
+    return `${shown.startsWith('..') ? stack.redisDataDir : shown}/ (embedded Redis, AOF; on ${describeRedisTarget(stack.redis)})`;
   }
-  return `your Redis at REDIS_URL (${stack.redisUrl.replace(/\/\/[^@/]*@/, '//***@')})`;
+  return typeof stack.redis === 'string' ? `your Redis at REDIS_URL (${describeRedisTarget(stack.redis)})` : `your ${describeRedisTarget(stack.redis)}`;
 }
 
 /** Where SECRET_KEY lives, said loudly the first time: without it the channel keys are lost. */

@@ -11,16 +11,15 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { ConfigError, loadConfig, nodeFlagsOf, type Config } from '@gateway/config';
+import { ConfigError, describeRedisTarget, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { waitForRedis } from '@gateway/queue';
+import { createRedis, waitForRedis } from '@gateway/queue';
 
 const services = ['admin-worker', 'completion-worker', 'audio-worker', 'gateway'] as const;
 
 export interface LocalStackOptions {
-  /** A Redis of your own; unset: an embedded redis-server. */
-  redisUrl?: string;
+  /** A Redis of your own (a URL, or a cluster's seed nodes); unset: an embedded redis-server. */
+  redis?: RedisTarget;
   /** Where the embedded Redis keeps its AOF. */
   redisDataDir: string;
   /** Port of the embedded Redis; unset: a free one. */
@@ -37,7 +36,7 @@ export interface LocalStackOptions {
 }
 
 export interface LocalStack {
-  redisUrl: string;
+  redis: RedisTarget;
   /** The embedded Redis's data folder, when there is one. */
   redisDataDir?: string;
   /** The file SECRET_KEY came from (unset: from the environment), and whether this run made it. */
@@ -90,22 +89,23 @@ export function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitForRedisAt(url: string, deadline: number): Promise<void> {
-  // ioredis is ready only after Redis answers and has finished loading its AOF.
-  const probe = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => 50 });
-  probe.on('error', () => {});
+async function waitForRedisAt(target: RedisTarget, deadline: number): Promise<void> {
+  // ioredis is ready only after Redis answers and has finished loading its AOF (or, on a
+  // cluster, once it knows the slots).
+  const probe = createRedis(target, { name: 'npm-start-probe' });
   try {
     await waitForRedis(probe, Math.max(0, deadline - Date.now()));
   } catch {
-    fail(`Redis at ${url} did not answer in time`);
+    fail(`${describeRedisTarget(target)} did not answer in time`);
   } finally {
     probe.disconnect();
   }
 }
 
 /** Up means: the gateway answers /readyz 200, and every queue has a worker. */
-async function waitUntilUp(redisUrl: string, gatewayUrl: string, deadline: number): Promise<void> {
-  const queues = Object.values(QueueName).map((name) => new Queue(name, { connection: { url: redisUrl }, prefix: QUEUE_PREFIX }));
+async function waitUntilUp(target: RedisTarget, gatewayUrl: string, deadline: number): Promise<void> {
+  const connection = createRedis(target, { name: 'npm-start-probe', blocking: true });
+  const queues = Object.values(QueueName).map((name) => new Queue(name, { connection, prefix: QUEUE_PREFIX }));
   try {
     for (;;) {
       const ready = await fetch(`${gatewayUrl}/readyz`).then((r) => r.ok, () => false);
@@ -116,6 +116,7 @@ async function waitUntilUp(redisUrl: string, gatewayUrl: string, deadline: numbe
     }
   } finally {
     await Promise.all(queues.map((q) => q.close()));
+    connection.disconnect();
   }
 }
 
@@ -124,7 +125,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const children: ChildProcess[] = [];
   let redisProcess: ChildProcess | undefined;
   let redisDataDir: string | undefined;
-  let redisUrl = options.redisUrl;
+  let redis = options.redis;
   let stopping = false;
 
   async function stop(exitCode: number): Promise<never> {
@@ -146,7 +147,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   process.on('SIGINT', () => void stop(0));
   process.on('SIGTERM', () => void stop(0));
 
-  if (!redisUrl) {
+  if (!redis) {
     if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) {
       fail(
         'REDIS_URL is not set and no redis-server was found on PATH.\n' +
@@ -166,13 +167,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     redisProcess.once('exit', (code) => {
       if (!stopping) fail(`the embedded redis-server exited (${code}); see ${redisDataDir}/redis.log`);
     });
-    redisUrl = `redis://127.0.0.1:${port}`;
+    redis = `redis://127.0.0.1:${port}`;
   }
-  await waitForRedisAt(redisUrl, deadline);
+  await waitForRedisAt(redis, deadline);
 
   const port = options.port || (await freePort());
   let secretKeyFile: LocalStack['secretKeyFile'];
-  const env: NodeJS.ProcessEnv = { ...options.env, REDIS_URL: redisUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
+  // A cluster reaches the services as REDIS_CLUSTER_NODES (and its password and TLS) in `env`.
+  const env: NodeJS.ProcessEnv = { ...options.env, ...(typeof redis === 'string' ? { REDIS_URL: redis } : {}), PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
   if (!env.SECRET_KEY) {
     const { key, created } = secretKeyFrom(options.secretKeyFile);
     env.SECRET_KEY = key;
@@ -189,6 +191,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  await waitUntilUp(redisUrl, gatewayUrl, deadline);
-  return { redisUrl, redisDataDir, secretKeyFile, gatewayUrl, stop };
+  await waitUntilUp(redis, gatewayUrl, deadline);
+  return { redis, redisDataDir, secretKeyFile, gatewayUrl, stop };
 }

@@ -1,14 +1,15 @@
 /**
  * `npm start`: the whole gateway on one machine (see local-stack.ts): an embedded redis-server
- * when REDIS_URL is unset, the gateway and the three workers, and a banner once they are up.
+ * when neither REDIS_URL nor REDIS_CLUSTER_NODES is set, the gateway and the three workers, and a banner once they are up.
  */
 import { dirname, join } from 'node:path';
+import { redisTargetOf } from '@gateway/config';
 import { startBanner } from './banner.ts';
 import { configOrExit, startLocalStack } from './local-stack.ts';
 
 const config = configOrExit();
 const stack = await startLocalStack({
-  redisUrl: config.REDIS_URL,
+  redis: redisTargetOf(config),
   redisDataDir: config.REDIS_DATA_DIR,
   redisPort: Number(process.env.EMBEDDED_REDIS_PORT) || undefined,
   port: config.PORT,

@@ -2,13 +2,18 @@
  * The gateway on a real Redis Cluster (3 masters, 3 replicas, from the test kit): every process
  * started with REDIS_CLUSTER_NODES and no REDIS_URL at all, so nothing can fall back to a single
  * Redis. Management, completions whole and streamed through the `openai` SDK, speech through
- * `@google/genai`, and a burst against a channel with max_concurrency.
+ * `@google/genai`, a burst against a channel with max_concurrency, `npm start` pointed at the
+ * cluster, and kill -9 of the master holding the queues under load.
  */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { GoogleGenAI } from '@google/genai';
 import {
-  mockSpeech, spawnRedisCluster, startMockGeminiUpstream, startMockOpenAIUpstream, startStack,
+  mockSpeech, repoRoot, spawnRedisCluster, startMockGeminiUpstream, startMockOpenAIUpstream, startStack,
   type MockGeminiUpstream, type MockOpenAIUpstream, type Stack, type TestRedisCluster,
 } from '@gateway/testkit';
 
@@ -88,6 +93,32 @@ describe('the gateway on a Redis Cluster', () => {
       openaiUpstream.setBehaviour({});
     }
   }, 30_000);
+});
+
+describe('npm start on a cluster', () => {
+  it('starts no embedded Redis when REDIS_CLUSTER_NODES is set, and comes up on the cluster', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'gw-cluster-start-'));
+    const child = spawn('npm', ['run', '--silent', 'start'], {
+      cwd: repoRoot, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, PORT: '0', LOG_FORMAT: 'json', REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.seeds, ADMIN_TOKEN: stack.adminToken, REDIS_DATA_DIR: join(scratch, 'redis'), SECRET_KEY_FILE: join(scratch, 'secret-key') },
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await expect.poll(() => /Gateway\s+http/.test(output) || child.exitCode !== null, { timeout: 60_000, interval: 100 }).toBe(true);
+      expect(output).toMatch(/Data\s+your Redis Cluster 127\.0\.0\.1:\d+/);
+      expect(existsSync(join(scratch, 'redis'))).toBe(false);
+      const gateway = /Gateway\s+(\S+)/.exec(output)![1]!;
+      const reply = await new OpenAI({ baseURL: `${gateway}/v1`, apiKey: key, maxRetries: 0 }).completions.create({ model: 'text-model', prompt: 'x' });
+      expect(reply.choices[0]?.text).toBe('This is a mock completion.');
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      process.kill(-child.pid!, 'SIGINT');
+      await exited;
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
 
 describe('a master killed with SIGKILL under load', () => {

@@ -73,7 +73,8 @@ function demoBanner(gatewayUrl: string, records: DemoRecords, credentials: DemoC
   ]);
 }
 
-const config = configOrExit();const credentials = demoCredentials();
+const config = configOrExit();
+const credentials = demoCredentials();
 const upstream = await startDemoUpstream();
 const stack = await startLocalStack({
   redisDataDir: join(dataDir, 'redis'),
