@@ -12,8 +12,8 @@ import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
 import { ConfigError, describeRedisTarget, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
-import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { createRedis, waitForRedis } from '@gateway/queue';
+import { QueueName } from '@gateway/contracts';
+import { createRedis, shardPrefixes, waitForRedis } from '@gateway/queue';
 
 const services = ['admin-worker', 'completion-worker', 'audio-worker', 'gateway'] as const;
 
@@ -33,6 +33,8 @@ export interface LocalStackOptions {
   secretKeyFile: string;
   /** How long everything may take to come up. Default 60 s. */
   timeoutMs?: number;
+  /** QUEUE_SHARDS: every shard of every queue must have a worker before the stack is up. Default 1. */
+  queueShards?: number;
 }
 
 export interface LocalStack {
@@ -103,9 +105,9 @@ async function waitForRedisAt(target: RedisTarget, deadline: number): Promise<vo
 }
 
 /** Up means: the gateway answers /readyz 200, and every queue has a worker. */
-async function waitUntilUp(target: RedisTarget, gatewayUrl: string, deadline: number): Promise<void> {
+async function waitUntilUp(target: RedisTarget, shards: number, gatewayUrl: string, deadline: number): Promise<void> {
   const connection = createRedis(target, { name: 'npm-start-probe', blocking: true });
-  const queues = Object.values(QueueName).map((name) => new Queue(name, { connection, prefix: QUEUE_PREFIX }));
+  const queues = Object.values(QueueName).flatMap((name) => shardPrefixes(name, shards).map((prefix) => new Queue(name, { connection, prefix })));
   try {
     for (;;) {
       const ready = await fetch(`${gatewayUrl}/readyz`).then((r) => r.ok, () => false);
@@ -191,6 +193,6 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  await waitUntilUp(redis, gatewayUrl, deadline);
+  await waitUntilUp(redis, options.queueShards ?? 1, gatewayUrl, deadline);
   return { redis, redisDataDir, secretKeyFile, gatewayUrl, stop };
 }

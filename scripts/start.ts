@@ -10,6 +10,7 @@ import { configOrExit, startLocalStack } from './local-stack.ts';
 const config = configOrExit();
 const stack = await startLocalStack({
   redis: redisTargetOf(config),
+  queueShards: config.QUEUE_SHARDS,
   redisDataDir: config.REDIS_DATA_DIR,
   redisPort: Number(process.env.EMBEDDED_REDIS_PORT) || undefined,
   port: config.PORT,

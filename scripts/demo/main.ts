@@ -82,6 +82,7 @@ const stack = await startLocalStack({
   host: config.HOST,
   env: { ...process.env, ADMIN_TOKEN: credentials.adminToken, ADMIN_PASSWORD: credentials.adminPassword },
   secretKeyFile: join(dataDir, 'secret-key'),
+  queueShards: config.QUEUE_SHARDS,
 });
 try {
   const records = await ensureDemoRecords(stack.gatewayUrl, credentials.adminToken, upstream, credentials.apiKey);

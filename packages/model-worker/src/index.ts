@@ -56,6 +56,7 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     concurrency,
     laneConcurrency: config.QUEUE_LANE_CONCURRENCY,
     replyCoalesceMs: config.REPLY_COALESCE_MS,
+    shards: config.QUEUE_SHARDS,
     handler: spec.handler({ router }),
     onJobDone: countJobs(metrics, spec.queue),
     log,

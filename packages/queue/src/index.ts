@@ -6,6 +6,7 @@ export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, t
 export { ReplyInbox } from './reply-inbox.ts';
 export { ReplySender } from './reply-sender.ts';
 export { JobClient, defaultJobOptions, type RequestOptions } from './job-client.ts';
+export { shardPrefixes } from './queue-shards.ts';
 export { CancelListener } from './cancel-listener.ts';
 export { startJobWorker, type JobContext, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
 export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
@@ -35,26 +36,39 @@ export const defaultJobOptions = {
 export class JobClient {
   private readonly redis: Redis;
   private readonly inbox: ReplyInbox;
-  private readonly queues = new Map<QueueName, Queue>();
+  /** How many BullMQ queues the completion and audio queues are split into. */
+  readonly shards: number;
+  private readonly queues = new Map<QueueName, Queue[]>();
+  /** Next shard of each queue, round robin. */
+  private readonly turn = new Map<QueueName, number>();
 
-  constructor(redis: Redis, inbox: ReplyInbox) {
+  /** `shards`: how many BullMQ queues the completion and audio queues are split into (QUEUE_SHARDS). */
+  constructor(redis: Redis, inbox: ReplyInbox, { shards = 1 }: { shards?: number } = {}) {
     this.redis = redis;
     this.inbox = inbox;
+    this.shards = shards;
   }
 
-  queue(name: QueueName): Queue {
-    let queue = this.queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, {
-        connection: this.redis,
-        prefix: QUEUE_PREFIX,
-        defaultJobOptions,
-        streams: { events: { maxLen: 1000 } },
+  /** Every shard of a queue (one BullMQ queue each; see `shardPrefixes`). */
+  shardsOf(name: QueueName): Queue[] {
+    let queues = this.queues.get(name);
+    if (!queues) {
+      queues = shardPrefixes(name, this.shards).map((prefix) => {
+        const queue = new Queue(name, { connection: this.redis, prefix, defaultJobOptions, streams: { events: { maxLen: 1000 } } });
+        queue.on('error', () => {});
+        return queue;
       });
-      queue.on('error', () => {});
-      this.queues.set(name, queue);
+      this.queues.set(name, queues);
     }
-    return queue;
+    return queues;
+  }
+
+  /** The shard the next job of a queue goes to: each in turn. */
+  private nextShard(name: QueueName): Queue {
+    const queues = this.shardsOf(name);
+    const turn = this.turn.get(name) ?? 0;
+    this.turn.set(name, (turn + 1) % queues.length);
+    return queues[turn % queues.length]!;
   }
 
   /** The job's result, parsed. */
@@ -96,9 +110,10 @@ export class JobClient {
     // Either may settle while the job is being added; they are awaited below.
     reply.catch(() => {});
     givenUp.catch(() => {});
+    const queue = this.nextShard(queueName);
     try {
       try {
-        await this.queue(queueName).add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
+        await queue.add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
       } catch {
         throw redisUnavailableError();
       }
@@ -106,7 +121,7 @@ export class JobClient {
     } catch (error) {
       this.inbox.forget(jobId);
       const failure = GatewayError.from(error);
-      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queueName, jobId);
+      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queue, jobId);
       throw failure;
     } finally {
       clearTimeout(timer);
@@ -130,12 +145,12 @@ export class JobClient {
   }
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
-  cancel(queueName: QueueName, jobId: string): void {
+  cancel(queue: Queue, jobId: string): void {
     this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
-    this.queue(queueName).remove(jobId).catch(() => {});
+    queue.remove(jobId).catch(() => {});
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await Promise.all([...this.queues.values()].flat().map((q) => q.close()));
   }
 }

@@ -1,10 +1,11 @@
 import { Worker, type Job } from 'bullmq';
-import { GatewayError, QUEUE_PREFIX, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
+import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey } from './reply-keys.ts';
 import { ReplySender } from './reply-sender.ts';
 
@@ -55,6 +56,8 @@ export interface JobWorkerOptions<P> {
   laneConcurrency?: number;
   /** Replies for one ingress within this window go out as one stream entry (0: one event-loop turn). */
   replyCoalesceMs?: number;
+  /** How many BullMQ queues the queue is split into (QUEUE_SHARDS): the worker serves every one. Default 1. */
+  shards?: number;
 }
 
 export interface JobWorker {
@@ -163,22 +166,25 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
 
   // BullMQ fetches a worker's jobs one at a time. Past LANE_CONCURRENCY, several Workers
   // ("lanes") fetch side by side; below it, one lane wastes fewer fetches (see LANE_CONCURRENCY).
+  // A queue split into shards gets lanes on every shard, the concurrency shared between them.
   const lockDuration = options.lockDurationMs ?? 5_000;
-  const laneCount = Math.max(1, Math.ceil(options.concurrency / (options.laneConcurrency ?? LANE_CONCURRENCY)));
+  const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
+  const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
+  const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
   const lanes: Worker<JobEnvelope<P>>[] = [];
   const connections: Redis[] = [];
-  for (let lane = 0; lane < laneCount; lane++) {
+  for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
     const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
     const worker = new Worker<JobEnvelope<P>>(options.queue, process, {
       connection,
-      prefix: QUEUE_PREFIX,
-      concurrency: Math.ceil(options.concurrency / laneCount),
+      prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
+      concurrency: Math.ceil(perShard / lanesPerShard),
       lockDuration,
       stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)),
       maxStalledCount: 1,
-      // One lane is enough to look for stalled jobs.
-      skipStalledCheck: lane > 0,
+      // One lane a shard is enough to look for stalled jobs.
+      skipStalledCheck: lane % lanesPerShard > 0,
     });
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
     lanes.push(worker);

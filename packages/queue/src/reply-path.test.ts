@@ -53,7 +53,7 @@ describe('the reply path', () => {
     const results = await Promise.all(Array.from({ length: 2000 }, (_, n) => request(n, { timeoutMs: 30_000 })));
     results.forEach((result, n) => expect(result).toEqual({ doubled: n * 2 }));
     await eventually(async () => (await redis.xlen(replyStreamKey('test-ingress'))) === 0);
-    const counts = await jobs.queue(QueueName.admin).getJobCounts('waiting', 'active', 'completed', 'failed');
+    const counts = await jobs.shardsOf(QueueName.admin)[0]!.getJobCounts('waiting', 'active', 'completed', 'failed');
     expect(counts).toMatchObject({ waiting: 0, active: 0, completed: 0, failed: 0 });
   });
 
@@ -141,11 +141,11 @@ describe('the reply path', () => {
     await expect(request(1, { timeoutMs: 300 })).rejects.toMatchObject({ status: 504 });
     expect(Date.now() - started).toBeLessThan(1500);
     await eventually(async () => aborted);
-    await eventually(async () => (await jobs.queue(QueueName.admin).getActiveCount()) === 0);
+    await eventually(async () => (await jobs.shardsOf(QueueName.admin)[0]!.getActiveCount()) === 0);
   });
 
   it('removes a job nobody has taken yet when its request times out', async () => {
-    const queue = jobs.queue(QueueName.admin);
+    const queue = jobs.shardsOf(QueueName.admin)[0]!;
     await expect(request(7, { timeoutMs: 200 })).rejects.toMatchObject({ status: 504 });
     await eventually(async () => (await queue.getWaitingCount()) === 0);
   });

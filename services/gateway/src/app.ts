@@ -148,7 +148,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.addHook('onReady', () => feed.start());
   app.addHook('onClose', async () => feed.close());
   const backlog = new BacklogAdmission({
-    redis: deps.redis, queues: [QueueName.completion, QueueName.audio], maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
+    redis: deps.redis, queues: [QueueName.completion, QueueName.audio], shards: deps.jobs.shards, maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
   });
   app.addHook('onReady', async () => backlog.start());
   app.addHook('onClose', async () => backlog.stop());

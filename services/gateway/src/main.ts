@@ -24,7 +24,7 @@ try {
 }
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
-const jobs = new JobClient(redis, inbox);
+const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
 const gateway = buildGateway({
   redis,
   store: createStore(redis),

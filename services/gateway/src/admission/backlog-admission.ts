@@ -1,9 +1,11 @@
-import { GatewayError, QUEUE_PREFIX, type QueueName } from '@gateway/contracts';
-import { drainedCounterKey, type Redis } from '@gateway/queue';
+import { GatewayError, type QueueName } from '@gateway/contracts';
+import { drainedCounterKey, shardPrefixes, type Redis } from '@gateway/queue';
 
 export interface BacklogAdmissionOptions {
   redis: Redis;
   queues: readonly QueueName[];
+  /** The shards each queue is split into (QUEUE_SHARDS); their backlogs are summed. Default 1. */
+  shards?: number;
   /** The wait a request may still be admitted to: normally REQUEST_TIMEOUT_MS. */
   maxWaitMs: number;
   /** A backlog this long is refused even before a drain rate is known. */
@@ -32,7 +34,7 @@ export class BacklogAdmission {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: BacklogAdmissionOptions) {
-    this.options = { sampleEveryMs: 250, ...options };
+    this.options = { sampleEveryMs: 250, shards: 1, ...options };
   }
 
   start(): void {
@@ -69,17 +71,22 @@ export class BacklogAdmission {
   }
 
   private async sample(): Promise<void> {
-    const pipeline = this.options.redis.pipeline();
-    for (const queue of this.options.queues) {
-      pipeline.llen(`${QUEUE_PREFIX}:${queue}:wait`);
-      pipeline.zcard(`${QUEUE_PREFIX}:${queue}:prioritized`);
-      pipeline.get(drainedCounterKey(queue));
-    }
-    const results = (await pipeline.exec()) ?? [];
+    // Every shard's keys are in a slot of their own: one command each (auto-pipelined on one
+    // server), not one pipeline, which a cluster would refuse across slots.
+    const shards = this.options.shards ?? 1;
+    const counts = await Promise.all(this.options.queues.map(async (queue) => {
+      const [backlogs, drained] = await Promise.all([
+        Promise.all(shardPrefixes(queue, shards).map(async (prefix) => {
+          const [waiting, prioritized] = await Promise.all([this.options.redis.llen(`${prefix}:${queue}:wait`), this.options.redis.zcard(`${prefix}:${queue}:prioritized`)]);
+          return waiting + prioritized;
+        })),
+        this.options.redis.get(drainedCounterKey(queue)),
+      ]);
+      return { backlog: backlogs.reduce((a, b) => a + b, 0), drained: Number(drained ?? 0) };
+    }));
     const now = Date.now();
     this.options.queues.forEach((queue, i) => {
-      const backlog = Number(results[i * 3]?.[1] ?? 0) + Number(results[i * 3 + 1]?.[1] ?? 0);
-      const drained = Number(results[i * 3 + 2]?.[1] ?? 0);
+      const { backlog, drained } = counts[i]!;
       const previous = this.samples.get(queue);
       let rate = previous?.rate ?? 0;
       if (previous && now > previous.at) {

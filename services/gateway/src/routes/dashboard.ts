@@ -158,13 +158,14 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
 
     const serverAdapter = new FastifyAdapter();
     serverAdapter.setBasePath(DASHBOARD_PATH);
-    const adapters = Object.values(QueueName).map((name) => {
-      const adapter = new BullMQAdapter(options.jobs.queue(name), { allowRetries: true });
+    // Every shard of every queue; shards past the first are shown as `s<i>:<queue>`.
+    const adapters = Object.values(QueueName).flatMap((name) => options.jobs.shardsOf(name).map((queue, i) => {
+      const adapter = new BullMQAdapter(queue, { allowRetries: true, prefix: i === 0 ? '' : `s${i}:` });
       // Jobs hold no secrets in clear, and the board would not show them if they did; prompts
       // and speech text are shown as DASHBOARD_PAYLOADS says.
       adapter.setFormatter('data', shownJobData(options.payloads));
       return adapter;
-    });
+    }));
     createBullBoard({
       queues: adapters,
       serverAdapter,

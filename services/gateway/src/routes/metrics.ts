@@ -20,8 +20,9 @@ export async function metricsRoutes(app: FastifyInstance, options: MetricsOption
     const states = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
     await Promise.all(
       Object.values(QueueName).map(async (queue) => {
-        const counts = await options.jobs.queue(queue).getJobCounts(...states);
-        for (const state of states) options.metrics.queueJobs.set({ queue, state }, counts[state] ?? 0);
+        // Summed over the queue's shards.
+        const shards = await Promise.all(options.jobs.shardsOf(queue).map((shard) => shard.getJobCounts(...states)));
+        for (const state of states) options.metrics.queueJobs.set({ queue, state }, shards.reduce((sum, counts) => sum + (counts[state] ?? 0), 0));
       }),
     );
     options.metrics.waitingReplies.set(options.inbox.waiting);
