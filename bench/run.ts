@@ -9,12 +9,14 @@
  *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
  *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
+ *   BENCH_CLUSTER=1 npm run bench # on a Redis Cluster of 3 masters and 3 replicas, QUEUE_SHARDS=3
+ *                                 # (or as set), with the Redis CPU of each master
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort, repoRoot, spawnRedis, startService, type ServiceProcess } from '@gateway/testkit';
+import { freePort, repoRoot, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
@@ -53,7 +55,8 @@ function commandTotals(info: string, requests: number): { calls: number; usec: n
     if (name === 'info' || name === 'config') continue;
     calls += Number(c) / requests;
     usec += Number(u) / requests;
-    byCommand[name!] = { calls: Number(c) / requests, usec: Number(u) / requests };
+    const seen = byCommand[name!] ?? { calls: 0, usec: 0 };
+    byCommand[name!] = { calls: seen.calls + Number(c) / requests, usec: seen.usec + Number(u) / requests };
   }
   return { calls, usec, byCommand };
 }
@@ -144,9 +147,23 @@ const rssMb = (pid: number) => {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 };
 
-const redisServer = await spawnRedis();
-const redis = new Redis(redisServer.url);
-const usedMemoryMb = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0) / 1024 / 1024;
+/**
+ * The Redis under test: one server, or (BENCH_CLUSTER=1) a cluster, whose masters are read one
+ * by one: their INFO summed, their CPU shown each.
+ */
+const clusterMode = process.env.BENCH_CLUSTER === '1';
+const redisServer = clusterMode ? undefined : await spawnRedis();
+const cluster = clusterMode ? await spawnRedisCluster() : undefined;
+const masters = cluster ? await cluster.masters() : [];
+const redisNodes = cluster
+  ? masters.map((m) => ({ name: `Redis :${m.port}`, client: new Redis(m.port, '127.0.0.1') }))
+  : [{ name: 'Redis', client: new Redis(redisServer!.url) }];
+const redisInfo = async (section: string) => (await Promise.all(redisNodes.map((n) => n.client.info(section)))).join('\n');
+const resetRedisStats = () => Promise.all(redisNodes.map((n) => n.client.config('RESETSTAT')));
+const usedMemoryMb = async () => [...(await redisInfo('memory')).matchAll(/used_memory:(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0) / 1024 / 1024;
+const queueShards = clusterMode ? (process.env.QUEUE_SHARDS ?? '3') : (process.env.QUEUE_SHARDS ?? '1');
+// BullMQ alone runs on one node: the one serving its hash tag.
+const floorUrl = cluster ? `redis://${(await cluster.masterFor('{bench-floor}')).address}` : redisServer!.url;
 const mock = await startMock();
 const portkey = await startPortkey();
 // The burst's upstream is a mock of its own, so the interactive load beside it does not count
@@ -155,7 +172,7 @@ const limited = await startMock();
 // The load generator is one client address holding up to the whole burst open at once: the
 // per-address connection cap (a defence against one client hoarding connections) is raised past it.
 const env = {
-  REDIS_URL: redisServer.url, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+  ...(cluster ? { REDIS_CLUSTER_NODES: cluster.seeds } : { REDIS_URL: redisServer!.url }), QUEUE_SHARDS: queueShards, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   MAX_CONNECTIONS_PER_CLIENT: String(burstSize + 1000),
   ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}` } : {}),
 };
@@ -204,17 +221,17 @@ try {
   if (parts.has('cost')) {
     // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
     // every process, over the same 3,000 requests at concurrency 16.
-    const redisPid = Number(/process_id:(\d+)/.exec(await redis.info('server'))?.[1]);
+    const redisPids = await Promise.all(redisNodes.map(async (n) => [n.name, Number(/process_id:(\d+)/.exec(await n.client.info('server'))?.[1])] as [string, number]));
     const processes: [string, number][] = [
       ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
-      ['Redis', redisPid], ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
+      ...redisPids, ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
     ];
     const costOf = async (run: () => Promise<LoadResult>) => {
-      await redis.config('RESETSTAT');
+      await resetRedisStats();
       const before = processes.map(([, pid]) => cpuMs(pid));
       const result = await run();
       const spent = processes.map(([name, pid], i) => [name, (cpuMs(pid) - before[i]!) / costRequests] as const);
-      const commands = commandTotals(await redis.info('commandstats'), costRequests);
+      const commands = commandTotals(await redisInfo('commandstats'), costRequests);
       return { result, commands: commands.calls, redisUs: commands.usec, byCommand: commands.byCommand, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const] };
     };
     const cannon = (run: Record<string, unknown>) => () => load({ ...run, connections: 16, amount: costRequests }).done;
@@ -226,7 +243,7 @@ try {
     await load({ ...viaPortkey('bench-model'), connections: 16, amount: 1000 }).done; // its warm-up
     const costPortkey = await costOf(cannon(viaPortkey('bench-model')));
     progress(`cost per request: ${costRequests} bare BullMQ jobs at concurrency 16 (the floor)…`);
-    const floor = await bullmqFloor(redisServer.url, 16);
+    const floor = await bullmqFloor(floorUrl, 16);
     const costFloor = await costOf(floor.run);
     await floor.cleanUp();
     // /proc counts CPU in 10 ms ticks: 0.003 ms a request over 3,000; idle processes stay under 0.015.
@@ -239,6 +256,14 @@ try {
       { scenario, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}` },
       { scenario, path: 'BullMQ alone (floor)', 'req/s': costFloor.result.rps, 'p50 ms': '', 'p99 ms': '', errors: 0, note: `add → process → complete, nothing else: ${redisNote(costFloor)}` },
     );
+    if (cluster) {
+      // Each master's share of the work through the gateway (the same 3,000 requests).
+      const perMaster = costGateway.cpuMsPerRequest.filter(([name]) => name.startsWith('Redis'));
+      const spent = perMaster.map(([, ms]) => ms);
+      const ratio = Math.max(...spent) / Math.max(0.001, Math.min(...spent));
+      rows.push({ scenario, path: `Redis masters (QUEUE_SHARDS=${queueShards})`, 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `CPU ms/request: ${perMaster.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ')}; busiest ${ratio.toFixed(2)}× the least busy` });
+      figures.masters = { shards: queueShards, cpuMsPerRequest: Object.fromEntries(perMaster), busiestOverLeast: ratio };
+    }
     if (process.env.BENCH_VERBOSE) {
       console.log('Redis commands per request through the gateway:', Object.fromEntries(Object.entries(costGateway.byCommand).map(([k, v]) => [k, `${v.calls.toFixed(2)} calls, ${v.usec.toFixed(1)} µs`])));
       console.log('Redis commands per request, BullMQ alone:', Object.fromEntries(Object.entries(costFloor.byCommand).map(([k, v]) => [k, `${v.calls.toFixed(2)} calls, ${v.usec.toFixed(1)} µs`])));
@@ -293,9 +318,9 @@ try {
       progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, upstream directly…`);
       const streamDirect = await streams({ url: direct('bench-model').url, headers: direct('bench-model').headers, body: streamBody, concurrency });
       progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, through the gateway…`);
-      await redis.config('RESETSTAT');
+      await resetRedisStats();
       const streamGateway = await streams({ url: through('bench-model').url, headers: through('bench-model').headers, body: streamBody, concurrency });
-      const commandsPerChunk = commandTotals(await redis.info('commandstats'), Math.max(1, streamGateway.chunks)).calls;
+      const commandsPerChunk = commandTotals(await redisInfo('commandstats'), Math.max(1, streamGateway.chunks)).calls;
       streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk });
     }
     await mock.control({ cmd: 'behaviour', behaviour: {} });
@@ -366,6 +391,7 @@ try {
   mock.child.kill();
   portkey.child.kill();
   limited.child.kill();
-  redis.disconnect();
-  await redisServer.close();
+  for (const n of redisNodes) n.client.disconnect();
+  await redisServer?.close();
+  await cluster?.close();
 }
