@@ -92,8 +92,18 @@ describe('the gateway on a Redis Cluster', () => {
       probe.disconnect();
     }
     // The dashboard and the metrics see every shard.
+    const board = (await (await fetch(`${stack.gateway.url}/admin/queues/api/queues`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).json()) as { queues: { name: string }[] };
+    expect(board.queues.map((q) => q.name).sort()).toEqual(['admin', 'audio', 'completion', 's1:audio', 's1:completion', 's2:audio', 's2:completion']);
     const metrics = await fetch(`${stack.gateway.url}/metrics`, { headers: { authorization: `Bearer ${stack.adminToken}` } }).then((r) => r.text());
     expect(metrics).toMatch(/gateway_queue_jobs\{[^}]*queue="completion"[^}]*\} 0/);
+  });
+
+  it("holds a key to its requests-per-minute limit", async () => {
+    const limited = (await stack.admin('POST', '/api/token/', { name: 'rpm', unlimited_quota: true, rpm_limit: 2 })).body.data.key;
+    const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: limited, maxRetries: 0 });
+    await client.completions.create({ model: 'text-model', prompt: 'x' });
+    await client.completions.create({ model: 'text-model', prompt: 'x' });
+    await expect(client.completions.create({ model: 'text-model', prompt: 'x' })).rejects.toMatchObject({ status: 429 });
   });
 
   it('generates speech through the audio worker', async () => {
