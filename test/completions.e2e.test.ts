@@ -63,6 +63,8 @@ describe('a plain completion', () => {
     const ch = await channel(mock, [`${model}-upstream`], { model_mapping: { [model]: `${model}-upstream` } });
     const key = await apiKey();
     const before = (await stack.admin('GET', '/api/user/self')).body.data;
+    // The upstream takes 40 ms: the channel's response_time must say so.
+    mock.setBehaviour({ delayMs: 40 });
 
     const reply = await client(key.key).completions.create({ model, prompt: 'Say this is a test', max_tokens: 7, temperature: 0, vendor_hint: 'x' } as any);
     expect(reply).toMatchObject({
@@ -89,7 +91,8 @@ describe('a plain completion', () => {
     expect(after.request_count - before.request_count).toBe(1);
     const stored = (await stack.admin('GET', `/api/channel/${ch.id}`)).body.data;
     expect(stored.used_quota).toBe(10);
-    expect(stored.response_time).toBeGreaterThanOrEqual(0);
+    expect(stored.response_time).toBeGreaterThanOrEqual(40);
+    expect(stored.response_time).toBeLessThan(5000);
     expect(JSON.stringify(stored)).not.toContain(`sk-upstream-${seq - 1}`);
   });
 

@@ -69,6 +69,9 @@ export class GatewayError extends Error {
   }
 }
 
+/** 499: the client went away (closed the connection) before its answer was ready. */
+export const clientCancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+
 export const badRequest = (message: string, param: string | null = null) =>
   new GatewayError({ status: 400, code: 'invalid_request', message, param });
 export const notFound = (message: string) => new GatewayError({ status: 404, code: 'not_found', message });

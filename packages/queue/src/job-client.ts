@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, clientCancelled, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
@@ -82,7 +82,7 @@ export class JobClient {
    */
   async requestText<P>(queueName: QueueName, payload: P, options: RequestOptions): Promise<string> {
     // A client already gone gets no job at all.
-    if (options.signal?.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+    if (options.signal?.aborted) throw clientCancelled();
     if (this.redis.status !== 'ready') throw redisUnavailableError();
     const jobId = randomUUID();
     const deadline = Date.now() + options.timeoutMs;
@@ -102,7 +102,7 @@ export class JobClient {
         reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms` }));
       }, options.timeoutMs);
       if (options.signal) {
-        onAbort = () => reject(new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' }));
+        onAbort = () => reject(clientCancelled());
         if (options.signal.aborted) onAbort();
         else options.signal.addEventListener('abort', onAbort, { once: true });
       }

@@ -1,4 +1,4 @@
-import { GatewayError, type Channel } from '@gateway/contracts';
+import { GatewayError, clientCancelled, type Channel } from '@gateway/contracts';
 import type { ChannelLeases, Lease } from './channel-leases.ts';
 
 /** A channel to call, with the lease that allows it (none for a channel without a limit). */
@@ -101,7 +101,7 @@ export class LeaseQueue {
         settle();
         reject(error);
       };
-      const onAbort = () => fail(new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' }));
+      const onAbort = () => fail(clientCancelled());
       const timer = setTimeout(
         () => fail(new GatewayError({ status: 504, code: 'timeout', message: 'no channel had room for the request before its time-out' })),
         Math.max(0, deadline - Date.now()),

@@ -1,4 +1,4 @@
-import { GatewayError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { GatewayError, clientCancelled, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import { redactUpstreamBody, redactUpstreamText, UpstreamError } from '@gateway/providers';
 import type { ChannelCache } from './channel-cache.ts';
@@ -226,7 +226,7 @@ export class ModelRouter {
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
       }
       if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
-      if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw cancelled();
+      if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
       if (!(error instanceof UpstreamError)) throw error;
       attempts.lastFailure = error;
       if (committed) await this.failAfterCommit(request, channel, error, attempts.count);
@@ -350,7 +350,7 @@ class Attempts {
 }
 
 function assertStillWanted(request: ModelRequest): void {
-  if (request.signal.aborted) throw cancelled();
+  if (request.signal.aborted) throw clientCancelled();
   if (Date.now() >= request.deadline) throw new GatewayError({ status: 504, code: 'timeout', message: 'the request ran out of time' });
 }
 
@@ -371,7 +371,6 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-const cancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
 
 /** The failure with the channel's key, and anything key-shaped, taken out of its message and body. */
 function withoutSecrets(error: UpstreamError, key: string): UpstreamError {

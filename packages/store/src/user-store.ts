@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { conflict, notFound, usernameKey, type Page, type User } from '@gateway/contracts';
+import { conflict, notFound, usernameKey, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry } from './record-write.ts';
@@ -41,7 +41,7 @@ export class UserStore {
 
   async create(input: NewUser): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
-      display_name: input.username, role: 1, status: 1, quota: 0, group: 'default', ...input,
+      display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default', ...input,
       used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
     };
     const result = await writeRecord(this.redis, {

@@ -3,7 +3,7 @@
  * deletes or sees a user whose role is equal to or above their own (root may edit root), and
  * nobody grants a role equal to or above their own.
  */
-import { forbidden, unauthenticated, type Actor } from '@gateway/contracts';
+import { forbidden, unauthenticated, Role, type Actor } from '@gateway/contracts';
 
 export function requireRole(actor: Actor | null, minRole: number): Actor | null {
   if (minRole <= 0) return actor;
@@ -17,7 +17,7 @@ export type UserAction = 'see' | 'edit' | 'delete';
 export function mayManageUser(actor: Actor, target: { id: number; role: number }, action: UserAction): boolean {
   if (target.role < actor.role) return true;
   if (action === 'see' && target.id === actor.id) return true;
-  return action === 'edit' && actor.role === 100 && target.role === 100;
+  return action === 'edit' && actor.role === Role.root && target.role === Role.root;
 }
 
 export function assertMayManageUser(actor: Actor, target: { id: number; role: number }, action: UserAction): void {

@@ -1,5 +1,5 @@
 import type { Config } from '@gateway/config';
-import { GatewayError } from '@gateway/contracts';
+import { GatewayError, Role } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import { hashPassword, newAccessToken, type Store } from '@gateway/store';
 
@@ -15,7 +15,7 @@ export async function ensureRootUser(store: Store, config: Config, log: Logger):
   if (!root) {
     const password = config.ADMIN_PASSWORD ?? (generatedPassword = newAccessToken());
     try {
-      root = await store.users.create({ username: 'root', display_name: 'Root', role: 100, password_hash: await hashPassword(password) });
+      root = await store.users.create({ username: 'root', display_name: 'Root', role: Role.root, password_hash: await hashPassword(password) });
       created = true;
     } catch (error) {
       if (!(error instanceof GatewayError) || error.status !== 409) throw error;

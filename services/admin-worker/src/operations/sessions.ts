@@ -1,4 +1,4 @@
-import { forbidden, unauthenticated, type AdminJobInput } from '@gateway/contracts';
+import { forbidden, unauthenticated, Role, type AdminJobInput } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
 
 /** Dashboard sign-in lasts an hour. */
@@ -13,7 +13,7 @@ export async function createSession(store: Store, input: AdminJobInput<'session.
   // A password changed (or the user disabled) since the gateway checked it refuses the sign-in.
   if (!user || user.session_epoch !== input.session_epoch) throw unauthenticated('invalid username or password');
   if (user.status !== 1) throw forbidden('this user is disabled');
-  if (user.role < 10) throw forbidden('only administrators may open the queue dashboard');
+  if (user.role < Role.admin) throw forbidden('only administrators may open the queue dashboard');
   await store.sessions.open(user, input.session_hash, SESSION_TTL_SECONDS);
   return { role: user.role, expires_in: SESSION_TTL_SECONDS };
 }

@@ -1,4 +1,4 @@
-import { forbidden, notFound, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
+import { forbidden, notFound, Role, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
 import type { StoredToken } from '@gateway/store';
 import { publicToken, type Store } from '@gateway/store';
 import { assertMayManageUser } from '../permissions.ts';
@@ -6,7 +6,7 @@ import { assertMayManageUser } from '../permissions.ts';
 /** A user manages its own keys; an admin also those of users below it. */
 async function assertMayManageKeysOf(store: Store, actor: Actor, userId: number, action: 'see' | 'edit'): Promise<void> {
   if (userId === actor.id) return;
-  if (actor.role < 10) throw forbidden('you may only manage your own API keys');
+  if (actor.role < Role.admin) throw forbidden('you may only manage your own API keys');
   const owner = await store.users.get(userId);
   if (!owner) throw notFound(`no user with id ${userId}`);
   assertMayManageUser(actor, owner, action);
@@ -47,7 +47,7 @@ export async function getToken(store: Store, actor: Actor, input: AdminInput<'to
 export async function updateToken(store: Store, actor: Actor, input: AdminInput<'token.update'>) {
   const current = await ownedToken(store, actor, input.id, 'edit');
   const { id, ...changes } = input;
-  if (actor.role < 10) assertOnlyTightens(current, changes);
+  if (actor.role < Role.admin) assertOnlyTightens(current, changes);
   return publicToken(await store.tokens.update(id, changes));
 }
 

@@ -1,4 +1,4 @@
-import { badRequest, conflict, forbidden, notFound, unauthenticated, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
+import { badRequest, conflict, forbidden, notFound, unauthenticated, Role, UserStatus, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
 import { publicUser, type Store, type UserChanges } from '@gateway/store';
 import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissions.ts';
 
@@ -37,9 +37,9 @@ export async function updateUser(store: Store, actor: Actor, input: AdminJobInpu
   if (!target) throw notFound(`no user with id ${input.id}`);
   assertMayManageUser(actor, target, 'edit');
   if (input.role !== undefined && input.role !== target.role) assertMayGrant(actor, input.role);
-  if (target.id === actor.id && input.status === 2) throw badRequest('you may not disable yourself', 'status');
-  const demoted = input.role !== undefined && input.role < 100;
-  if (target.role === 100 && (demoted || input.status === 2)) await assertAnotherRoot(store, target.id);
+  if (target.id === actor.id && input.status === UserStatus.disabled) throw badRequest('you may not disable yourself', 'status');
+  const demoted = input.role !== undefined && input.role < Role.root;
+  if (target.role === Role.root && (demoted || input.status === UserStatus.disabled)) await assertAnotherRoot(store, target.id);
   const { id: _id, ...changes } = input satisfies UserChanges & { id: number };
   const user = await store.users.update(input.id, changes);
   return publicUser(user);
@@ -68,7 +68,7 @@ export async function deleteUser(store: Store, actor: Actor, input: AdminInput<'
   const user = await store.users.get(input.id);
   if (!user) throw notFound(`no user with id ${input.id}`);
   assertMayManageUser(actor, user, 'delete');
-  if (user.role === 100) await assertAnotherRoot(store, user.id);
+  if (user.role === Role.root) await assertAnotherRoot(store, user.id);
   // The user goes first, so its keys stop working at once; then its keys.
   await store.users.delete(user.id);
   for (const tokenId of await store.tokens.idsOfUser(user.id)) {
@@ -80,7 +80,7 @@ export async function deleteUser(store: Store, actor: Actor, input: AdminInput<'
 /** The last enabled root may not be demoted, disabled or deleted: nothing could make a new one. */
 async function assertAnotherRoot(store: Store, rootId: number): Promise<void> {
   const all = await store.users.list(1, Number.MAX_SAFE_INTEGER);
-  if (!all.items.some((u) => u.id !== rootId && u.role === 100 && u.status === 1)) {
+  if (!all.items.some((u) => u.id !== rootId && u.role === Role.root && u.status === UserStatus.enabled)) {
     throw conflict('this is the last enabled root user: it may not be demoted, disabled or deleted');
   }
 }

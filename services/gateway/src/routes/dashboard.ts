@@ -8,7 +8,7 @@ import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { forbidden, GatewayError, loginBody, parseOrThrow, QueueName, unauthenticated, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
+import { forbidden, GatewayError, loginBody, parseOrThrow, QueueName, unauthenticated, Role, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
@@ -148,9 +148,9 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       let actor: Actor;
       try {
         actor = await actorOf(request, options.store);
-        if (actor.role < 10) throw forbidden('only administrators may open the queue dashboard');
+        if (actor.role < Role.admin) throw forbidden('only administrators may open the queue dashboard');
         const changesJobs = request.method !== 'GET' && request.method !== 'HEAD';
-        if (changesJobs && actor.role < 100) throw forbidden('the dashboard is read-only for administrators; only root may change jobs');
+        if (changesJobs && actor.role < Role.root) throw forbidden('the dashboard is read-only for administrators; only root may change jobs');
       } catch (error) {
         return refuse(reply, request, GatewayError.from(error));
       }

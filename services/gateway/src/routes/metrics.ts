@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { forbidden, QueueName } from '@gateway/contracts';
+import { forbidden, QueueName, Role } from '@gateway/contracts';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, ReplyInbox } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
@@ -16,7 +16,7 @@ export interface MetricsOptions {
 export async function metricsRoutes(app: FastifyInstance, options: MetricsOptions): Promise<void> {
   app.get('/metrics', async (request, reply) => {
     const actor = await authenticateAccessToken(options.users, request.headers);
-    if (actor.role < 10) throw forbidden('only administrators may read the metrics');
+    if (actor.role < Role.admin) throw forbidden('only administrators may read the metrics');
     const states = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
     await Promise.all(
       Object.values(QueueName).map(async (queue) => {
