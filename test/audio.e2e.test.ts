@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI, type GenerateContentParameters, type GenerateContentResponse } from '@google/genai';
-import { caught, freePort, mockSpeech, postJson, startMockGeminiUpstream, startStack, until, type MockGeminiUpstream, type Stack } from '@gateway/testkit';
+import { caught, freePort, mockSpeech, postJson, startMockGeminiUpstream, startStack, type MockGeminiUpstream, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let mocks: MockGeminiUpstream[] = [];
@@ -332,8 +332,8 @@ describe('scaling by processes', () => {
           .flatMap((s) => s.logs)
           .filter((l) => l.msg === 'job' && l.queue === 'audio' && l.outcome === 'ok').length;
       // Each worker logs a job's line just after its reply is sent, through an asynchronous log
-      // destination: give the lines a moment to arrive.
-      await until(() => jobs('first') + jobs('second') >= 16, { timeoutMs: 10_000 });
+      // destination: wait for the lines to arrive.
+      await expect.poll(() => jobs('first') + jobs('second'), { timeout: 10_000 }).toBeGreaterThanOrEqual(16);
       expect(jobs('first')).toBeGreaterThan(0);
       expect(jobs('second')).toBeGreaterThan(0);
 

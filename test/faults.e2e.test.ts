@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { startMockOpenAIUpstream, startStack, until, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let mock: MockOpenAIUpstream;
@@ -101,25 +101,21 @@ describe('a gateway killed with SIGKILL', () => {
     const requests = Array.from({ length: 10 }, () => complete(doomed.url));
     const redis = new Redis(stack.redis.url);
     const queueKey = '{gw}:completion:wait';
-    for (let i = 0; i < 50 && (await redis.llen(queueKey)) < 10; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(await redis.llen(queueKey)).toBe(10);
+    await expect.poll(() => redis.llen(queueKey), { timeout: 2500 }).toBe(10);
     await doomed.stop('SIGKILL');
     const outcomes = await Promise.all(requests);
     expect(outcomes.every((o) => o.status === 0)).toBe(true); // the connection died with the gateway
     // Its heartbeat lapses (10 s); a worker that then takes the jobs drops them without an upstream call.
     const ingressId = String(doomed.ready.ingressId);
-    for (let i = 0; i < 120 && (await redis.exists(`gw:ingress:${ingressId}`)); i++) await new Promise((r) => setTimeout(r, 100));
+    await expect.poll(() => redis.exists(`gw:ingress:${ingressId}`), { timeout: 12_000 }).toBe(0);
     const worker = await stack.add('completion-worker');
-    for (let i = 0; i < 50 && (await redis.llen(queueKey)) > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(await redis.llen(queueKey)).toBe(0);
+    await expect.poll(() => redis.llen(queueKey), { timeout: 5000 }).toBe(0);
     // The worker logs each drop through an asynchronous log destination: let the lines arrive.
     // Dropped because the gateway is gone, or, on a slow machine where the heartbeat lapsed late,
     // because the job's deadline passed first: unrun either way.
     const drops = () => worker.logs.filter((l) => /the gateway that waited for it is gone|its deadline passed/.test(String(l.msg))).length;
-    await until(() => drops() >= 10);
-    await new Promise((r) => setTimeout(r, 300));
+    await expect.poll(drops).toBe(10);
     expect(mock.requests).toHaveLength(0);
-    expect(drops()).toBe(10);
     expect(await redis.exists(`gw:replies:${ingressId}`)).toBe(0);
     console.log(`[fault] kill -9 gateway: 10 queued requests, 10 dropped unrun by the worker, 0 upstream calls, 0 keys left`);
     redis.disconnect();

@@ -3,7 +3,7 @@
  * across processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startMockOpenAIUpstream, startStack, until, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { freePort, startMockOpenAIUpstream, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let worker: ServiceProcess;
@@ -77,10 +77,9 @@ describe('request tracing', () => {
     expect(response.headers.get('x-request-id')).toBe(id);
     const gatewayLines = () => stack.gateway.logs.filter((l) => l.reqId === id);
     const workerLines = () => stack.services.filter((s) => s.name === 'admin-worker').flatMap((s) => s.logs).filter((l) => l.reqId === id);
-    // Log lines go out through an asynchronous destination: let them arrive.
-    await until(() => gatewayLines().length > 0 && workerLines().length > 0);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(gatewayLines().map((l) => l.msg)).toContain('request');
+    // Log lines go out through an asynchronous destination: wait for them to arrive.
+    await expect.poll(() => gatewayLines().map((l) => l.msg)).toContain('request');
+    await expect.poll(() => workerLines().length).toBe(1);
     expect(workerLines()).toHaveLength(1);
     expect(workerLines()[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
   });

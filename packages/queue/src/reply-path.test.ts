@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
@@ -38,13 +38,6 @@ async function runWorker(concurrency = 64) {
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
   jobs.request<{ n: number; wait?: number; chunks?: number }, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
 
-async function eventually(check: () => Promise<boolean>, timeoutMs = 3000) {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('the reply path', () => {
   it('answers every one of 2,000 concurrent requests with its own result, and leaves nothing behind', async () => {
@@ -52,7 +45,7 @@ describe('the reply path', () => {
     await runWorker(128);
     const results = await Promise.all(Array.from({ length: 2000 }, (_, n) => request(n, { timeoutMs: 30_000 })));
     results.forEach((result, n) => expect(result).toEqual({ doubled: n * 2 }));
-    await eventually(async () => (await redis.xlen(replyStreamKey('test-ingress'))) === 0);
+    await vi.waitFor(async () => expect(await redis.xlen(replyStreamKey('test-ingress'))).toBe(0), { timeout: 3000 });
     const counts = await jobs.shardsOf(QueueName.admin)[0]!.getJobCounts('waiting', 'active', 'completed', 'failed');
     expect(counts).toMatchObject({ waiting: 0, active: 0, completed: 0, failed: 0 });
   });
@@ -120,7 +113,7 @@ describe('the reply path', () => {
         if (seen.length === 1) return slowClient.promise;
       },
     });
-    await eventually(async () => seen.length > 0);
+    await vi.waitFor(() => expect(seen.length).toBeGreaterThan(0), { timeout: 3000 });
     await new Promise((r) => setTimeout(r, 300));
     // Paused within a few chunks of the first, not 100 sent into the gateway's memory.
     expect(sent).toBeLessThan(20);
@@ -140,14 +133,14 @@ describe('the reply path', () => {
     const started = Date.now();
     await expect(request(1, { timeoutMs: 300 })).rejects.toMatchObject({ status: 504 });
     expect(Date.now() - started).toBeLessThan(1500);
-    await eventually(async () => aborted);
-    await eventually(async () => (await jobs.shardsOf(QueueName.admin)[0]!.getActiveCount()) === 0);
+    await vi.waitFor(() => expect(aborted).toBe(true), { timeout: 3000 });
+    await vi.waitFor(async () => expect(await jobs.shardsOf(QueueName.admin)[0]!.getActiveCount()).toBe(0), { timeout: 3000 });
   });
 
   it('removes a job nobody has taken yet when its request times out', async () => {
     const queue = jobs.shardsOf(QueueName.admin)[0]!;
     await expect(request(7, { timeoutMs: 200 })).rejects.toMatchObject({ status: 504 });
-    await eventually(async () => (await queue.getWaitingCount()) === 0);
+    await vi.waitFor(async () => expect(await queue.getWaitingCount()).toBe(0), { timeout: 3000 });
   });
 
   it('cancels the job when the client goes away', async () => {
@@ -164,10 +157,10 @@ describe('the reply path', () => {
     const client = new AbortController();
     const pending = request(1, { signal: client.signal, timeoutMs: 15_000 });
     // The worker holds the job (its handler runs) before the client goes away.
-    await eventually(async () => started, 10_000);
+    await vi.waitFor(() => expect(started).toBe(true), { timeout: 10_000 });
     client.abort();
     await expect(pending).rejects.toMatchObject({ code: 'cancelled' });
-    await eventually(async () => aborted, 10_000);
+    await vi.waitFor(() => expect(aborted).toBe(true), { timeout: 10_000 });
   });
 
   it('loses no reply when the ingress connection drops while workers answer', async () => {
