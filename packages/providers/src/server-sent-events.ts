@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import { upstreamLimits } from './upstream-request.ts';
-import { UpstreamError } from './upstream-error.ts';
+import { UpstreamError } from '@gateway/contracts';
 
 /**
  * Reads a server-sent-events body as it arrives and yields the data of each event, so a relay

@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { addressProblem, policedLookup, type AddressPolicy } from './upstream-address-policy.ts';
-import { parseRetryAfter, UpstreamError } from './upstream-error.ts';
+import { parseRetryAfter, UpstreamError } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either

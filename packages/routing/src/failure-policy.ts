@@ -4,7 +4,7 @@
  * the client gets when every channel failed. Provider-agnostic: it reads only `UpstreamError`.
  */
 import { GatewayError } from '@gateway/contracts';
-import { UpstreamError } from '@gateway/providers';
+import { UpstreamError } from '@gateway/contracts';
 
 export type FailureDecision =
   /** Another channel may succeed; counts against this channel's health. */

@@ -3,7 +3,7 @@
  * treating upstream 429s as back-pressure (wait, then try again) within the request's deadline.
  * Real Redis, real mock upstreams over HTTP.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
@@ -56,8 +56,12 @@ async function upstream(): Promise<MockOpenAIUpstream> {
 
 let seq = 0;
 const model = () => `burst-model-${++seq}`;
-const channel = (mock: MockOpenAIUpstream, m: string, fields: Partial<NewChannel> = {}): Promise<Channel> =>
-  store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
+/** A new channel, once the router has heard of it (the store announces it by pub/sub). */
+async function channel(mock: MockOpenAIUpstream, m: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
+  const created = await store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
+  await vi.waitFor(async () => expect((await router.channels.current()).servingModel('openai', m).some((c) => c.id === created.id)).toBe(true));
+  return created;
+}
 const request = (m: string, deadlineMs = 10_000, signal = new AbortController().signal): ModelRequest =>
   ({ caller: who, type: 'openai', model: m, signal, deadline: Date.now() + deadlineMs, log });
 

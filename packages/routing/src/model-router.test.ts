@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
-import { openai, UpstreamError } from '@gateway/providers';
+import { UpstreamError } from '@gateway/contracts';
+import { openai } from '@gateway/providers';
 import { createStore, type NewChannel, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
 import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
@@ -54,8 +55,11 @@ async function upstream(): Promise<MockOpenAIUpstream> {
   return mock;
 }
 
+/** A new channel, once the router has heard of it (the store announces it by pub/sub). */
 async function channel(mock: MockOpenAIUpstream, model: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
-  return store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
+  const created = await store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
+  await vi.waitFor(async () => expect((await router.channels.current()).servingModel('openai', model).some((c) => c.id === created.id)).toBe(true));
+  return created;
 }
 
 function request(model: string, who: ModelCaller, signal = new AbortController().signal): ModelRequest {

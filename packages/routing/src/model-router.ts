@@ -1,6 +1,5 @@
-import { GatewayError, clientCancelled, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { GatewayError, clientCancelled, redactUpstreamBody, redactUpstreamText, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
-import { redactUpstreamBody, redactUpstreamText, UpstreamError } from '@gateway/providers';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';

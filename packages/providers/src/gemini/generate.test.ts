@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { geminiGenerateRequest, geminiInlineAudio, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
+import { geminiGenerateRequest, geminiInlineAudio, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import { freePort, mockSpeech, startMockGeminiUpstream, type MockGeminiUpstream } from '@gateway/testkit';
-import { UpstreamError } from '../upstream-error.ts';
 import { geminiApi } from './api.ts';
 import { generateContent, streamGenerateContent, type GeminiTarget } from './generate.ts';
 

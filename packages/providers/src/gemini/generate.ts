@@ -3,9 +3,8 @@
  * the reply (or each stream event) checked against the wire format with `safetyRatings` always
  * present, and every failure an `UpstreamError` the router can act on.
  */
-import { geminiGenerateResponse, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
+import { geminiGenerateResponse, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import { readServerSentEvents } from '../server-sent-events.ts';
-import { UpstreamError } from '../upstream-error.ts';
 import { openUpstream, postUpstreamJson } from '../upstream-request.ts';
 import { geminiApi } from './api.ts';
 

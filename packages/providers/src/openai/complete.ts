@@ -3,9 +3,8 @@
  * the reply (or each stream chunk) mapped back to the client's model name with a complete
  * `usage`, and every failure an `UpstreamError`.
  */
-import type { CompletionChunk, CompletionRequest, CompletionResponse, CompletionUsage } from '@gateway/contracts';
+import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage } from '@gateway/contracts';
 import { readServerSentEvents } from '../server-sent-events.ts';
-import { UpstreamError } from '../upstream-error.ts';
 import { openUpstream, postUpstreamJson } from '../upstream-request.ts';
 import { openaiApi } from './api.ts';
 
