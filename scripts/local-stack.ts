@@ -5,6 +5,7 @@
  * (the gateway ready, a worker on every queue), and stops it all (Redis last) on Ctrl-C or
  * SIGTERM.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -89,7 +90,6 @@ export function freePort(): Promise<number> {
   });
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitForRedisAt(target: RedisTarget, deadline: number): Promise<void> {
   // ioredis is ready only after Redis answers and has finished loading its AOF (or, on a

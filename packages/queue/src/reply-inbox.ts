@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { GatewayError, type ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
 import { INGRESS_HEARTBEAT_MS, INGRESS_TTL_MS, ReplyType, ingressKey, replyStreamKey } from './reply-keys.ts';
@@ -83,7 +84,7 @@ export class ReplyInbox {
         batch = (await this.reader.xread('COUNT', 1000, 'BLOCK', 5000, 'STREAMS', this.key, this.lastId)) as typeof batch;
       } catch {
         if (!this.running) return;
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
         continue;
       }
       if (!batch) continue;

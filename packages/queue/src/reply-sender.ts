@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
 import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey } from './reply-keys.ts';
@@ -125,7 +126,7 @@ export class ReplySender {
         return;
       } catch (error) {
         if (Date.now() - started > RETRY_FOR_MS) throw error;
-        await new Promise((r) => setTimeout(r, Math.min(25 * 2 ** attempt, 500)));
+        await sleep(Math.min(25 * 2 ** attempt, 500));
       }
     }
   }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -152,7 +153,7 @@ export async function spawnRedisCluster({ masters = 3, replicas = 1, nodeTimeout
       for (;;) {
         if (await isHealthy(live(), masters)) return;
         if (Date.now() - started > timeoutMs) throw new Error(`the cluster was not healthy within ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 100));
+        await sleep(100);
       }
     },
     close,

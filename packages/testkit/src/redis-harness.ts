@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { createRedis, waitForRedis } from '@gateway/queue';
 import { freePort } from './free-port.ts';
 
 export interface TestRedis {
@@ -19,21 +20,13 @@ export function hasRedisServer(): boolean {
   return spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+/** Resolves once a redis-server just spawned at `url` answers (the services' own readiness wait). */
 export async function waitUntilAnswering(url: string, timeoutMs = 10_000): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    probe.on('error', () => {});
-    try {
-      await probe.connect();
-      await probe.ping();
-      probe.disconnect();
-      return;
-    } catch {
-      probe.disconnect();
-      if (Date.now() - started > timeoutMs) throw new Error(`redis at ${url} did not answer within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+  const probe = createRedis(url, { name: 'test-probe' });
+  try {
+    await waitForRedis(probe, timeoutMs);
+  } finally {
+    probe.disconnect();
   }
 }
 
