@@ -1,5 +1,5 @@
 import { QueueName, type AudioJobPayload } from '@gateway/contracts';
-import { runModelWorker } from '@gateway/model-worker';
+import { runModelWorker } from '@gateway/worker-runtime';
 import { audioJobHandler } from './processor.ts';
 
 await runModelWorker<AudioJobPayload>({

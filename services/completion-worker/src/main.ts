@@ -1,5 +1,5 @@
 import { QueueName, type CompletionJobPayload } from '@gateway/contracts';
-import { runModelWorker } from '@gateway/model-worker';
+import { runModelWorker } from '@gateway/worker-runtime';
 import { completionJobHandler } from './processor.ts';
 
 await runModelWorker<CompletionJobPayload>({

@@ -1,5 +1,5 @@
 /**
- * @gateway/model-worker owns the process around a model worker (completion, audio): its
+ * @gateway/worker-runtime owns the process around a model worker (completion, audio): its
  * configuration, Redis, the ModelRouter with its metrics, the job worker with its concurrency,
  * the health and metrics port, and shutdown. A worker service supplies only its queue and the
  * handler of one job.
