@@ -1,4 +1,4 @@
-import { adminOperations, jobSchemaOf, parseOrThrow, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
+import { adminOperations, ChannelStatus, jobSchemaOf, parseOrThrow, type Actor, type AdminJobInput, type AdminJobPayload, type AdminOperationName, type AdminResult } from '@gateway/contracts';
 import type { JobContext } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import * as channels from './operations/channels.ts';
@@ -6,6 +6,37 @@ import * as sessions from './operations/sessions.ts';
 import * as tokens from './operations/tokens.ts';
 import * as users from './operations/users.ts';
 import { requireRole } from './permissions.ts';
+
+/**
+ * What each management operation does, by name: the other half of `adminOperations` (the
+ * contract: input schema, job schema, least role), which the gateway's routes read too. `actor`
+ * is set for every operation whose least role is above 0.
+ */
+type Handler<N extends AdminOperationName> = (store: Store, actor: Actor | null, input: AdminJobInput<N>) => Promise<unknown>;
+
+const handlers: { [N in AdminOperationName]: Handler<N> } = {
+  'user.login': (store, _actor, input) => users.login(store, input),
+  'user.self': (store, actor) => users.self(store, actor!),
+  'user.create': (store, actor, input) => users.createUser(store, actor!, input),
+  'user.update': (store, actor, input) => users.updateUser(store, actor!, input),
+  'user.list': (store, actor, input) => users.listUsers(store, actor!, input),
+  'user.get': (store, actor, input) => users.getUser(store, actor!, input),
+  'user.delete': (store, actor, input) => users.deleteUser(store, actor!, input),
+  'channel.create': (store, _actor, input) => channels.createChannel(store, input),
+  'channel.update': (store, _actor, input) => channels.updateChannel(store, input),
+  'channel.list': (store, _actor, input) => channels.listChannels(store, input),
+  'channel.get': (store, _actor, input) => channels.getChannel(store, input),
+  'channel.delete': (store, _actor, input) => channels.deleteChannel(store, input),
+  'channel.disableTag': (store, _actor, input) => channels.setTagStatus(store, input, ChannelStatus.manuallyDisabled),
+  'channel.enableTag': (store, _actor, input) => channels.setTagStatus(store, input, ChannelStatus.enabled),
+  'token.create': (store, actor, input) => tokens.createToken(store, actor!, input),
+  'token.update': (store, actor, input) => tokens.updateToken(store, actor!, input),
+  'token.list': (store, actor, input) => tokens.listTokens(store, actor!, input),
+  'token.get': (store, actor, input) => tokens.getToken(store, actor!, input),
+  'token.delete': (store, actor, input) => tokens.deleteToken(store, actor!, input),
+  'session.create': (store, _actor, input) => sessions.createSession(store, input),
+  'session.delete': (store, _actor, input) => sessions.deleteSession(store, input),
+};
 
 /**
  * Executes one management operation: validates the job's input (the operation's job schema,
@@ -17,30 +48,9 @@ export async function runAdminOperation(store: Store, job: AdminJobPayload): Pro
   if (!spec) throw new Error(`unknown admin operation ${String(job.operation)}`);
   const actor = requireRole(job.actor, spec.minRole);
   const input = parseOrThrow(jobSchemaOf(job.operation), job.input);
-  const a = actor!;
-  switch (job.operation) {
-    case 'user.login': return { data: await users.login(store, input as never) };
-    case 'user.self': return { data: await users.self(store, a) };
-    case 'user.create': return { data: await users.createUser(store, a, input as never) };
-    case 'user.update': return { data: await users.updateUser(store, a, input as never) };
-    case 'user.list': return { data: await users.listUsers(store, a, input as never) };
-    case 'user.get': return { data: await users.getUser(store, a, input as never) };
-    case 'user.delete': return { data: await users.deleteUser(store, a, input as never) };
-    case 'channel.create': return { data: await channels.createChannel(store, input as never) };
-    case 'channel.update': return { data: await channels.updateChannel(store, input as never) };
-    case 'channel.list': return { data: await channels.listChannels(store, input as never) };
-    case 'channel.get': return { data: await channels.getChannel(store, input as never) };
-    case 'channel.delete': return { data: await channels.deleteChannel(store, input as never) };
-    case 'channel.disableTag': return { data: await channels.setTagStatus(store, input as never, 2) };
-    case 'channel.enableTag': return { data: await channels.setTagStatus(store, input as never, 1) };
-    case 'token.create': return { data: await tokens.createToken(store, a, input as never) };
-    case 'token.update': return { data: await tokens.updateToken(store, a, input as never) };
-    case 'token.list': return { data: await tokens.listTokens(store, a, input as never) };
-    case 'token.get': return { data: await tokens.getToken(store, a, input as never) };
-    case 'token.delete': return { data: await tokens.deleteToken(store, a, input as never) };
-    case 'session.create': return { data: await sessions.createSession(store, input as never) };
-    case 'session.delete': return { data: await sessions.deleteSession(store, input as never) };
-  }
+  // The one place the operation's name and its input's type meet: `handlers` is typed per name.
+  const handler = handlers[job.operation] as Handler<AdminOperationName>;
+  return { data: await handler(store, actor, input as AdminJobInput<AdminOperationName>) };
 }
 
 export function adminJobHandler(store: Store) {
