@@ -1,22 +1,21 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ChannelKeyCipher, createStore, type Store } from '@gateway/store';
-import { repoRoot, useTestRedis, type TestRedis } from '@gateway/testkit';
+import { ChannelKeyCipher, type Store } from '@gateway/store';
+import { repoRoot, useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 
+let db: TestStore;
 let server: TestRedis;
 let redis: Redis;
 let store: Store;
 
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
+  db = await useTestStore();
+  ({ server, redis, store } = db);
 });
 afterAll(async () => {
-  redis.disconnect();
-  await server.close();
+  await db.close();
 });
 
 it('re-encrypts every channel key under the new SECRET_KEY, from the previous key or from clear text', async () => {

@@ -3,6 +3,9 @@ import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 
 const SLOTS = 16_384;
 
+/** The shard prefixes of every split queue, by number of shards (they do not depend on the queue). */
+const computed = new Map<number, string[]>();
+
 /**
  * The BullMQ key prefixes of a queue's shards (QUEUE_SHARDS). One shard keeps the prefix the
  * queues have always had (`{gw}`). Split into N, the completion and audio queues get N prefixes
@@ -13,6 +16,12 @@ const SLOTS = 16_384;
  */
 export function shardPrefixes(queue: QueueName, shards: number): string[] {
   if (shards <= 1 || queue === QueueName.admin) return [QUEUE_PREFIX];
+  let prefixes = computed.get(shards);
+  if (!prefixes) computed.set(shards, (prefixes = tagsFor(shards)));
+  return prefixes;
+}
+
+function tagsFor(shards: number): string[] {
   return Array.from({ length: shards }, (_, i) => {
     const from = Math.floor((i * SLOTS) / shards);
     const to = Math.floor(((i + 1) * SLOTS) / shards);

@@ -1,22 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createStore, InvalidationFeed, type Store } from '@gateway/store';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { InvalidationFeed, type Store } from '@gateway/store';
+import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { ChannelHealth } from './channel-health.ts';
 
+let db: TestStore;
 let server: TestRedis;
 let redis: Redis;
 let store: Store;
 const options = { failuresBeforeCooldown: 3, cooldownMs: 60_000, authFailuresBeforeDisable: 2 };
 
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
+  db = await useTestStore();
+  ({ server, redis, store } = db);
 });
 afterAll(async () => {
-  redis.disconnect();
-  await server.close();
+  await db.close();
 });
 
 const newChannel = () => store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: 'http://u', models: ['m'] });

@@ -1,24 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { createStore, keys, type Store } from '@gateway/store';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { keys, type Store } from '@gateway/store';
+import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { UsageLedger } from './usage-ledger.ts';
 import { routingKeys } from './routing-keys.ts';
 
+let db: TestStore;
 let server: TestRedis;
 let redis: Redis;
 let store: Store;
 let ledger: UsageLedger;
 
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
+  db = await useTestStore();
+  ({ server, redis, store } = db);
   ledger = new UsageLedger(redis);
 });
 afterAll(async () => {
-  redis.disconnect();
-  await server.close();
+  await db.close();
 });
 
 let n = 0;

@@ -1,20 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { createStore, hashPassword, keys, verifyPassword, type Store } from './index.ts';
 
+let db: TestStore;
 let server: TestRedis;
 let redis: Redis;
 let store: Store;
 
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
+  db = await useTestStore();
+  ({ server, redis, store } = db);
 });
 afterAll(async () => {
-  redis.disconnect();
-  await server.close();
+  await db.close();
 });
 
 describe('users', () => {

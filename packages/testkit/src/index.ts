@@ -4,7 +4,7 @@
  * providers' wire formats over real HTTP.
  */
 export { freePort } from './free-port.ts';
-export { spawnRedis, useTestRedis, hasRedisServer, type TestRedis } from './redis-harness.ts';
+export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis, type TestStore } from './redis-harness.ts';
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';

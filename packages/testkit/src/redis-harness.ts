@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '@gateway/queue';
+import { createStore, type Store } from '@gateway/store';
 import { freePort } from './free-port.ts';
 
 export interface TestRedis {
@@ -110,4 +111,27 @@ export async function useTestRedis(): Promise<TestRedis> {
         `or run a container runtime for Testcontainers (${(error as Error).message})`,
     );
   }
+}
+
+/** A test Redis, a client on it and the store over that client, for tests of store-backed parts. */
+export interface TestStore {
+  server: TestRedis;
+  redis: Redis;
+  store: Store;
+  /** Disconnects the client and stops the Redis. */
+  close(): Promise<void>;
+}
+
+export async function useTestStore(): Promise<TestStore> {
+  const server = await useTestRedis();
+  const redis = new Redis(server.url);
+  return {
+    server,
+    redis,
+    store: createStore(redis),
+    async close() {
+      redis.disconnect();
+      await server.close();
+    },
+  };
 }

@@ -1,25 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { createStore, type Store } from '@gateway/store';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import type { Redis } from 'ioredis';
+import type { Store } from '@gateway/store';
+import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { ApiKeyAuth } from './api-key.ts';
 
+let db: TestStore;
 let server: TestRedis;
 let redis: Redis;
 let store: Store;
 let auth: ApiKeyAuth;
 
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
+  db = await useTestStore();
+  ({ server, redis, store } = db);
   auth = ApiKeyAuth.onStore(store, redis);
   await auth.start();
 });
 afterAll(async () => {
   auth.close();
-  redis.disconnect();
-  await server.close();
+  await db.close();
 });
 
 let seq = 0;
