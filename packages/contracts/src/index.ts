@@ -14,5 +14,5 @@ export * from './wire/gemini-generate.ts';
 export * from './wire/pcm-audio.ts';
 export * from './model-jobs.ts';
 export * from './wire/openai-completion.ts';
-export { UpstreamError, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
+export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';

@@ -17,6 +17,9 @@ export interface UpstreamErrorOptions {
   cause?: unknown;
 }
 
+/** How an upstream failure's message ends when its body was not JSON (never shown to clients). */
+export const NOT_JSON_BODY = ' with a body that is not JSON';
+
 export class UpstreamError extends Error {
   readonly kind: UpstreamFailureKind;
   readonly status: number;

@@ -46,9 +46,11 @@ function isThisMachine(host: string): boolean {
 export function addressProblem(address: string, port: number, policy: AddressPolicy): string | undefined {
   const ip = plain(address);
   if (never.check(ip, family(ip))) return `${ip} is a link-local, metadata or unspecified address`;
+  let local: boolean | undefined;
   for (const own of policy.forbidden) {
-    const sameHost = plain(own.host) === ip || (isThisMachine(ip) && isThisMachine(own.host));
-    if (own.port === port && sameHost) return `${ip}:${port} is the gateway's own Redis or listening address`;
+    if (own.port !== port) continue;
+    local ??= isThisMachine(ip);
+    if (plain(own.host) === ip || (local && isThisMachine(own.host))) return `${ip}:${port} is the gateway's own Redis or listening address`;
   }
   if (!policy.allowPrivate && privateOrLoopback.check(ip, family(ip))) return `${ip} is a private or loopback address (CHANNEL_ALLOW_PRIVATE_ADDRESSES=false)`;
   return undefined;

@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { addressProblem, policedLookup, type AddressPolicy } from './upstream-address-policy.ts';
-import { parseRetryAfter, UpstreamError } from '@gateway/contracts';
+import { NOT_JSON_BODY, parseRetryAfter, UpstreamError } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -201,6 +201,6 @@ async function readAtMost(body: Dispatcher.ResponseData['body'], limit: number, 
 function upstreamMessage(body: unknown, text: string): string {
   const error = (body as { error?: { message?: unknown } } | undefined)?.error;
   if (typeof error?.message === 'string') return `: ${error.message}`;
-  if (body === undefined && text.trim()) return ' with a body that is not JSON';
+  if (body === undefined && text.trim()) return NOT_JSON_BODY;
   return '';
 }

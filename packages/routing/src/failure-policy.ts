@@ -4,7 +4,7 @@
  * the client gets when every channel failed. Provider-agnostic: it reads only `UpstreamError`.
  */
 import { GatewayError } from '@gateway/contracts';
-import { UpstreamError } from '@gateway/contracts';
+import { NOT_JSON_BODY, UpstreamError } from '@gateway/contracts';
 
 export type FailureDecision =
   /** Another channel may succeed; counts against this channel's health. */
@@ -94,7 +94,7 @@ export function exhaustedError(last: UpstreamError | undefined, tried: number): 
     return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream refused the channel's credentials${suffix}` });
   }
   // The upstream's own words are not relayed for a 5xx; whether it sent JSON at all is.
-  const notJson = last.kind === 'http' && last.message.endsWith('with a body that is not JSON') ? ' with a body that is not JSON' : '';
+  const notJson = last.kind === 'http' && last.message.endsWith(NOT_JSON_BODY) ? NOT_JSON_BODY : '';
   // A protocol error's message is the gateway's own (malformed, or past a size limit).
   if (last.kind === 'protocol') return new GatewayError({ status: 502, code: 'upstream_error', message: `${last.message}${suffix}` });
   const what = last.kind === 'http' ? `answered ${last.status}${notJson}` : 'could not be reached or broke the connection';

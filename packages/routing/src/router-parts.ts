@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from '@gateway/config';
 import type { Logger } from '@gateway/log';
-import { ChannelStore, EVERYTHING, InvalidationFeed } from '@gateway/store';
+import { ChannelStore, InvalidationFeed, touchesCallers, touchesChannels } from '@gateway/store';
 import { ChannelCache } from './channel-cache.ts';
 import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
 import { ChannelLeases } from './channel-leases.ts';
@@ -71,8 +71,8 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
   subscriber.on('ready', () => leaseQueue.wakeAll());
   const feed = new InvalidationFeed(subscriber);
   feed.on((message) => {
-    if (message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:')) ledger.forgetQuotas();
-    if (message === 'channels' || message === EVERYTHING) channels.invalidate();
+    if (touchesCallers(message)) ledger.forgetQuotas();
+    if (touchesChannels(message)) channels.invalidate();
     else health.hear(message);
   });
   return { channels, health, ledger, leases, leaseQueue, feed, subscriber };

@@ -1,10 +1,12 @@
+import { STORE_PREFIX } from '@gateway/store';
+
 /** Redis keys and invalidation messages that routing adds to the store's. */
 export const routingKeys = {
   /**
    * Hash of one channel's health: consecutive failures, consecutive auth failures, cooldown end.
    * In the store's slot: a failure may disable the channel's record in the same script.
    */
-  health: (channelId: number | string) => `gw:{store}:channel-health:${channelId}`,
+  health: (channelId: number | string) => `${STORE_PREFIX}channel-health:${channelId}`,
   /** Sorted set of one channel's concurrency leases (lease id scored by expiry, epoch ms). */
   leases: (channelId: number | string) => `gw:channel-leases:${channelId}`,
   /** Pub/sub channel on which a lease given back on a full channel is announced (message: channel id). */

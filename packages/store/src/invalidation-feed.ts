@@ -5,6 +5,11 @@ import { keys } from './keys.ts';
 /** Sent to listeners when the feed may have missed messages (a reconnect): drop everything. */
 export const EVERYTHING = '*';
 
+/** Whether a feed message may change what a key or user may do (keys, users, quotas). */
+export const touchesCallers = (message: string) => message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:');
+/** Whether a feed message may change the channel table. */
+export const touchesChannels = (message: string) => message === 'channels' || message === EVERYTHING;
+
 /**
  * One process's subscription to the store's change announcements (`keys.invalidations`), fanned
  * out to its in-process caches. Writers publish `channels`, `token:<id>`, `user:<id>`, … ; after

@@ -7,25 +7,25 @@ export const STORE_PREFIX = 'gw:{store}:';
 
 /** Every store key, in one place. */
 export const keys = {
-  user: (id: number | string) => `gw:{store}:user:${id}`,
-  userPrefix: 'gw:{store}:user:',
-  userSeq: 'gw:{store}:seq:user',
-  users: 'gw:{store}:users',
-  usernameIndex: 'gw:{store}:idx:username',
-  accessTokenIndex: 'gw:{store}:idx:access-token',
+  user: (id: number | string) => `${STORE_PREFIX}user:${id}`,
+  userPrefix: `${STORE_PREFIX}user:`,
+  userSeq: `${STORE_PREFIX}seq:user`,
+  users: `${STORE_PREFIX}users`,
+  usernameIndex: `${STORE_PREFIX}idx:username`,
+  accessTokenIndex: `${STORE_PREFIX}idx:access-token`,
 
-  channel: (id: number | string) => `gw:{store}:channel:${id}`,
-  channelPrefix: 'gw:{store}:channel:',
-  channelSeq: 'gw:{store}:seq:channel',
-  channels: 'gw:{store}:channels',
-  channelTagIndex: (tag: string) => `gw:{store}:idx:channel-tag:${tag}`,
+  channel: (id: number | string) => `${STORE_PREFIX}channel:${id}`,
+  channelPrefix: `${STORE_PREFIX}channel:`,
+  channelSeq: `${STORE_PREFIX}seq:channel`,
+  channels: `${STORE_PREFIX}channels`,
+  channelTagIndex: (tag: string) => `${STORE_PREFIX}idx:channel-tag:${tag}`,
 
-  token: (id: number | string) => `gw:{store}:token:${id}`,
-  tokenPrefix: 'gw:{store}:token:',
-  tokenSeq: 'gw:{store}:seq:token',
-  tokens: 'gw:{store}:tokens',
-  tokenKeyIndex: 'gw:{store}:idx:token-key',
-  userTokens: (userId: number | string) => `gw:{store}:idx:user-tokens:${userId}`,
+  token: (id: number | string) => `${STORE_PREFIX}token:${id}`,
+  tokenPrefix: `${STORE_PREFIX}token:`,
+  tokenSeq: `${STORE_PREFIX}seq:token`,
+  tokens: `${STORE_PREFIX}tokens`,
+  tokenKeyIndex: `${STORE_PREFIX}idx:token-key`,
+  userTokens: (userId: number | string) => `${STORE_PREFIX}idx:user-tokens:${userId}`,
 
   /** Pub/sub channel on which writers announce changes that caches must drop. */
   invalidations: 'gw:invalidate',

@@ -1,6 +1,6 @@
 import type { ChannelType } from '@gateway/contracts';
 import { ChannelCache, servedModels, type ServedModel } from '@gateway/routing';
-import { EVERYTHING, type ChannelStore, type InvalidationFeed } from '@gateway/store';
+import { touchesChannels, type ChannelStore, type InvalidationFeed } from '@gateway/store';
 import type { KeyHolder } from './auth/api-key.ts';
 
 /**
@@ -15,7 +15,7 @@ export class ModelCatalog {
   constructor(store: ChannelStore, feed: InvalidationFeed) {
     this.channels = new ChannelCache(store);
     feed.on((message) => {
-      if (message === 'channels' || message === EVERYTHING) this.channels.invalidate();
+      if (touchesChannels(message)) this.channels.invalidate();
     });
   }
 

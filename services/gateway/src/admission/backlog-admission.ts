@@ -31,10 +31,14 @@ interface QueueSample {
 export class BacklogAdmission {
   private readonly options: Required<BacklogAdmissionOptions>;
   private readonly samples = new Map<QueueName, QueueSample>();
+  /** Per queue, each shard's wait list and prioritized set (their lengths are its backlog). */
+  private readonly backlogKeys: { wait: string; prioritized: string }[][];
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: BacklogAdmissionOptions) {
     this.options = { sampleEveryMs: 250, shards: 1, ...options };
+    this.backlogKeys = this.options.queues.map((queue) =>
+      shardPrefixes(queue, this.options.shards).map((prefix) => ({ wait: `${prefix}:${queue}:wait`, prioritized: `${prefix}:${queue}:prioritized` })));
   }
 
   start(): void {
@@ -73,16 +77,13 @@ export class BacklogAdmission {
   private async sample(): Promise<void> {
     // Every shard's keys are in a slot of their own: one command each (auto-pipelined on one
     // server), not one pipeline, which a cluster would refuse across slots.
-    const shards = this.options.shards ?? 1;
-    const counts = await Promise.all(this.options.queues.map(async (queue) => {
-      const [backlogs, drained] = await Promise.all([
-        Promise.all(shardPrefixes(queue, shards).map(async (prefix) => {
-          const [waiting, prioritized] = await Promise.all([this.options.redis.llen(`${prefix}:${queue}:wait`), this.options.redis.zcard(`${prefix}:${queue}:prioritized`)]);
-          return waiting + prioritized;
-        })),
-        this.options.redis.get(drainedCounterKey(queue)),
+    const { redis } = this.options;
+    const counts = await Promise.all(this.options.queues.map(async (queue, i) => {
+      const [lengths, drained] = await Promise.all([
+        Promise.all(this.backlogKeys[i]!.flatMap((shard) => [redis.llen(shard.wait), redis.zcard(shard.prioritized)])),
+        redis.get(drainedCounterKey(queue)),
       ]);
-      return { backlog: backlogs.reduce((a, b) => a + b, 0), drained: Number(drained ?? 0) };
+      return { backlog: lengths.reduce((a, b) => a + b, 0), drained: Number(drained ?? 0) };
     }));
     const now = Date.now();
     this.options.queues.forEach((queue, i) => {

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { GatewayError, TokenStatus, UserStatus, type ModelCaller } from '@gateway/contracts';
 import type { Redis } from '@gateway/queue';
-import { EVERYTHING, InvalidationFeed, sha256, type Store, type TokenStore, type UserStore } from '@gateway/store';
+import { InvalidationFeed, sha256, touchesCallers, type Store, type TokenStore, type UserStore } from '@gateway/store';
 
 /** The caller of a model route, resolved from its API key. */
 export interface KeyHolder extends ModelCaller {
@@ -66,7 +66,7 @@ export class ApiKeyAuth {
       fetchMethod: (_hash, _stale, { context: key }) => this.lookup(key),
     });
     this.feed.on((message) => {
-      if (message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:')) this.clear();
+      if (touchesCallers(message)) this.clear();
     });
   }
 
