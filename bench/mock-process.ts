@@ -20,6 +20,6 @@ process.on('message', (message: { id: number; cmd: string; limit?: number; retry
   }
   process.send!({
     type: 'reply', id: message.id,
-    stats: { requests: mock.requests.length, inFlight: mock.inFlight, maxInFlight: mock.maxInFlight, overLimit: mock.overLimit, aborted: mock.aborted },
+    stats: { requests: mock.requests.length, inFlight: mock.inFlight, maxInFlight: mock.maxInFlight, overLimit: mock.overLimit, aborted: mock.aborted, meanInFlight: mock.meanInFlight },
   });
 });

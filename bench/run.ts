@@ -15,6 +15,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import os from 'node:os';
 import { Redis } from 'ioredis';
 import { freePort, repoRoot, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 
@@ -209,6 +210,12 @@ try {
     headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-upstream' },
   });
 
+  // The processes whose CPU the cost table and the burst account for.
+  const redisPids = await Promise.all(redisNodes.map(async (n) => [n.name, Number(/process_id:(\d+)/.exec(await n.client.info('server'))?.[1])] as [string, number]));
+  const serviceProcesses: [string, number][] = [
+    ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!], ...redisPids,
+  ];
+
   // Warm-up: connections, JIT, caches.
   progress('warming up…');
   await load({ ...through('bench-model'), connections: 16, amount: 2000 }).done;
@@ -221,11 +228,7 @@ try {
   if (parts.has('cost')) {
     // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
     // every process, over the same 3,000 requests at concurrency 16.
-    const redisPids = await Promise.all(redisNodes.map(async (n) => [n.name, Number(/process_id:(\d+)/.exec(await n.client.info('server'))?.[1])] as [string, number]));
-    const processes: [string, number][] = [
-      ['gateway', gateway.child.pid!], ['completion-worker', services[1]!.child.pid!], ['admin-worker', services[0]!.child.pid!],
-      ...redisPids, ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!],
-    ];
+    const processes: [string, number][] = [...serviceProcesses, ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!]];
     const costOf = async (run: () => Promise<LoadResult>) => {
       await resetRedisStats();
       const before = processes.map(([, pid]) => cpuMs(pid));
@@ -345,10 +348,18 @@ try {
       peakRss = Math.max(peakRss, rssMb(gateway.child.pid!));
       peakRedis = Math.max(peakRedis, await usedMemoryMb());
     }, 100);
+    const burstProcesses: [string, number][] = [...serviceProcesses, ['upstream', limited.child.pid!], ['interactive upstream', mock.child.pid!]];
+    const cpuBefore = burstProcesses.map(([, pid]) => cpuMs(pid));
     const interactive = load({ ...through('bench-model'), connections: 4, duration: 600 });
     const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
     interactive.stop();
     const interactiveResult = await interactive.done;
+    // CPU seconds each process spent while the burst drained: whether two cores were the bound.
+    const burstCpu = [
+      ...burstProcesses.map(([name, pid], i) => [name, (cpuMs(pid) - cpuBefore[i]!) / 1000] as const),
+      ['load generators', (burstGateway.cpuMs + interactiveResult.cpuMs) / 1000] as const,
+    ];
+    const burstCpuTotal = burstCpu.reduce((sum, [, s]) => sum + s, 0);
     clearInterval(sampler);
     const upstreamAfterGateway = await limited.control({ cmd: 'stats' });
     await limited.control({ cmd: 'reset' });
@@ -366,15 +377,16 @@ try {
     const physicalS = (burstSize / burstLimit) * burstUpstreamMs / 1000;
     const scenario = `burst ${burstSize}, limit ${burstLimit}`;
     const burstNote = (r: LoadResult, upstream: Record<string, number>) =>
-      `${(100 * r.ok / burstSize).toFixed(1)}% ok, ${upstream.overLimit} over-limit, last reply ${(r.durationMs / 1000).toFixed(2)} s (${(100 * (r.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)`;
+      `${(100 * r.ok / burstSize).toFixed(1)}% ok, ${upstream.overLimit} over-limit, ${upstream.meanInFlight.toFixed(1)} in flight on average, last reply ${(r.durationMs / 1000).toFixed(2)} s (${(100 * (r.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)`;
     rows.push(
       { scenario, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: burstNote(burstDirect, upstreamAfterDirect) },
       { scenario, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: burstNote(burstGateway, upstreamAfterGateway) },
       { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
+      { scenario: 'CPU during the burst', path: 'through the gateway', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${burstCpuTotal.toFixed(1)} s CPU over ${(burstGateway.durationMs / 1000).toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * burstCpuTotal / (os.availableParallelism() * burstGateway.durationMs / 1000)).toFixed(0)}% busy): ${burstCpu.filter(([, s]) => s >= 0.05).map(([name, s]) => `${name} ${s.toFixed(1)}`).join(', ')}` },
       { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
       { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
     );
-    figures.burst = { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult, physicalS };
+    figures.burst = { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult, physicalS, cpuSeconds: Object.fromEntries(burstCpu) };
     figures.memory = { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter };
   }
 

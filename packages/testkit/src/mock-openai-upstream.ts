@@ -49,6 +49,11 @@ export interface MockOpenAIUpstream {
   readonly aborted: number;
   /** Requests refused with 429 because more than the limit were in flight. */
   readonly overLimit: number;
+  /**
+   * Requests in flight on average, from the first request taken to the last one ended: how full
+   * a concurrency limit was kept (32 of 32 means no slot ever idled while work waited).
+   */
+  readonly meanInFlight: number;
   /** The behaviour of every request not scripted with `next`. */
   setBehaviour(behaviour: MockOpenAIBehaviour): void;
   /** Scripts the next requests, one behaviour each, before the default applies again. */
@@ -97,6 +102,17 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
   let requests: RecordedRequest[] = [];
   let inFlight = 0;
   let maxInFlight = 0;
+  // The integral of inFlight over time, and the span it covers, for meanInFlight.
+  let inFlightMs = 0;
+  let firstTakenAt = 0;
+  let lastChangeAt = 0;
+  const changeInFlight = (by: number) => {
+    const now = performance.now();
+    if (firstTakenAt === 0) firstTakenAt = lastChangeAt = now;
+    inFlightMs += inFlight * (now - lastChangeAt);
+    lastChangeAt = now;
+    inFlight += by;
+  };
   let aborted = 0;
   let overLimit = 0;
   let concurrencyLimit = 0;
@@ -131,7 +147,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       return fail(res, 429, { error: { message: 'Rate limit reached: too many requests in flight', type: 'requests', param: null, code: 'rate_limit_exceeded' } }, limitRetryAfter);
     }
     const b = script.length > 0 ? script.shift()! : behaviour;
-    inFlight++;
+    changeInFlight(1);
     maxInFlight = Math.max(maxInFlight, inFlight);
     try {
       if (b.hang) {
@@ -156,7 +172,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       }
       await answer(res, body, b, gone.signal);
     } finally {
-      inFlight--;
+      changeInFlight(-1);
     }
   };
 
@@ -226,6 +242,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
     get maxInFlight() { return maxInFlight; },
     get aborted() { return aborted; },
     get overLimit() { return overLimit; },
+    get meanInFlight() { return lastChangeAt > firstTakenAt ? inFlightMs / (lastChangeAt - firstTakenAt) : 0; },
     setBehaviour(next) { behaviour = { ...next }; },
     next(...behaviours) { script.push(...behaviours); },
     limitConcurrency(limit, retryAfter = 1) { concurrencyLimit = limit; limitRetryAfter = retryAfter; },
@@ -234,6 +251,7 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       script = [];
       requests = [];
       maxInFlight = inFlight;
+      inFlightMs = firstTakenAt = lastChangeAt = 0;
       aborted = 0;
       overLimit = 0;
       concurrencyLimit = 0;
