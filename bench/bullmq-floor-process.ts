@@ -2,8 +2,8 @@
  * The floor the queue hop is measured against: BullMQ's own add → process → complete with
  * nothing else (no reply path, no routing, no store), in a process of its own, with the same
  * job options and one worker connection as the gateway's queues. `requests` jobs at
- * `concurrency` at a time; the caller reads INFO commandstats around the run. Options arrive as
- * JSON in argv[2]; the figures go back over IPC.
+ * `concurrency` at a time, each timed from add to completion; the caller reads INFO commandstats
+ * around the run. Options arrive as JSON in argv[2]; the figures go back over IPC.
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -26,20 +26,28 @@ process.send!({ type: 'ready' });
 await new Promise<void>((resolve) => process.once('message', () => resolve()));
 
 const started = performance.now();
+const latenciesUs: number[] = [];
 let next = 0;
 async function client(): Promise<void> {
   while (next < options.requests) {
     const n = next++;
     const id = `floor-${n}`;
+    const at = performance.now();
     const done = new Promise<void>((resolve) => waiting.set(id, resolve));
     await queue.add('floor', { n }, { jobId: id });
     await done;
+    latenciesUs.push((performance.now() - at) * 1000);
   }
 }
 await Promise.all(Array.from({ length: options.concurrency }, client));
 const durationMs = performance.now() - started;
 // The figures first: the caller reads INFO commandstats before the clean-up below adds to it.
-process.send!({ type: 'result', result: { requests: options.requests, durationMs, rps: options.requests / (durationMs / 1000) } });
+latenciesUs.sort((a, b) => a - b);
+const percentileUs = (q: number) => latenciesUs[Math.min(latenciesUs.length - 1, Math.floor(q * latenciesUs.length))]!;
+process.send!({
+  type: 'result',
+  result: { requests: options.requests, durationMs, rps: Math.round(options.requests / (durationMs / 1000)), p50us: percentileUs(0.5), p90us: percentileUs(0.9), p99us: percentileUs(0.99) },
+});
 await new Promise<void>((resolve) => process.once('message', () => resolve()));
 await worker.close();
 await queue.obliterate({ force: true });

@@ -62,9 +62,13 @@ function commandTotals(info: string, requests: number): { calls: number; usec: n
   return { calls, usec, byCommand };
 }
 
-/** BullMQ alone at `concurrency` (bench/bullmq-floor-process.ts): `run` times it, `cleanUp` removes its queue. */
-async function bullmqFloor(redisUrl: string, concurrency: number): Promise<{ run(): Promise<LoadResult>; cleanUp(): void }> {
-  const child = fork(join(repoRoot, 'bench/bullmq-floor-process.ts'), [JSON.stringify({ redisUrl, requests: costRequests, concurrency })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+/**
+ * BullMQ alone, `requests` jobs at `concurrency` (bench/bullmq-floor-process.ts): `run` times it,
+ * `cleanUp` removes its queue. Its add → complete happens in one process, with no HTTP and no
+ * reply between processes, so it is a lower bound on what any BullMQ hop adds.
+ */
+async function bullmqFloor(redisUrl: string, concurrency: number, requests = costRequests): Promise<{ run(): Promise<LoadResult>; cleanUp(): Promise<void> }> {
+  const child = fork(join(repoRoot, 'bench/bullmq-floor-process.ts'), [JSON.stringify({ redisUrl, requests, concurrency })], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const message = (type: string) => new Promise<any>((resolve) => child.on('message', (m: { type: string }) => m.type === type && resolve(m)));
   await message('ready');
   return {
@@ -73,10 +77,12 @@ async function bullmqFloor(redisUrl: string, concurrency: number): Promise<{ run
       const result = message('result');
       child.send({ cmd: 'go' });
       const { result: r } = await result;
-      return { ...r, p50: 0, p99: 0, max: 0, non2xx: 0, errors: 0, timeouts: 0, ok: r.requests, statusCodes: {}, cpuMs: cpuMs(child.pid!) - cpu };
+      return { ...r, p50: Math.round(r.p50us / 1000), p99: Math.round(r.p99us / 1000), max: 0, non2xx: 0, errors: 0, timeouts: 0, ok: r.requests, statusCodes: {}, cpuMs: cpuMs(child.pid!) - cpu };
     },
     cleanUp: () => {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
       child.send({ cmd: 'clean up' });
+      return exited;
     },
   };
 }
@@ -281,13 +287,18 @@ try {
     const latencyGateway = await load({ ...through('bench-model'), sequential: 3000 }).done;
     progress(`latency at concurrency 1: through Portkey ${portkey.version}…`);
     const latencyPortkey = await load({ ...viaPortkey('bench-model'), sequential: 3000 }).done;
+    progress('latency at concurrency 1: BullMQ alone…');
+    const floor = await bullmqFloor(floorUrl, 1, 3000);
+    const latencyFloor = await floor.run();
+    await floor.cleanUp();
     const micro = (r: LoadResult) => `p50 ${r.p50us!.toFixed(0)} µs, p90 ${r.p90us!.toFixed(0)} µs, p99 ${r.p99us!.toFixed(0)} µs`;
     rows.push(
       { scenario: 'latency c=1', path: 'upstream directly', 'req/s': latencyDirect.rps, 'p50 ms': latencyDirect.p50, 'p99 ms': latencyDirect.p99, errors: latencyDirect.non2xx + latencyDirect.errors, note: micro(latencyDirect) },
       { scenario: 'latency c=1', path: 'through the gateway', 'req/s': latencyGateway.rps, 'p50 ms': latencyGateway.p50, 'p99 ms': latencyGateway.p99, errors: latencyGateway.non2xx + latencyGateway.errors, note: `${micro(latencyGateway)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyGateway.p50us!)} µs` },
       { scenario: 'latency c=1', path: `Portkey ${portkey.version}`, 'req/s': latencyPortkey.rps, 'p50 ms': latencyPortkey.p50, 'p99 ms': latencyPortkey.p99, errors: latencyPortkey.non2xx + latencyPortkey.errors, note: `${micro(latencyPortkey)}; p50 overhead ${overhead(latencyDirect.p50us!, latencyPortkey.p50us!)} µs` },
+      { scenario: 'latency c=1', path: 'BullMQ alone (floor)', 'req/s': latencyFloor.rps, 'p50 ms': latencyFloor.p50, 'p99 ms': latencyFloor.p99, errors: 0, note: `${micro(latencyFloor)}: add → complete in one process, no HTTP, the least any BullMQ hop adds` },
     );
-    figures.latency = { direct: latencyDirect, gateway: latencyGateway, portkey: latencyPortkey };
+    figures.latency = { direct: latencyDirect, gateway: latencyGateway, portkey: latencyPortkey, bullmqFloor: latencyFloor };
   }
 
   if (parts.has('throughput')) {
@@ -297,13 +308,18 @@ try {
     const throughputGateway = await load({ ...through('bench-model'), connections: 64, duration: seconds }).done;
     progress(`throughput at concurrency 64 for ${seconds} s: through Portkey ${portkey.version}…`);
     const throughputPortkey = await load({ ...viaPortkey('bench-model'), connections: 64, duration: seconds }).done;
+    progress('throughput at concurrency 64: BullMQ alone…');
+    const floor = await bullmqFloor(floorUrl, 64, 20_000);
+    const throughputFloor = await floor.run();
+    await floor.cleanUp();
     const scenario = `throughput c=64 ${seconds}s`;
     rows.push(
       { scenario, path: 'upstream directly', 'req/s': throughputDirect.rps, 'p50 ms': throughputDirect.p50, 'p99 ms': throughputDirect.p99, errors: throughputDirect.non2xx + throughputDirect.errors, note: '' },
       { scenario, path: 'through the gateway', 'req/s': throughputGateway.rps, 'p50 ms': throughputGateway.p50, 'p99 ms': throughputGateway.p99, errors: throughputGateway.non2xx + throughputGateway.errors, note: `${(100 * throughputGateway.rps / throughputDirect.rps).toFixed(0)}% of direct` },
       { scenario, path: `Portkey ${portkey.version}`, 'req/s': throughputPortkey.rps, 'p50 ms': throughputPortkey.p50, 'p99 ms': throughputPortkey.p99, errors: throughputPortkey.non2xx + throughputPortkey.errors, note: `${(100 * throughputPortkey.rps / throughputDirect.rps).toFixed(0)}% of direct; gateway ${(throughputGateway.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
+      { scenario, path: 'BullMQ alone (floor)', 'req/s': throughputFloor.rps, 'p50 ms': throughputFloor.p50, 'p99 ms': throughputFloor.p99, errors: 0, note: `20,000 jobs, add → complete in one process, no HTTP: ${(throughputFloor.rps / throughputPortkey.rps).toFixed(2)}× Portkey` },
     );
-    figures.throughput = { direct: throughputDirect, gateway: throughputGateway, portkey: throughputPortkey };
+    figures.throughput = { direct: throughputDirect, gateway: throughputGateway, portkey: throughputPortkey, bullmqFloor: throughputFloor };
   }
 
   if (parts.has('stream')) {
@@ -350,7 +366,7 @@ try {
     }, 100);
     const burstProcesses: [string, number][] = [...serviceProcesses, ['upstream', limited.child.pid!], ['interactive upstream', mock.child.pid!]];
     const cpuBefore = burstProcesses.map(([, pid]) => cpuMs(pid));
-    const interactive = load({ ...through('bench-model'), connections: 4, duration: 600 });
+    const interactive = load({ ...through('bench-model'), connections: Number(process.env.BENCH_INTERACTIVE ?? 4), duration: 600 });
     const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
     interactive.stop();
     const interactiveResult = await interactive.done;
