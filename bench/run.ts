@@ -7,6 +7,7 @@
  *   npm run bench                 # everything (about two minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
  *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst
+ *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
  *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
  *   BENCH_CLUSTER=1 npm run bench # on a Redis Cluster of 3 masters and 3 replicas, QUEUE_SHARDS=3
@@ -96,7 +97,11 @@ function load(options: Record<string, unknown>): { done: Promise<LoadResult>; st
   return { done, stop: () => child.connected && child.send({ cmd: 'stop' }) };
 }
 
-interface StreamResult { streams: number; failed: number; chunks: number; wallMs: number; chunksPerSecond: number; firstChunkP50: number; firstChunkP99: number; gapP99: number }
+interface StreamResult {
+  streams: number; failed: number; chunks: number; wallMs: number; chunksPerSecond: number; firstChunkP50: number; firstChunkP99: number; gapP99: number;
+  /** CPU of the stream generator itself. */
+  cpuMs: number;
+}
 
 /** C streamed requests at once from a process of their own (bench/stream-process.ts). */
 function streams(options: { url: string; headers: Record<string, string>; body: string; concurrency: number }): Promise<StreamResult> {
@@ -332,22 +337,26 @@ try {
     // Streaming: C clients at once, each streaming 100 chunks 10 ms apart from the upstream.
     await mock.control({ cmd: 'behaviour', behaviour: { chunkDelayMs: 10, text: Array.from({ length: 99 }, (_, i) => `w${i}`).join(' ') } });
     const streamBody = JSON.stringify({ model: 'bench-model', prompt: 'Stream', stream: true });
-    const streaming: { concurrency: number; direct: StreamResult; gateway: StreamResult; commandsPerChunk: number }[] = [];
+    const streaming: { concurrency: number; direct: StreamResult; gateway: StreamResult; commandsPerChunk: number; cpuBusy: number }[] = [];
     for (const concurrency of streamConcurrencies) {
       progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, upstream directly…`);
       const streamDirect = await streams({ url: direct('bench-model').url, headers: direct('bench-model').headers, body: streamBody, concurrency });
       progress(`streaming: ${concurrency} streams of 100 chunks 10 ms apart, through the gateway…`);
       await resetRedisStats();
+      const streamProcesses = [...serviceProcesses, ['upstream', mock.child.pid!] as [string, number]];
+      const cpuBefore = streamProcesses.map(([, pid]) => cpuMs(pid));
       const streamGateway = await streams({ url: through('bench-model').url, headers: through('bench-model').headers, body: streamBody, concurrency });
+      const cpuSeconds = (streamProcesses.reduce((sum, [, pid], i) => sum + cpuMs(pid) - cpuBefore[i]!, 0) + streamGateway.cpuMs) / 1000;
+      const cpuBusy = cpuSeconds / (os.availableParallelism() * streamGateway.wallMs / 1000);
       const commandsPerChunk = commandTotals(await redisInfo('commandstats'), Math.max(1, streamGateway.chunks)).calls;
-      streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk });
+      streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk, cpuBusy });
     }
     await mock.control({ cmd: 'behaviour', behaviour: {} });
     await mock.control({ cmd: 'reset' });
-    rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk }) => [d, g].map((r, i) => ({
+    rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk, cpuBusy }) => [d, g].map((r, i) => ({
       scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
       'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
-      note: `${Math.round(r.chunksPerSecond)} chunks/s${i === 1 ? ` (${(100 * g.chunksPerSecond / d.chunksPerSecond).toFixed(0)}% of direct; ${commandsPerChunk.toFixed(2)} Redis commands a chunk)` : ''}; first chunk p50/p99 in the ms columns; gap p99 ${r.gapP99.toFixed(1)} ms`,
+      note: `${Math.round(r.chunksPerSecond)} chunks/s${i === 1 ? ` (${(100 * g.chunksPerSecond / d.chunksPerSecond).toFixed(0)}% of direct; ${commandsPerChunk.toFixed(2)} Redis commands a chunk; all processes ${(100 * cpuBusy).toFixed(0)}% of ${os.availableParallelism()} cores)` : ''}; first chunk p50/p99 in the ms columns; gap p99 ${r.gapP99.toFixed(1)} ms`,
     }))));
     figures.streaming = streaming;
     figures.portkeyStream = portkeyStream;

@@ -54,6 +54,7 @@ process.send!({
   result: {
     streams: options.concurrency, failed, chunks, wallMs, chunksPerSecond: chunks / (wallMs / 1000),
     firstChunkP50: at(firstChunkMs, 0.5), firstChunkP99: at(firstChunkMs, 0.99), gapP99: at(gapsMs, 0.99),
+    cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
   },
 });
 await dispatcher.close();
