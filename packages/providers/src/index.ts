@@ -4,7 +4,7 @@
  * it offers), over one shared keep-alive HTTP client. Every failure is an `UpstreamError` (a contract, in @gateway/contracts), so
  * the router can decide on failover without knowing the provider.
  */
-export { openUpstream, postUpstreamJson, upstreamAgent, upstreamLimits, setUpstreamLimits, setAddressPolicy, HOP_HEADER, type UpstreamRequest, type OpenUpstreamReply } from './upstream-request.ts';
+export { openUpstreamStream, postUpstreamJson, upstreamLimits, setUpstreamLimits, setAddressPolicy, HOP_HEADER, type UpstreamRequest, type OpenUpstreamReply } from './upstream-request.ts';
 export { readServerSentEvents } from './server-sent-events.ts';
 export * as openai from './openai/index.ts';
 export * as gemini from './gemini/index.ts';

@@ -10,7 +10,7 @@ import { UpstreamError } from '@gateway/contracts';
  * `maxReplyBytes`; past either it throws a protocol error. An event the upstream left without
  * its closing blank line at the end of the stream still counts.
  */
-export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Array>, onProgress?: () => void): AsyncGenerator<string> {
+export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   const { maxEventBytes, maxReplyBytes } = upstreamLimits;
   const ready: string[] = [];
@@ -24,7 +24,6 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
     },
   });
   for await (const piece of body) {
-    onProgress?.();
     total += piece.length;
     sinceEvent += piece.length;
     parser.feed(decoder.decode(piece, { stream: true }));

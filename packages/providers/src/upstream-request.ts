@@ -1,6 +1,14 @@
 /**
- * The one way providers talk HTTP to an upstream: a shared keep-alive connection pool, a
- * time-out, the caller's AbortSignal, and every failure turned into an `UpstreamError`.
+ * The one way providers talk HTTP to an upstream: a shared keep-alive connection pool, the
+ * time-outs, the caller's AbortSignal, and every failure turned into an `UpstreamError`.
+ *
+ * The time-outs are undici's and the platform's own, none kept by hand: a whole reply must be
+ * complete within `timeoutMs` (`AbortSignal.timeout`, joined to the caller's signal with
+ * `AbortSignal.any`); a stream must send its headers within `timeoutMs` (undici's
+ * `headersTimeout`) and then each next piece within `timeoutMs` (its `bodyTimeout`, the idle time
+ * between body chunks, which it does not count while the reader holds the stream paused).
+ * undici keeps those two on a clock of about half a second: a stream's time-out may fire that
+ * much late (and a short one, under a second, takes about a second).
  */
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -22,9 +30,6 @@ export function setUpstreamLimits(limits: Partial<typeof upstreamLimits>): void 
   Object.assign(upstreamLimits, limits);
 }
 
-const tooLarge = (what: string, limit: number) =>
-  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)` });
-
 let addressPolicy: AddressPolicy = { allowPrivate: true, forbidden: [] };
 
 /** Where upstream calls may connect (the model workers set it from their configuration). */
@@ -39,12 +44,12 @@ export function setAddressPolicy(policy: AddressPolicy): void {
 export const HOP_HEADER = 'x-gateway-hop';
 
 /** Shared by every upstream call of the process: connections are reused across requests. */
-export const upstreamAgent = new Agent({
+const upstreamAgent = new Agent({
   keepAliveTimeout: 30_000,
   keepAliveMaxTimeout: 600_000,
   // Every address a name resolves to is checked against the policy before connecting.
   connect: { timeout: 10_000, lookup: policedLookup(() => addressPolicy) },
-  // Time-outs are ours (per channel), not undici's defaults of 300 s.
+  // Time-outs are set per call (per channel), never undici's defaults of 300 s.
   headersTimeout: 0,
   bodyTimeout: 0,
 });
@@ -53,52 +58,64 @@ export interface UpstreamRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;
-  /** Milliseconds until the reply must be complete (or, for a stream, until each next piece). */
+  /** Milliseconds for the whole reply (a stream: for its headers, then for each next piece); 0: no limit. */
   timeoutMs: number;
   /** Aborted when nobody waits for the answer any more. */
   signal?: AbortSignal;
 }
 
-/** A reply whose body is still to be read, with the time-out still running. */
+/** A 2xx reply whose body is still to be read. */
 export interface OpenUpstreamReply {
-  status: number;
-  headers: Dispatcher.ResponseData['headers'];
   body: Dispatcher.ResponseData['body'];
-  /** Restarts the time-out: called as a stream makes progress. */
-  touch(): void;
-  /** Turns an error thrown while reading into an `UpstreamError`. */
+  /** Turns an error thrown while reading the body into an `UpstreamError`. */
   failure(error: unknown): UpstreamError;
-  /** Stops the time-out and detaches from the caller's signal. */
-  done(): void;
+}
+
+/** Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`), all within `timeoutMs`. */
+export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
+  const total = req.timeoutMs > 0 ? AbortSignal.timeout(req.timeoutMs) : undefined;
+  const signal = total && req.signal ? AbortSignal.any([req.signal, total]) : (total ?? req.signal);
+  const reply = await send(req, { signal, timedOut: total });
+  let text: string;
+  try {
+    text = (await readAtMost(reply.body, upstreamLimits.maxReplyBytes, () => tooLarge('reply', upstreamLimits.maxReplyBytes))).toString('utf8');
+  } catch (error) {
+    throw reply.failure(error);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
+  }
+}
+
+/**
+ * Sends a JSON POST and resolves once a 2xx reply's headers arrived (within `timeoutMs`); its
+ * body is then the stream, each next piece within `timeoutMs`.
+ */
+export function openUpstreamStream(req: UpstreamRequest): Promise<OpenUpstreamReply> {
+  return send(req, { signal: req.signal, headersTimeout: req.timeoutMs, bodyTimeout: req.timeoutMs });
+}
+
+interface SendOptions {
+  signal?: AbortSignal;
+  /** The signal of a whole reply's time-out, when it has one. */
+  timedOut?: AbortSignal;
+  headersTimeout?: number;
+  bodyTimeout?: number;
 }
 
 const MAX_ERROR_BODY = 64 * 1024;
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/**
- * Sends a JSON POST and resolves once a 2xx reply's headers arrived; any other status, a
- * time-out, an abort or a connection error rejects with an `UpstreamError`.
- */
-export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamReply> {
-  const timeout = new AbortController();
-  const combined = new AbortController();
-  const timeoutError = () => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${req.timeoutMs} ms` });
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    if (req.timeoutMs > 0) timer = setTimeout(() => { timeout.abort(); combined.abort(timeoutError()); }, req.timeoutMs);
-  };
-  const onCallerAbort = () => combined.abort(new UpstreamError({ kind: 'cancelled', message: 'the request was cancelled' }));
-  if (req.signal?.aborted) onCallerAbort();
-  else req.signal?.addEventListener('abort', onCallerAbort, { once: true });
-  const done = () => {
-    clearTimeout(timer);
-    req.signal?.removeEventListener('abort', onCallerAbort);
-  };
+/** Sends a JSON POST; any status but 2xx, a time-out, an abort or a connection error rejects with an `UpstreamError`. */
+async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUpstreamReply> {
   const failure = (error: unknown): UpstreamError => {
-    if (timeout.signal.aborted) return timeoutError();
+    const code = (error as { code?: string } | undefined)?.code ?? '';
+    if (options.timedOut?.aborted) return timeoutError(req.timeoutMs);
     if (req.signal?.aborted) return new UpstreamError({ kind: 'cancelled', message: 'the request was cancelled', cause: error });
+    if (UNDICI_TIMEOUTS.has(code)) return timeoutError(req.timeoutMs);
     if (error instanceof UpstreamError) return error;
-    const code = (error as { code?: string }).code ?? '';
     return new UpstreamError({
       kind: 'connection',
       message: code === 'EUPSTREAMFORBIDDEN' ? (error as Error).message : `upstream connection failed: ${code || (error as Error).message}`,
@@ -106,74 +123,64 @@ export async function openUpstream(req: UpstreamRequest): Promise<OpenUpstreamRe
     });
   };
 
-  arm();
-  const url = new URL(req.url);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host)) {
-    // An address written in the URL is never looked up, so it is checked here.
-    const refused = addressProblem(host, Number(url.port) || (url.protocol === 'https:' ? 443 : 80), addressPolicy);
-    if (refused) {
-      done();
-      throw new UpstreamError({ kind: 'connection', message: `upstream address refused: ${refused}` });
-    }
-  }
+  const refused = literalAddressProblem(req.url);
+  if (refused) throw new UpstreamError({ kind: 'connection', message: `upstream address refused: ${refused}` });
   let response: Dispatcher.ResponseData;
   try {
     response = await request(req.url, {
       method: 'POST',
       headers: { ...req.headers, [HOP_HEADER]: '1' },
       body: JSON.stringify(req.body),
-      signal: combined.signal,
+      signal: options.signal,
+      headersTimeout: options.headersTimeout,
+      bodyTimeout: options.bodyTimeout,
       dispatcher: upstreamAgent,
     });
   } catch (error) {
-    done();
     throw failure(error);
   }
-
-  if (response.statusCode < 200 || response.statusCode >= 300) {
-    let text = '';
-    try {
-      text = (await readAtMost(response.body, MAX_ERROR_BODY)).toString('utf8');
-    } catch {
-      /* the status says enough */
-    }
-    done();
-    // What the upstream says may be relayed to the client; the router takes the channel's key
-    // (and anything key-shaped) out of every failure, whichever provider raised it.
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    throw new UpstreamError({
-      kind: 'http',
-      status: response.statusCode,
-      retryAfter: parseRetryAfter(response.headers['retry-after']),
-      body,
-      message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
-    });
-  }
-
-  return { status: response.statusCode, headers: response.headers, body: response.body, touch: arm, failure, done };
+  if (response.statusCode < 200 || response.statusCode >= 300) throw await httpFailure(response);
+  return { body: response.body, failure };
 }
 
-/** Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`). */
-export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
-  const reply = await openUpstream(req);
+const timeoutError = (timeoutMs: number) => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${timeoutMs} ms` });
+
+const tooLarge = (what: string, limit: number) =>
+  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)` });
+
+/** An address written in the URL is never looked up, so the policy is checked here. */
+function literalAddressProblem(target: string): string | undefined {
+  const url = new URL(target);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!isIP(host)) return undefined;
+  return addressProblem(host, Number(url.port) || (url.protocol === 'https:' ? 443 : 80), addressPolicy);
+}
+
+/**
+ * A reply that is not 2xx, as an `http` failure with the upstream's status, Retry-After and
+ * (JSON) body. What the upstream says may be relayed to the client; the router takes the
+ * channel's key (and anything key-shaped) out of every failure, whichever provider raised it.
+ */
+async function httpFailure(response: Dispatcher.ResponseData): Promise<UpstreamError> {
+  let text = '';
   try {
-    const text = (await readAtMost(reply.body, upstreamLimits.maxReplyBytes, () => tooLarge('reply', upstreamLimits.maxReplyBytes))).toString('utf8');
-    try {
-      return JSON.parse(text);
-    } catch (error) {
-      throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
-    }
-  } catch (error) {
-    throw reply.failure(error);
-  } finally {
-    reply.done();
+    text = (await readAtMost(response.body, MAX_ERROR_BODY)).toString('utf8');
+  } catch {
+    /* the status says enough */
   }
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return new UpstreamError({
+    kind: 'http',
+    status: response.statusCode,
+    retryAfter: parseRetryAfter(response.headers['retry-after']),
+    body,
+    message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
+  });
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { geminiGenerateResponse, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import { readServerSentEvents } from '../server-sent-events.ts';
-import { openUpstream, postUpstreamJson } from '../upstream-request.ts';
+import { openUpstreamStream, postUpstreamJson } from '../upstream-request.ts';
 import { geminiApi } from './api.ts';
 
 /** Where and how to call: one channel, as the router chose it. */
@@ -77,9 +77,9 @@ export async function generateContent(target: GeminiTarget, request: GeminiGener
  * before one is reported as broken.
  */
 export async function streamGenerateContent(target: GeminiTarget, request: GeminiGenerateRequest): Promise<AsyncGenerator<GeminiGenerateResponse>> {
-  let reply: Awaited<ReturnType<typeof openUpstream>>;
+  let reply: Awaited<ReturnType<typeof openUpstreamStream>>;
   try {
-    reply = await openUpstream({
+    reply = await openUpstreamStream({
       url: geminiApi.streamGenerateContentUrl(target.baseUrl, target.upstreamModel),
       headers: geminiApi.headers(target.key, true),
       body: toUpstreamRequest(request),
@@ -93,7 +93,7 @@ export async function streamGenerateContent(target: GeminiTarget, request: Gemin
   async function* events(): AsyncGenerator<GeminiGenerateResponse> {
     let finished = false;
     try {
-      for await (const data of readServerSentEvents(open.body, open.touch)) {
+      for await (const data of readServerSentEvents(open.body)) {
         let parsed: unknown;
         try {
           parsed = JSON.parse(data);
@@ -108,7 +108,6 @@ export async function streamGenerateContent(target: GeminiTarget, request: Gemin
     } catch (error) {
       throw geminiFailure(open.failure(error));
     } finally {
-      open.done();
       if (!finished) open.body.destroy();
       else open.body.resume();
     }

@@ -5,7 +5,7 @@
  */
 import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage } from '@gateway/contracts';
 import { readServerSentEvents } from '../server-sent-events.ts';
-import { openUpstream, postUpstreamJson } from '../upstream-request.ts';
+import { openUpstreamStream, postUpstreamJson } from '../upstream-request.ts';
 import { openaiApi } from './api.ts';
 
 /** Where and how to call: one channel, as the router chose it. */
@@ -131,7 +131,7 @@ export async function complete(target: OpenAITarget, request: CompletionRequest)
  * chunks then come as the upstream sends them. `timeoutMs` bounds the wait for each next chunk.
  */
 export async function streamCompletion(target: OpenAITarget, request: CompletionRequest): Promise<AsyncGenerator<CompletionChunk>> {
-  const reply = await openUpstream({
+  const reply = await openUpstreamStream({
     url: openaiApi.completionsUrl(target.baseUrl),
     headers: openaiApi.headers(target.key, true),
     body: toUpstreamRequest({ ...request, stream: true }, target.upstreamModel),
@@ -141,7 +141,7 @@ export async function streamCompletion(target: OpenAITarget, request: Completion
   async function* chunks(): AsyncGenerator<CompletionChunk> {
     let finished = false;
     try {
-      for await (const data of readServerSentEvents(reply.body, reply.touch)) {
+      for await (const data of readServerSentEvents(reply.body)) {
         if (data.trim() === '[DONE]') {
           finished = true;
           break;
@@ -158,7 +158,6 @@ export async function streamCompletion(target: OpenAITarget, request: Completion
     } catch (error) {
       throw reply.failure(error);
     } finally {
-      reply.done();
       if (!finished) reply.body.destroy();
       else reply.body.resume();
     }
