@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
-import { openai } from '@gateway/providers';
+import { callUpstream, openai } from '@gateway/providers';
 import { createStore, type NewChannel, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
@@ -66,8 +66,9 @@ const request = (m: string, deadlineMs = 10_000, signal = new AbortController().
   ({ caller: who, type: 'openai', model: m, signal, deadline: Date.now() + deadlineMs, log });
 
 const complete = async (target: RouteTarget) => {
-  const response = await openai.complete(
-    { baseUrl: target.channel.base_url, key: target.channel.key, upstreamModel: target.upstreamModel, timeoutMs: target.timeoutMs, signal: target.signal },
+  const response = await callUpstream(
+    openai.completions,
+    target,
     { model: 'x', prompt: 'hello' } as CompletionRequest,
   );
   target.reportUsage({ totalTokens: response.usage.total_tokens });

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { UpstreamError } from '@gateway/contracts';
-import { openai } from '@gateway/providers';
+import { callUpstream, openai } from '@gateway/providers';
 import { createStore, type NewChannel, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
 import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
@@ -68,8 +68,9 @@ function request(model: string, who: ModelCaller, signal = new AbortController()
 
 /** The completion worker's call, reduced to what routing needs. */
 const complete = (body: Partial<CompletionRequest> = {}) => async (target: RouteTarget) => {
-  const response = await openai.complete(
-    { baseUrl: target.channel.base_url, key: target.channel.key, upstreamModel: target.upstreamModel, timeoutMs: target.timeoutMs, signal: target.signal },
+  const response = await callUpstream(
+    openai.completions,
+    target,
     { model: 'x', prompt: 'hello there', ...body } as CompletionRequest,
   );
   target.reportUsage({ totalTokens: response.usage.total_tokens });

@@ -5,7 +5,7 @@ import {
   type GeminiGenerateResponse,
   type StreamEnd,
 } from '@gateway/contracts';
-import { gemini } from '@gateway/providers';
+import { callUpstream, gemini, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
 import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-estimate.ts';
@@ -13,14 +13,6 @@ import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-esti
 export interface AudioWorkerDeps {
   router: ModelRouter;
 }
-
-const upstreamTarget = (target: RouteTarget): gemini.GeminiTarget => ({
-  baseUrl: target.channel.base_url,
-  key: target.key,
-  upstreamModel: target.upstreamModel,
-  timeoutMs: target.timeoutMs,
-  signal: target.signal,
-});
 
 /**
  * Serves one speech-generation job (its request validated by the ingress), and lets the router
@@ -52,7 +44,7 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
 }
 
 async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest): Promise<GeminiGenerateResponse> {
-  const response = await gemini.generateContent(upstreamTarget(target), request);
+  const response = await callUpstream(gemini.generateContent, target, request);
   // The upstream reported no usage: estimate it, for the client and for the charge.
   response.usageMetadata ??= estimatedUsage(request, audioMsOf(response));
   target.reportUsage({ totalTokens: response.usageMetadata.totalTokenCount });
@@ -68,7 +60,7 @@ async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest
 async function relayStream(target: RouteTarget, request: GeminiGenerateRequest, context: JobContext<AudioJobPayload>): Promise<StreamEnd> {
   let audioMs = 0;
   let reported = false;
-  const events = await gemini.streamGenerateContent(upstreamTarget(target), request);
+  const events = await streamUpstream(gemini.generateContent, target, request);
   for await (const event of events) {
     audioMs += audioMsOf(event);
     if (event.usageMetadata) {

@@ -4,7 +4,7 @@ import {
   type CompletionResponse,
   type StreamEnd,
 } from '@gateway/contracts';
-import { openai } from '@gateway/providers';
+import { callUpstream, openai, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
 import { estimatePromptTokens, estimateTokens } from './usage-estimate.ts';
@@ -12,14 +12,6 @@ import { estimatePromptTokens, estimateTokens } from './usage-estimate.ts';
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
-
-const upstreamTarget = (target: RouteTarget): openai.OpenAITarget => ({
-  baseUrl: target.channel.base_url,
-  key: target.key,
-  upstreamModel: target.upstreamModel,
-  timeoutMs: target.timeoutMs,
-  signal: target.signal,
-});
 
 /**
  * Serves one completion job (its request validated by the ingress), and lets the router choose
@@ -46,7 +38,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
 }
 
 async function completeWhole(target: RouteTarget, request: CompletionRequest): Promise<CompletionResponse> {
-  const response = await openai.complete(upstreamTarget(target), request);
+  const response = await callUpstream(openai.completions, target, request);
   if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
     // The upstream reported no usage: estimate it, for the client and for the charge.
     const prompt = estimatePromptTokens(request.prompt);
@@ -67,7 +59,7 @@ async function relayStream(target: RouteTarget, request: CompletionRequest, cont
   const promptTokens = estimatePromptTokens(request.prompt);
   let streamedChars = 0;
   let reported = false;
-  const chunks = await openai.streamCompletion(upstreamTarget(target), request);
+  const chunks = await streamUpstream(openai.completions, target, request);
   for await (const chunk of chunks) {
     if (chunk.usage) {
       target.reportUsage({ totalTokens: chunk.usage.total_tokens });

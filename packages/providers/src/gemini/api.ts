@@ -1,18 +1,49 @@
-/** Where a Gemini-style upstream is and how to present a channel's key to it. */
-
-/** A channel's base_url may be given with or without a trailing `/v1beta`. */
-const root = (baseUrl: string) => baseUrl.replace(/\/+$/, '').replace(/\/v1beta$/, '');
+/**
+ * Where a Gemini-style upstream is, how to present a channel's key to it, and how its failures
+ * read: Gemini puts the retry delay in the body rather than a Retry-After header, and answers a
+ * bad key with "400 API_KEY_INVALID", which is the channel's fault (a bad key), not the
+ * caller's, so it is reported as the 401 it means.
+ */
+import { UpstreamError } from '@gateway/contracts';
+import type { ProviderApi } from '../provider.ts';
 
 /** Gemini names models `models/<id>`; the path wants the id alone. */
 const modelSegment = (model: string) => encodeURIComponent(model.replace(/^models\//, ''));
 
 export const geminiApi = {
-  generateContentUrl: (baseUrl: string, model: string) => `${root(baseUrl)}/v1beta/models/${modelSegment(model)}:generateContent`,
-  streamGenerateContentUrl: (baseUrl: string, model: string) =>
-    `${root(baseUrl)}/v1beta/models/${modelSegment(model)}:streamGenerateContent?alt=sse`,
+  /** A channel's base_url may be given with or without a trailing `/v1beta`. */
+  baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, '').replace(/\/v1beta$/, ''),
   headers: (key: string, stream: boolean): Record<string, string> => ({
     'x-goog-api-key': key,
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
   }),
-};
+  endpoints: {
+    generateContent: (model: string, stream: boolean) =>
+      `/v1beta/models/${modelSegment(model)}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+  },
+  failure: (error: UpstreamError): UpstreamError => {
+    if (error.kind !== 'http') return error;
+    const status = error.status === 400 && errorReason(error.body) === 'API_KEY_INVALID' ? 401 : error.status;
+    const retryAfter = error.retryAfter ?? retryDelaySeconds(error.body);
+    if (status === error.status && retryAfter === error.retryAfter) return error;
+    return new UpstreamError({ kind: 'http', status, retryAfter, body: error.body, message: error.message, cause: error.cause });
+  },
+} satisfies ProviderApi;
+
+function errorDetails(body: unknown): Record<string, unknown>[] {
+  const details = (body as { error?: { details?: unknown } } | undefined)?.error?.details;
+  return Array.isArray(details) ? details.filter((d): d is Record<string, unknown> => typeof d === 'object' && d !== null) : [];
+}
+
+function errorReason(body: unknown): string | undefined {
+  const info = errorDetails(body).find((d) => typeof d.reason === 'string');
+  return info?.reason as string | undefined;
+}
+
+/** `google.rpc.RetryInfo.retryDelay`, a duration such as "37s" or "1.5s", in whole seconds. */
+function retryDelaySeconds(body: unknown): number | undefined {
+  const info = errorDetails(body).find((d) => String(d['@type'] ?? '').endsWith('google.rpc.RetryInfo'));
+  const match = typeof info?.retryDelay === 'string' ? /^(\d+(?:\.\d+)?)s$/.exec(info.retryDelay) : null;
+  return match ? Math.ceil(Number(match[1])) : undefined;
+}

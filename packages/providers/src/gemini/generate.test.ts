@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { geminiGenerateRequest, geminiInlineAudio, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import { freePort, mockSpeech, startMockGeminiUpstream, type MockGeminiUpstream } from '@gateway/testkit';
-import { geminiApi } from './api.ts';
-import { generateContent, streamGenerateContent, type GeminiTarget } from './generate.ts';
+import { callUpstream, operationUrl, streamUpstream } from '../call-upstream.ts';
+import type { UpstreamTarget } from '../provider.ts';
+import { gemini } from './index.ts';
+
+const generateContent = (target: UpstreamTarget, request: GeminiGenerateRequest) => callUpstream(gemini.generateContent, target, request);
+const streamGenerateContent = (target: UpstreamTarget, request: GeminiGenerateRequest) => streamUpstream(gemini.generateContent, target, request);
+const url = (baseUrl: string, model: string, stream = false) => operationUrl(gemini.generateContent, baseUrl, model, stream);
 
 const request = (text: string): GeminiGenerateRequest =>
   geminiGenerateRequest.parse({
@@ -12,7 +17,7 @@ const request = (text: string): GeminiGenerateRequest =>
   });
 
 let mock: MockGeminiUpstream;
-let target: GeminiTarget;
+let target: UpstreamTarget;
 
 beforeAll(async () => {
   mock = await startMockGeminiUpstream({ safetyRatings: false });
@@ -20,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => mock.close());
 beforeEach(() => {
   mock.reset();
-  target = { baseUrl: mock.url, key: mock.apiKey, upstreamModel: 'gemini-2.5-flash-preview-tts', timeoutMs: 2000 };
+  target = { channel: { base_url: mock.url }, key: mock.apiKey, upstreamModel: 'gemini-2.5-flash-preview-tts', timeoutMs: 2000 };
 });
 
 const failureOf = (promise: Promise<unknown>) =>
@@ -36,13 +41,13 @@ const failureOf = (promise: Promise<unknown>) =>
 
 const pcmOf = (reply: GeminiGenerateResponse) => Buffer.concat(geminiInlineAudio(reply).map((a) => Buffer.from(a.data, 'base64')));
 
-describe('geminiApi', () => {
+describe('the Gemini endpoint', () => {
   it('builds endpoint URLs from any spelling of a base_url', () => {
     const expected = 'https://g.example/v1beta/models/tts-1:generateContent';
-    expect(geminiApi.generateContentUrl('https://g.example', 'tts-1')).toBe(expected);
-    expect(geminiApi.generateContentUrl('https://g.example/', 'models/tts-1')).toBe(expected);
-    expect(geminiApi.generateContentUrl('https://g.example/v1beta/', 'tts-1')).toBe(expected);
-    expect(geminiApi.streamGenerateContentUrl('https://g.example', 'tts-1')).toBe(
+    expect(url('https://g.example', 'tts-1')).toBe(expected);
+    expect(url('https://g.example/', 'models/tts-1')).toBe(expected);
+    expect(url('https://g.example/v1beta/', 'tts-1')).toBe(expected);
+    expect(url('https://g.example', 'tts-1', true)).toBe(
       'https://g.example/v1beta/models/tts-1:streamGenerateContent?alt=sse',
     );
   });
@@ -86,7 +91,7 @@ describe('generateContent', () => {
   it("reports Gemini's 400 API_KEY_INVALID as the 401 it means, and a refused key as 403", async () => {
     const strict = await startMockGeminiUpstream({ apiKey: 'right', invalidKeyStatus: 400 });
     try {
-      const error = await failureOf(generateContent({ ...target, baseUrl: strict.url, key: 'wrong' }, request('hi')));
+      const error = await failureOf(generateContent({ ...target, channel: { base_url: strict.url }, key: 'wrong' }, request('hi')));
       expect(error).toMatchObject({ kind: 'http', status: 401 });
     } finally {
       await strict.close();
@@ -115,7 +120,7 @@ describe('generateContent', () => {
 
   it('classifies a refused connection and a reset connection', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
-    expect((await failureOf(generateContent({ ...target, baseUrl: closed }, request('hi')))).kind).toBe('connection');
+    expect((await failureOf(generateContent({ ...target, channel: { base_url: closed } }, request('hi')))).kind).toBe('connection');
     mock.failNext(1, 'reset');
     expect((await failureOf(generateContent(target, request('hi')))).kind).toBe('connection');
   });

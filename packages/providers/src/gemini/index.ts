@@ -1,13 +1,12 @@
 /**
  * The Gemini-style provider: `{base_url}/v1beta/models/{model}:generateContent` (and
- * `:streamGenerateContent?alt=sse`) with the channel's key in `x-goog-api-key`, for speech.
+ * `:streamGenerateContent?alt=sse`) with the channel's key in `x-goog-api-key`, for speech. One
+ * entry per operation: its endpoint (`api.ts`) and its mapping (`generate.ts`);
+ * `callUpstream` and `streamUpstream` do the rest.
  */
-export { geminiApi } from './api.ts';
-export {
-  generateContent,
-  streamGenerateContent,
-  toUpstreamRequest,
-  fromUpstreamResponse,
-  geminiFailure,
-  type GeminiTarget,
-} from './generate.ts';
+import { geminiApi } from './api.ts';
+import { generateContent } from './generate.ts';
+
+export const gemini = {
+  generateContent: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: generateContent },
+};

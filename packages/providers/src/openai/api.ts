@@ -1,9 +1,14 @@
 /** Where an OpenAI-style upstream is and how to present a channel's key to it. */
+import type { ProviderApi } from '../provider.ts';
+
 export const openaiApi = {
-  completionsUrl: (baseUrl: string) => `${baseUrl.replace(/\/+$/, '')}/v1/completions`,
+  baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, ''),
   headers: (key: string, stream: boolean): Record<string, string> => ({
     authorization: `Bearer ${key}`,
     'content-type': 'application/json',
     accept: stream ? 'text/event-stream' : 'application/json',
   }),
-};
+  endpoints: {
+    completions: () => '/v1/completions',
+  },
+} satisfies ProviderApi;

@@ -4,19 +4,7 @@
  * `usage`, and every failure an `UpstreamError`.
  */
 import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage } from '@gateway/contracts';
-import { readServerSentEvents } from '../server-sent-events.ts';
-import { openUpstreamStream, postUpstreamJson } from '../upstream-request.ts';
-import { openaiApi } from './api.ts';
-
-/** Where and how to call: one channel, as the router chose it. */
-export interface OpenAITarget {
-  baseUrl: string;
-  key: string;
-  /** The model name the upstream knows (after the channel's model_mapping). */
-  upstreamModel: string;
-  timeoutMs: number;
-  signal?: AbortSignal;
-}
+import type { OperationMapping } from '../provider.ts';
 
 type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'>> & {
   prompt_tokens_details?: Partial<CompletionUsage['prompt_tokens_details']> | null;
@@ -53,9 +41,9 @@ export function normalizeUsage(usage: Usage | null | undefined): CompletionUsage
  * The body sent upstream: the client's body, unknown fields included, with the channel's model.
  * A stream always asks for usage, so it can be charged even when the client did not ask.
  */
-export function toUpstreamRequest(request: CompletionRequest, upstreamModel: string): Record<string, unknown> {
-  const body: Record<string, unknown> = { ...request, model: upstreamModel };
-  if (request.stream === true) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+export function toUpstreamRequest(request: CompletionRequest, upstreamModel: string, stream: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...request, stream, model: upstreamModel };
+  if (stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
   return body;
 }
 
@@ -113,54 +101,10 @@ export function fromUpstreamChunk(raw: unknown, requestedModel: string): Complet
   return chunk;
 }
 
-/** One completion, answered whole. */
-export async function complete(target: OpenAITarget, request: CompletionRequest): Promise<CompletionResponse> {
-  const raw = await postUpstreamJson({
-    url: openaiApi.completionsUrl(target.baseUrl),
-    headers: openaiApi.headers(target.key, false),
-    body: toUpstreamRequest({ ...request, stream: false }, target.upstreamModel),
-    timeoutMs: target.timeoutMs,
-    signal: target.signal,
-  });
-  return fromUpstreamCompletion(raw, request.model);
-}
-
-/**
- * One completion as a stream of chunks. Resolves once the upstream accepted the request (a
- * refusal rejects here, before anything reached the client, so the router may fail over); the
- * chunks then come as the upstream sends them. `timeoutMs` bounds the wait for each next chunk.
- */
-export async function streamCompletion(target: OpenAITarget, request: CompletionRequest): Promise<AsyncGenerator<CompletionChunk>> {
-  const reply = await openUpstreamStream({
-    url: openaiApi.completionsUrl(target.baseUrl),
-    headers: openaiApi.headers(target.key, true),
-    body: toUpstreamRequest({ ...request, stream: true }, target.upstreamModel),
-    timeoutMs: target.timeoutMs,
-    signal: target.signal,
-  });
-  async function* chunks(): AsyncGenerator<CompletionChunk> {
-    let finished = false;
-    try {
-      for await (const data of readServerSentEvents(reply.body)) {
-        if (data.trim() === '[DONE]') {
-          finished = true;
-          break;
-        }
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(data);
-        } catch (error) {
-          throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event that is not JSON', cause: error });
-        }
-        yield fromUpstreamChunk(parsed, request.model);
-      }
-      if (!finished) throw new UpstreamError({ kind: 'connection', message: 'the upstream stream ended before [DONE]' });
-    } catch (error) {
-      throw reply.failure(error);
-    } finally {
-      if (!finished) reply.body.destroy();
-      else reply.body.resume();
-    }
-  }
-  return chunks();
-}
+/** `POST /v1/completions`, whole or streamed: a stream ends with `data: [DONE]`. */
+export const completions: OperationMapping<CompletionRequest, CompletionResponse, CompletionChunk> = {
+  toUpstream: toUpstreamRequest,
+  fromReply: (raw, request) => fromUpstreamCompletion(raw, request.model),
+  fromEvent: (raw, request) => fromUpstreamChunk(raw, request.model),
+  streamEnd: { name: '[DONE]', isMarker: (data) => data.trim() === '[DONE]' },
+};

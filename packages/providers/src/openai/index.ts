@@ -1,14 +1,11 @@
 /**
  * The OpenAI-style provider: `{base_url}/v1/completions` with `Authorization: Bearer <key>`,
- * whole or streamed.
+ * whole or streamed. One entry per operation: its endpoint (`api.ts`) and its mapping
+ * (`complete.ts`); `callUpstream` and `streamUpstream` do the rest.
  */
-export { openaiApi } from './api.ts';
-export {
-  complete,
-  streamCompletion,
-  normalizeUsage,
-  toUpstreamRequest,
-  fromUpstreamCompletion,
-  fromUpstreamChunk,
-  type OpenAITarget,
-} from './complete.ts';
+import { openaiApi } from './api.ts';
+import { completions } from './complete.ts';
+
+export const openai = {
+  completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
+};

@@ -1,0 +1,88 @@
+/**
+ * The one piece that calls an operation of any provider, whole or streamed: the URL, headers and
+ * body from the provider's definition, the HTTP from `upstream-request.ts`, the reply and each
+ * stream event mapped back, and every failure an `UpstreamError` in the provider's reading.
+ */
+import { UpstreamError } from '@gateway/contracts';
+import type { ProviderOperation, UpstreamTarget } from './provider.ts';
+import { readServerSentEvents } from './server-sent-events.ts';
+import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
+
+/** The URL of an operation for a channel and model. */
+export function operationUrl(operation: ProviderOperation<unknown, unknown, unknown>, baseUrl: string, upstreamModel: string, stream: boolean): string {
+  return operation.api.baseUrl(baseUrl) + operation.endpoint(upstreamModel, stream);
+}
+
+/** One call, answered whole. */
+export async function callUpstream<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
+  try {
+    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false));
+    return operation.mapping.fromReply(raw, request);
+  } catch (error) {
+    throw providerFailure(operation, error);
+  }
+}
+
+/**
+ * One call as a stream of events. Resolves once the upstream accepted the request (a refusal
+ * rejects here, before anything reached the client, so the router may fail over); the events
+ * then come as the upstream sends them.
+ */
+export async function streamUpstream<Request, Reply, Event>(
+  operation: ProviderOperation<Request, Reply, Event>,
+  target: UpstreamTarget,
+  request: Request,
+): Promise<AsyncGenerator<Event>> {
+  let reply: OpenUpstreamReply;
+  try {
+    reply = await openUpstreamStream(upstreamRequest(operation, target, request, true));
+  } catch (error) {
+    throw providerFailure(operation, error);
+  }
+  return events(operation, reply, request);
+}
+
+function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request, stream: boolean): UpstreamRequest {
+  return {
+    url: operationUrl(operation, target.channel.base_url, target.upstreamModel, stream),
+    headers: operation.api.headers(target.key, stream),
+    body: operation.mapping.toUpstream(request, target.upstreamModel, stream),
+    timeoutMs: target.timeoutMs,
+    signal: target.signal,
+  };
+}
+
+async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request): AsyncGenerator<Event> {
+  const { fromEvent, streamEnd } = operation.mapping;
+  let finished = false;
+  try {
+    for await (const data of readServerSentEvents(reply.body)) {
+      if (streamEnd.isMarker?.(data)) {
+        finished = true;
+        break;
+      }
+      const event = fromEvent(parseEvent(data), request);
+      if (streamEnd.isLast?.(event)) finished = true;
+      yield event;
+    }
+    if (!finished) throw new UpstreamError({ kind: 'connection', message: `the upstream stream ended before ${streamEnd.name}` });
+  } catch (error) {
+    throw providerFailure(operation, reply.failure(error));
+  } finally {
+    // A complete stream's connection goes back to the pool; any other is closed.
+    if (finished) reply.body.resume();
+    else reply.body.destroy();
+  }
+}
+
+function parseEvent(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch (error) {
+    throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event that is not JSON', cause: error });
+  }
+}
+
+function providerFailure(operation: ProviderOperation<unknown, unknown, unknown>, error: unknown): unknown {
+  return error instanceof UpstreamError && operation.api.failure ? operation.api.failure(error) : error;
+}

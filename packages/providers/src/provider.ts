@@ -1,0 +1,67 @@
+/**
+ * The shape every provider folder fills in, as Portkey's providers do: `api.ts` says where the
+ * upstream is, how a channel's key is presented and the endpoint of each operation; each
+ * operation's file (`openai/complete.ts`, `gemini/generate.ts`) says how a request maps to it
+ * and how its reply, and each stream event, map back; `index.ts` joins them into the operations
+ * the provider offers. `call-upstream.ts` does the HTTP for all of them.
+ */
+import type { UpstreamError } from '@gateway/contracts';
+
+/** One call as the router chose it: a channel, its key, its model and the time the call may take. */
+export interface UpstreamTarget {
+  channel: { base_url: string };
+  /** The channel's key in clear, for the upstream call alone: never logged. */
+  key: string;
+  /** The model name the upstream knows (after the channel's model_mapping). */
+  upstreamModel: string;
+  /** Milliseconds for the whole reply; for a stream, for its headers and then for each next piece. */
+  timeoutMs: number;
+  /** Aborted when nobody waits for the answer any more. */
+  signal?: AbortSignal;
+}
+
+/** An operation's path under the base URL, for the channel's model, whole or streamed. */
+export type Endpoint = (upstreamModel: string, stream: boolean) => string;
+
+/** What a provider's `api.ts` fills in. */
+export interface ProviderApi {
+  /** The root every endpoint hangs from, from a channel's base_url as an administrator wrote it. */
+  baseUrl(channelBaseUrl: string): string;
+  /** The headers of every call: the channel's key, and whether JSON or an event stream comes back. */
+  headers(key: string, stream: boolean): Record<string, string>;
+  endpoints: Record<string, Endpoint>;
+  /** This provider's own reading of a failure, where its status alone says the wrong thing (optional). */
+  failure?(error: UpstreamError): UpstreamError;
+}
+
+/**
+ * How a stream says it is complete. A stream that stops before is reported as broken (a
+ * `connection` failure), so a reply cut short is never taken for a whole one.
+ */
+export interface StreamEnd<Event> {
+  /** What completes a stream, as the failure names it: "[DONE]", "its finishReason". */
+  name: string;
+  /** Data that completes the stream and is no event (OpenAI's `[DONE]`). */
+  isMarker?(data: string): boolean;
+  /** An event after which the stream is complete (Gemini's last, which carries a finishReason). */
+  isLast?(event: Event): boolean;
+}
+
+/**
+ * What an operation's file fills in: the request as the upstream wants it, and the upstream's
+ * reply and stream events as the client sees them. A reply that does not follow the wire format
+ * throws an `UpstreamError` (`protocol`, or `http` for an error the upstream put in a 200).
+ */
+export interface OperationMapping<Request, Reply, Event> {
+  toUpstream(request: Request, upstreamModel: string, stream: boolean): unknown;
+  fromReply(raw: unknown, request: Request): Reply;
+  fromEvent(raw: unknown, request: Request): Event;
+  streamEnd: StreamEnd<Event>;
+}
+
+/** One operation as a provider's `index.ts` offers it: what `callUpstream` and `streamUpstream` take. */
+export interface ProviderOperation<Request, Reply, Event> {
+  api: ProviderApi;
+  endpoint: Endpoint;
+  mapping: OperationMapping<Request, Reply, Event>;
+}
