@@ -23,5 +23,6 @@ export {
   type MockGeminiStats,
   type MockSpeech,
 } from './mock-gemini-upstream.ts';
+export { twoSpeakers } from './speech-samples.ts';
 export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';
