@@ -31,11 +31,7 @@ beforeAll(async () => {
   [openaiUpstream, geminiUpstream] = await Promise.all([startMockOpenAIUpstream(), startMockGeminiUpstream()]);
   // The completion and audio queues split into three shards, one a master.
   stack = await startStack({ cluster, workers: ['completion-worker', 'audio-worker'], env: { REQUEST_TIMEOUT_MS: '20000', QUEUE_SHARDS: '3' } });
-  const admin = async (path: string, body: unknown) => {
-    const answer = await stack.admin('POST', path, body);
-    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-    return answer.body.data;
-  };
+  const admin = (path: string, body: unknown) => stack.adminData('POST', path, body);
   await admin('/api/channel/', { name: 'text', type: 'openai', key: 'sk-upstream', base_url: openaiUpstream.url, models: ['text-model'] });
   await admin('/api/channel/', { name: 'narrow', type: 'openai', key: 'sk-upstream', base_url: openaiUpstream.url, models: ['narrow-model'], max_concurrency: 4 });
   await admin('/api/channel/', { name: 'speech', type: 'gemini', key: geminiUpstream.apiKey, base_url: geminiUpstream.url, models: ['tts-model'] });
