@@ -1,8 +1,7 @@
 /**
  * The end-to-end suites' shared set-up as vitest fixtures (`test.extend`): a stack of real
  * processes per test file, mock upstreams closed after each test, and the channels and API keys
- * a test makes on the stack. Imported as `@gateway/testkit/fixtures`, apart from the rest of the
- * kit, because only a vitest run may build fixtures (the benchmarks use the kit too).
+ * a test makes on the stack. Imported from `@gateway/testkit/fixtures`.
  *
  *   const test = stackTest({ workers: ['completion-worker'], channelDefaults: { timeout_ms: 3000 } });
  *   test('…', async ({ stack, upstream, channel, apiKey }) => {
