@@ -9,10 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import { ConfigError, describeRedisTarget, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
+import { ConfigError, describeRedisTarget, freePort, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
 import { QueueName } from '@gateway/contracts';
 import { createRedis, shardPrefixes, waitForRedis } from '@gateway/queue';
 
@@ -78,18 +77,6 @@ export function secretKeyFrom(path: string): { key: string; created: boolean } {
   chmodSync(file, 0o600);
   return { key, created: true };
 }
-
-export function freePort(): Promise<number> {
-  return new Promise((done, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => done(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
-}
-
 
 async function waitForRedisAt(target: RedisTarget, deadline: number): Promise<void> {
   // ioredis is ready only after Redis answers and has finished loading its AOF (or, on a

@@ -1,24 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ChannelKeyCipher, type Store } from '@gateway/store';
-import { repoRoot, useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
+import { expect } from 'vitest';
+import { ChannelKeyCipher } from '@gateway/store';
+import { repoRoot } from '@gateway/testkit';
+import { storeTest } from '@gateway/testkit/fixtures';
 
-let db: TestStore;
-let server: TestRedis;
-let redis: Redis;
-let store: Store;
+const it = storeTest();
 
-beforeAll(async () => {
-  db = await useTestStore();
-  ({ server, redis, store } = db);
-});
-afterAll(async () => {
-  await db.close();
-});
-
-it('re-encrypts every channel key under the new SECRET_KEY, from the previous key or from clear text', async () => {
+it('re-encrypts every channel key under the new SECRET_KEY, from the previous key or from clear text', async ({ db: { server, store } }) => {
   const [oldKey, newKey] = [randomBytes(32), randomBytes(32)];
   const base = { type: 'openai' as const, base_url: 'http://127.0.0.1:9', models: ['m'] };
   const a = await store.channels.create({ ...base, name: 'a', key: new ChannelKeyCipher(oldKey).encrypt('sk-aaaa-1111'), key_mask: 'sk-aa****1111' });

@@ -3,28 +3,37 @@
  * yields to interactive work, and a backlog too long to serve in time refused at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
 let mock: MockOpenAIUpstream;
 let secondGateway: ServiceProcess;
+let redis: Redis;
 
 beforeAll(async () => {
   mock = await startMockOpenAIUpstream();
   stack = await startStack({ workers: ['completion-worker'], env: { COMPLETION_CONCURRENCY: '1', REQUEST_TIMEOUT_MS: '20000' } });
   secondGateway = await stack.add('gateway');
+  redis = new Redis(stack.redis.url);
   const channel = await stack.admin('POST', '/api/channel/', { name: 'only', type: 'openai', key: 'sk-up', base_url: mock.url, models: ['m'] });
   expect(channel.status).toBe(200);
 });
 afterAll(async () => {
+  redis?.disconnect();
   await stack?.stop();
   await mock?.close();
 });
 
 async function key(fields: Record<string, unknown>): Promise<string> {
-  const created = await stack.admin('POST', '/api/token/', { name: `k${Math.random()}`, unlimited_quota: true, ...fields });
-  expect(created.status).toBe(200);
-  return created.body.data.key;
+  return (await stack.adminData('POST', '/api/token/', { name: `k${Math.random()}`, unlimited_quota: true, ...fields })).key;
+}
+
+/** Jobs waiting in the completion queue, interactive (wait list) and batch (prioritized set) alike. */
+async function waitingJobs(): Promise<number> {
+  const queue = `${QUEUE_PREFIX}:${QueueName.completion}`;
+  return (await redis.llen(`${queue}:wait`)) + (await redis.zcard(`${queue}:prioritized`));
 }
 
 function complete(base: string, apiKey: string, headers: Record<string, string> = {}, prompt = 'hi') {
@@ -68,7 +77,8 @@ describe('priorities', () => {
     // One worker slot: the batch backlog forms; half of it marked by header, half by the key's default.
     const batch = Array.from({ length: 12 }, (_, i) =>
       track('batch', i % 2 ? complete(stack.gateway.url, interactiveKey, { 'x-priority': 'batch' }) : complete(stack.gateway.url, batchKey)));
-    await new Promise((r) => setTimeout(r, 150));
+    // The backlog has formed once every batch request is waiting in the queue or has reached the upstream.
+    await expect.poll(async () => (await waitingJobs()) + mock.requests.length).toBeGreaterThanOrEqual(batch.length);
     const interactive = Array.from({ length: 4 }, () => track('interactive', complete(stack.gateway.url, interactiveKey)));
     await Promise.all([...batch, ...interactive]);
     mock.setBehaviour({});
@@ -92,7 +102,9 @@ describe('admission control', () => {
     await worker.stop('SIGTERM'); // nothing drains the queue now
     const apiKey = await key({});
     const waiting = Array.from({ length: 8 }, () => complete(crowded.url, apiKey));
-    await new Promise((r) => setTimeout(r, 600)); // the gateway samples the backlog every 250 ms
+    await expect.poll(waitingJobs).toBe(waiting.length);
+    // The gateway samples the backlog every 250 ms, inside its process: give it two samples to see it.
+    await new Promise((r) => setTimeout(r, 500));
     const started = Date.now();
     const refused = await complete(crowded.url, apiKey);
     expect(refused.status).toBe(503);

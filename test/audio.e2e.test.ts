@@ -3,49 +3,18 @@
  * processes, mock Gemini TTS upstreams over real HTTP, and Google's own `@google/genai` SDK as
  * the client with nothing changed but `httpOptions.baseUrl` and `apiKey` (a gateway sk- key).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { ApiError, GoogleGenAI, type GenerateContentParameters, type GenerateContentResponse } from '@google/genai';
-import { caught, freePort, mockSpeech, postJson, startMockGeminiUpstream, startStack, type MockGeminiUpstream, type Stack } from '@gateway/testkit';
+import { caught, freePort, mockSpeech, postJson, twoSpeakers } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
-let mocks: MockGeminiUpstream[] = [];
-
-beforeAll(async () => {
-  stack = await startStack({ workers: ['audio-worker'], env: { REQUEST_TIMEOUT_MS: '15000', AUDIO_CONCURRENCY: '8' } });
-});
-afterEach(async () => {
-  await Promise.all(mocks.map((m) => m.close()));
-  mocks = [];
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const it = stackTest({ workers: ['audio-worker'], env: { REQUEST_TIMEOUT_MS: '15000', AUDIO_CONCURRENCY: '8' }, channelDefaults: { timeout_ms: 5000 } })
+  .extend('sdk', async ({ stack }) => (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 15_000 } }))
+  .extend('post', async ({ stack }) => (path: string, body: unknown, headers: Record<string, string>) => postJson(`${stack.gateway.url}${path}`, body, headers));
 
 let seq = 0;
 const uniqueModel = () => `tts-${++seq}`;
 const PCM_MIME = 'audio/L16;codec=pcm;rate=24000';
-
-async function upstream(): Promise<MockGeminiUpstream> {
-  const mock = await startMockGeminiUpstream();
-  mocks.push(mock);
-  return mock;
-}
-
-async function channel(mock: MockGeminiUpstream, models: string[], fields: Record<string, unknown> = {}): Promise<any> {
-  const created = await stack.admin('POST', '/api/channel/', {
-    name: `gemini-${++seq}`, type: 'gemini', key: mock.apiKey, base_url: mock.url, models, timeout_ms: 5000, ...fields,
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return created.body.data;
-}
-
-async function apiKey(fields: Record<string, unknown> = { unlimited_quota: true }): Promise<{ id: number; key: string }> {
-  const created = await stack.admin('POST', '/api/token/', { name: `key-${++seq}`, ...fields });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return { id: created.body.data.id, key: created.body.data.key };
-}
-
-const sdk = (key: string) => new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 15_000 } });
 
 const speech = (model: string, text: string, voiceName = 'Kore'): GenerateContentParameters => ({
   model,
@@ -57,16 +26,14 @@ const speech = (model: string, text: string, voiceName = 'Kore'): GenerateConten
 const pcmOf = (...replies: GenerateContentResponse[]) =>
   Buffer.concat(replies.flatMap((r) => (r.candidates?.[0]?.content?.parts ?? []).map((p) => Buffer.from(p.inlineData?.data ?? '', 'base64'))));
 
-const post = (path: string, body: unknown, headers: Record<string, string>) => postJson(`${stack.gateway.url}${path}`, body, headers);
-
 const body = (text: string, voiceName = 'Kore') => ({
   contents: [{ role: 'user', parts: [{ text }] }],
   generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName } } } },
 });
 
 describe('generateContent with @google/genai', () => {
-  it('one voice: PCM of the expected length, the reply in Gemini form, usage charged to key, user and channel', async () => {
-    const mock = await upstream();
+  it('one voice: PCM of the expected length, the reply in Gemini form, usage charged to key, user and channel', async ({ stack, upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
     const model = uniqueModel();
     const ch = await channel(mock, [`${model}-upstream`], { model_mapping: { [model]: `${model}-upstream` } });
     const key = await apiKey();
@@ -102,36 +69,21 @@ describe('generateContent with @google/genai', () => {
     expect(JSON.stringify(stored)).not.toContain(mock.apiKey);
   });
 
-  it('two speakers with a language code', async () => {
-    const mock = await upstream();
+  it('two speakers with a language code', async ({ upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
     const model = uniqueModel();
     await channel(mock, [model]);
     const { key } = await apiKey();
-    const text = 'Joe: How is it going today Jane?\nJane: Not too bad, how about you?';
-    const reply = await sdk(key).models.generateContent({
-      model,
-      contents: text,
-      config: {
-        responseModalities: ['AUDIO'],
-        speechConfig: {
-          languageCode: 'en-US',
-          multiSpeakerVoiceConfig: {
-            speakerVoiceConfigs: [
-              { speaker: 'Joe', voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Kore' } } },
-              { speaker: 'Jane', voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
-            ],
-          },
-        },
-      },
-    });
+    const { text, speechConfig } = twoSpeakers;
+    const reply = await sdk(key).models.generateContent({ model, contents: text, config: { responseModalities: ['AUDIO'], speechConfig } });
     expect(Buffer.from(reply.data!, 'base64').length).toBe(mockSpeech(text).pcmBytes);
     const sent = mock.received[0]!.body as any;
     expect(sent.generationConfig.speechConfig.multiSpeakerVoiceConfig.speakerVoiceConfigs).toHaveLength(2);
     expect(sent.generationConfig.speechConfig.languageCode).toBe('en-US');
   });
 
-  it('carries a 1 MB reply whole', async () => {
-    const mock = await upstream();
+  it('carries a 1 MB reply whole', async ({ upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
     mock.set({ pcmBytes: 786_432 });
     const model = uniqueModel();
     await channel(mock, [model]);
@@ -143,8 +95,8 @@ describe('generateContent with @google/genai', () => {
 });
 
 describe('generateContentStream with @google/genai', () => {
-  it('relays the events one by one as the upstream sends them, and charges the usage of the last', async () => {
-    const mock = await upstream();
+  it('relays the events one by one as the upstream sends them, and charges the usage of the last', async ({ stack, upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
     mock.set({ streamChunkMs: 250, streamIntervalMs: 100 });
     const model = uniqueModel();
     await channel(mock, [model]);
@@ -168,8 +120,8 @@ describe('generateContentStream with @google/genai', () => {
     await expect.poll(async () => (await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(usage.totalTokenCount);
   });
 
-  it("is Gemini's SSE on the wire: data events framed by CRLF, no [DONE]; a JSON array without alt=sse", async () => {
-    const mock = await upstream();
+  it("is Gemini's SSE on the wire: data events framed by CRLF, no [DONE]; a JSON array without alt=sse", async ({ upstream, channel, apiKey, post }) => {
+    const mock = await upstream.gemini();
     mock.set({ streamChunkMs: 500 });
     const model = uniqueModel();
     await channel(mock, [model]);
@@ -192,8 +144,8 @@ describe('generateContentStream with @google/genai', () => {
 });
 
 describe('errors, in Gemini form', () => {
-  it('400 naming the field for an invalid voice, through the SDK and on the wire', async () => {
-    const mock = await upstream();
+  it('400 naming the field for an invalid voice, through the SDK and on the wire', async ({ upstream, channel, apiKey, sdk, post }) => {
+    const mock = await upstream.gemini();
     const model = uniqueModel();
     await channel(mock, [model]);
     const { key } = await apiKey();
@@ -212,7 +164,7 @@ describe('errors, in Gemini form', () => {
     expect(mock.received).toHaveLength(0);
   });
 
-  it('400 for a missing generationConfig', async () => {
+  it('400 for a missing generationConfig', async ({ apiKey, sdk, post }) => {
     const { key } = await apiKey();
     const error = await caught(sdk(key).models.generateContent({ model: 'any-tts', contents: 'hello' }));
     expect(error).toBeInstanceOf(ApiError);
@@ -223,7 +175,7 @@ describe('errors, in Gemini form', () => {
     expect(wire.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^invalid generationConfig: required/) });
   });
 
-  it('404 NOT_FOUND for a model no channel serves, and for an unknown method', async () => {
+  it('404 NOT_FOUND for a model no channel serves, and for an unknown method', async ({ apiKey, sdk, post }) => {
     const { key } = await apiKey();
     const error = await caught(sdk(key).models.generateContent(speech('no-such-tts-model', 'hello')));
     expect(error).toBeInstanceOf(ApiError);
@@ -237,8 +189,8 @@ describe('errors, in Gemini form', () => {
     expect(method.json.error.status).toBe('NOT_FOUND');
   });
 
-  it('401 UNAUTHENTICATED for a bad key, for no key, and for a key in the query string', async () => {
-    const mock = await upstream();
+  it('401 UNAUTHENTICATED for a bad key, for no key, and for a key in the query string', async ({ stack, upstream, channel, apiKey, sdk, post }) => {
+    const mock = await upstream.gemini();
     const model = uniqueModel();
     await channel(mock, [model]);
     const error = await caught(sdk('sk-not-a-real-key').models.generateContent(speech(model, 'hello')));
@@ -269,8 +221,8 @@ describe('errors, in Gemini form', () => {
 });
 
 describe('routing', () => {
-  it('fails over to the second channel when the first answers 500', async () => {
-    const [failing, steady] = [await upstream(), await upstream()];
+  it('fails over to the second channel when the first answers 500', async ({ stack, upstream, channel, apiKey, sdk }) => {
+    const [failing, steady] = [await upstream.gemini(), await upstream.gemini()];
     failing.failNext(1, 500);
     const model = uniqueModel();
     await channel(failing, [model], { priority: 10 });
@@ -286,7 +238,7 @@ describe('routing', () => {
     await expect.poll(async () => (await stack.admin('GET', `/api/channel/${second.id}`)).body.data.used_quota).toBe(expected.promptTokenCount + expected.candidatesTokenCount);
   });
 
-  it('serves audio only from gemini channels: an openai channel with the same model name does not count', async () => {
+  it('serves audio only from gemini channels: an openai channel with the same model name does not count', async ({ stack, apiKey, post }) => {
     const model = uniqueModel();
     const created = await stack.admin('POST', '/api/channel/', { name: `openai-${seq}`, type: 'openai', key: 'sk-x', base_url: 'http://127.0.0.1:9', models: [model] });
     expect(created.status).toBe(200);
@@ -297,8 +249,8 @@ describe('routing', () => {
 });
 
 describe('client disconnect', () => {
-  it('aborts the upstream call of a request the client gave up on', async () => {
-    const mock = await upstream();
+  it('aborts the upstream call of a request the client gave up on', async ({ upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
     mock.set({ hang: true });
     const model = uniqueModel();
     await channel(mock, [model], { timeout_ms: 60_000 });
@@ -314,11 +266,11 @@ describe('client disconnect', () => {
 });
 
 describe('scaling by processes', () => {
-  it('a second audio-worker process shares the queue, with its own health and metrics port', async () => {
+  it('a second audio-worker process shares the queue, with its own health and metrics port', async ({ stack, upstream, channel, apiKey, sdk }) => {
     const port = await freePort();
     const second = await stack.add('audio-worker', { METRICS_PORT: String(port) });
     try {
-      const mock = await upstream();
+      const mock = await upstream.gemini();
       mock.set({ delayMs: 400 });
       const model = uniqueModel();
       await channel(mock, [model]);

@@ -4,83 +4,58 @@
  * killed while holding leases leaks them no longer than the lease time, and upstream 429s turn
  * into waiting, not errors, unless waiting would pass the request's time-out.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { Redis } from 'ioredis';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import type { ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
 const LEASE_TTL_MS = 3000;
-let stack: Stack;
-let workers: ServiceProcess[];
-/** A second gateway whose requests time out after 2 s. */
-let hasty: ServiceProcess;
-let redis: Redis;
-let mocks: MockOpenAIUpstream[] = [];
-
-beforeAll(async () => {
-  stack = await startStack({
-    workers: ['completion-worker'],
-    env: { CHANNEL_LEASE_TTL_MS: String(LEASE_TTL_MS), COMPLETION_CONCURRENCY: '8', REQUEST_TIMEOUT_MS: '20000' },
-  });
-  [hasty] = await Promise.all([stack.add('gateway', { REQUEST_TIMEOUT_MS: '2000' }), stack.add('completion-worker')]);
-  workers = stack.services.filter((s) => s.name === 'completion-worker');
-  redis = new Redis(stack.redis.url);
-}, 60_000);
-afterEach(async () => {
-  await Promise.all(mocks.map((m) => m.close()));
-  mocks = [];
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await stack?.stop();
-});
-
-let seq = 0;
-async function upstream(): Promise<MockOpenAIUpstream> {
-  const mock = await startMockOpenAIUpstream();
-  mocks.push(mock);
-  return mock;
-}
-
-async function channel(mock: MockOpenAIUpstream, fields: Record<string, unknown> = {}): Promise<{ id: number; model: string }> {
-  const model = `burst-${++seq}`;
-  const created = await stack.admin('POST', '/api/channel/', {
-    name: `ch-${seq}`, type: 'openai', key: `sk-upstream-${seq}`, base_url: mock.url, models: [model], timeout_ms: 10_000, ...fields,
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return { id: created.body.data.id, model };
-}
-
-async function apiKey(): Promise<string> {
-  const created = await stack.admin('POST', '/api/token/', { name: `key-${++seq}`, unlimited_quota: true });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return created.body.data.key;
-}
-
-const client = (key: string, gateway = stack.gateway) =>
-  new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
 
 /** Sends a completion and returns the HTTP status and Retry-After, whatever the outcome. */
-async function send(key: string, model: string, gateway = stack.gateway): Promise<{ status: number; retryAfter: string | null }> {
+type Send = (key: string, model: string, gateway?: ServiceProcess) => Promise<{ status: number; retryAfter: string | null }>;
+
+const it = stackTest({
+  workers: ['completion-worker'],
+  env: { CHANNEL_LEASE_TTL_MS: String(LEASE_TTL_MS), COMPLETION_CONCURRENCY: '8', REQUEST_TIMEOUT_MS: '20000' },
+  channelDefaults: { timeout_ms: 10_000 },
+}).extend('send', async ({ stack }): Promise<Send> => async (key, model, gateway = stack.gateway) => {
+  const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
   try {
-    await client(key, gateway).completions.create({ model, prompt: 'hello' });
+    await client.completions.create({ model, prompt: 'hello' });
     return { status: 200, retryAfter: null };
   } catch (error) {
     if (error instanceof OpenAI.APIError) return { status: error.status ?? 0, retryAfter: error.headers?.get('retry-after') ?? null };
     throw error;
   }
-}
+});
+
+let workers: ServiceProcess[];
+/** A second gateway whose requests time out after 2 s. */
+let hasty: ServiceProcess;
+let redis: Redis;
+
+it.beforeAll(async ({ stack }) => {
+  [hasty] = await Promise.all([stack.add('gateway', { REQUEST_TIMEOUT_MS: '2000' }), stack.add('completion-worker')]);
+  workers = stack.services.filter((s) => s.name === 'completion-worker');
+  redis = new Redis(stack.redis.url);
+});
+it.afterAll(() => redis?.disconnect());
+
+let seq = 0;
+const uniqueModel = () => `burst-${++seq}`;
 
 const jobsLogged = (worker: ServiceProcess) => worker.logs.filter((l) => l.msg === 'job' && l.outcome === 'ok').length;
 
 describe('per-channel concurrency across worker processes', () => {
-  it('never lets more than max_concurrency requests reach the upstream, and every request of a 10× burst succeeds', async () => {
+  it('never lets more than max_concurrency requests reach the upstream, and every request of a 10× burst succeeds', async ({ upstream, channel, apiKey, send }) => {
     const N = 4;
-    const mock = await upstream();
+    const mock = await upstream.openai();
     mock.setBehaviour({ delayMs: 100 });
     mock.limitConcurrency(N);
-    const { model } = await channel(mock, { max_concurrency: N });
-    const key = await apiKey();
+    const model = uniqueModel();
+    await channel(mock, [model], { max_concurrency: N });
+    const { key } = await apiKey();
     const before = workers.map(jobsLogged);
 
     const results = await Promise.all(Array.from({ length: 10 * N }, () => send(key, model)));
@@ -92,13 +67,14 @@ describe('per-channel concurrency across worker processes', () => {
     await expect.poll(() => workers.map((w, i) => jobsLogged(w) - before[i]!).every((n) => n > 0)).toBe(true);
   });
 
-  it('frees the leases of a worker killed while holding them once the lease time has passed', async () => {
+  it('frees the leases of a worker killed while holding them once the lease time has passed', async ({ stack, upstream, channel, apiKey, send }) => {
     const N = 3;
-    const mock = await upstream();
+    const mock = await upstream.openai();
     mock.limitConcurrency(N);
     mock.next(...Array.from({ length: N }, () => ({ hang: true })));
-    const { id, model } = await channel(mock, { max_concurrency: N });
-    const key = await apiKey();
+    const model = uniqueModel();
+    const { id } = await channel(mock, [model], { max_concurrency: N });
+    const { key } = await apiKey();
     // Their jobs time out (2 s) before a surviving worker could take them over from the dead one.
     const held = Array.from({ length: N }, () => send(key, model, hasty));
     await mock.waitFor((m) => m.inFlight === N);
@@ -128,12 +104,13 @@ describe('per-channel concurrency across worker processes', () => {
 });
 
 describe('upstream 429 as back-pressure', () => {
-  it('turns 429s with Retry-After into waiting: every request still succeeds', async () => {
+  it('turns 429s with Retry-After into waiting: every request still succeeds', async ({ upstream, channel, apiKey, send }) => {
     const K = 4;
-    const mock = await upstream();
+    const mock = await upstream.openai();
     mock.next(...Array.from({ length: K }, () => ({ status: 429, retryAfter: 1 })));
-    const { model } = await channel(mock);
-    const key = await apiKey();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
     const started = Date.now();
     const results = await Promise.all(Array.from({ length: 10 }, () => send(key, model)));
     expect(results.filter((r) => r.status !== 200)).toEqual([]);
@@ -141,11 +118,12 @@ describe('upstream 429 as back-pressure', () => {
     expect(mock.requests.length).toBe(10 + K);
   });
 
-  it('answers 429 with Retry-After when waiting would pass the time-out', async () => {
-    const mock = await upstream();
+  it('answers 429 with Retry-After when waiting would pass the time-out', async ({ upstream, channel, apiKey, send }) => {
+    const mock = await upstream.openai();
     mock.setBehaviour({ status: 429, retryAfter: 5 });
-    const { model } = await channel(mock);
-    const key = await apiKey();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
     let started = Date.now();
     expect(await send(key, model, hasty)).toEqual({ status: 429, retryAfter: '5' });
     expect(Date.now() - started).toBeLessThan(1000);
@@ -153,9 +131,10 @@ describe('upstream 429 as back-pressure', () => {
 
     // Without Retry-After the worker backs off and tries again until the time-out (2 s) is near.
     mock.setBehaviour({ status: 429 });
-    const other = await channel(mock);
+    const otherModel = uniqueModel();
+    await channel(mock, [otherModel]);
     started = Date.now();
-    const result = await send(key, other.model, hasty);
+    const result = await send(key, otherModel, hasty);
     expect(result.status).toBe(429);
     expect(Number(result.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(2000);

@@ -3,64 +3,33 @@
  * processes, mock OpenAI upstreams over real HTTP, and the official `openai` SDK as the client
  * with nothing changed but `baseURL` and `apiKey`.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
-import { caught, postJson, startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
+import { caught, postJson } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
-let mocks: MockOpenAIUpstream[] = [];
-
-beforeAll(async () => {
-  stack = await startStack({
-    workers: ['completion-worker'],
-    env: {
-      CHANNEL_FAILURES_BEFORE_COOLDOWN: '2',
-      CHANNEL_COOLDOWN_MS: '60000',
-      CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: '2',
-      REQUEST_TIMEOUT_MS: '15000',
-    },
-  });
-});
-afterEach(async () => {
-  await Promise.all(mocks.map((m) => m.close()));
-  mocks = [];
-});
-afterAll(async () => {
-  await stack?.stop();
-});
+const it = stackTest({
+  workers: ['completion-worker'],
+  env: {
+    CHANNEL_FAILURES_BEFORE_COOLDOWN: '2',
+    CHANNEL_COOLDOWN_MS: '60000',
+    CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: '2',
+    REQUEST_TIMEOUT_MS: '15000',
+  },
+  channelDefaults: { timeout_ms: 3000 },
+})
+  .extend('client', async ({ stack }) => (key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 }))
+  .extend('post', async ({ stack }) => (body: unknown, key: string) => postJson(`${stack.gateway.url}/v1/completions`, body, { authorization: `Bearer ${key}` }));
 
 let seq = 0;
 const uniqueModel = () => `model-${++seq}`;
 
-async function upstream(): Promise<MockOpenAIUpstream> {
-  const mock = await startMockOpenAIUpstream();
-  mocks.push(mock);
-  return mock;
-}
-
-async function channel(mock: MockOpenAIUpstream, models: string[], fields: Record<string, unknown> = {}): Promise<any> {
-  const created = await stack.admin('POST', '/api/channel/', {
-    name: `ch-${++seq}`, type: 'openai', key: `sk-upstream-${seq}`, base_url: mock.url, models, timeout_ms: 3000, ...fields,
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return created.body.data;
-}
-
-async function apiKey(fields: Record<string, unknown> = { unlimited_quota: true }): Promise<{ id: number; key: string }> {
-  const created = await stack.admin('POST', '/api/token/', { name: `key-${++seq}`, ...fields });
-  expect(created.status, JSON.stringify(created.body)).toBe(200);
-  return { id: created.body.data.id, key: created.body.data.key };
-}
-
-const client = (key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 });
-
-const post = (body: unknown, key: string) => postJson(`${stack.gateway.url}/v1/completions`, body, { authorization: `Bearer ${key}` });
-
 describe('a plain completion', () => {
-  it('answers in the OpenAI format with the model asked for and full usage, charged to key, user and channel', async () => {
-    const mock = await upstream();
+  it('answers in the OpenAI format with the model asked for and full usage, charged to key, user and channel', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
-    const ch = await channel(mock, [`${model}-upstream`], { model_mapping: { [model]: `${model}-upstream` } });
+    const upstreamKey = 'sk-upstream-plain-completion';
+    const ch = await channel(mock, [`${model}-upstream`], { model_mapping: { [model]: `${model}-upstream` }, key: upstreamKey });
     const key = await apiKey();
     const before = (await stack.admin('GET', '/api/user/self')).body.data;
     // The upstream takes 40 ms: the channel's response_time must say so.
@@ -82,7 +51,7 @@ describe('a plain completion', () => {
 
     const sent = mock.requests[0]!;
     expect(sent.body).toMatchObject({ model: `${model}-upstream`, prompt: 'Say this is a test', max_tokens: 7, vendor_hint: 'x' });
-    expect(sent.authorization).toBe(`Bearer sk-upstream-${seq - 1}`);
+    expect(sent.authorization).toBe(`Bearer ${upstreamKey}`);
 
     // Charged off the reply path, within USAGE_FLUSH_MS.
     await expect.poll(async () => (await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(10);
@@ -93,11 +62,11 @@ describe('a plain completion', () => {
     expect(stored.used_quota).toBe(10);
     expect(stored.response_time).toBeGreaterThanOrEqual(40);
     expect(stored.response_time).toBeLessThan(5000);
-    expect(JSON.stringify(stored)).not.toContain(`sk-upstream-${seq - 1}`);
+    expect(JSON.stringify(stored)).not.toContain(upstreamKey);
   });
 
-  it('passes n, echo and logprobs through as the upstream produced them, and every prompt form', async () => {
-    const mock = await upstream();
+  it('passes n, echo and logprobs through as the upstream produced them, and every prompt form', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
     const { key } = await apiKey();
@@ -114,8 +83,8 @@ describe('a plain completion', () => {
 });
 
 describe('streaming', () => {
-  it('relays chunks as the upstream sends them, with a usage chunk when asked, then [DONE]', async () => {
-    const mock = await upstream();
+  it('relays chunks as the upstream sends them, with a usage chunk when asked, then [DONE]', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     mock.setBehaviour({ text: 'one two three four', chunkDelayMs: 150 });
     const model = uniqueModel();
     await channel(mock, [model]);
@@ -137,8 +106,8 @@ describe('streaming', () => {
     expect(arrivals.at(-2)! - arrivals[0]!).toBeGreaterThanOrEqual(400);
   });
 
-  it('is plain SSE ending with data: [DONE], without usage unless asked (yet still charged)', async () => {
-    const mock = await upstream();
+  it('is plain SSE ending with data: [DONE], without usage unless asked (yet still charged)', async ({ stack, upstream, channel, apiKey, post }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
     const key = await apiKey();
@@ -154,8 +123,8 @@ describe('streaming', () => {
     await expect.poll(async () => (await stack.admin('GET', `/api/token/${key.id}`)).body.data.used_quota).toBe(6);
   });
 
-  it('ends the stream with an error event when the upstream fails after the first chunk, without failing over', async () => {
-    const [breaking, spare] = [await upstream(), await upstream()];
+  it('ends the stream with an error event when the upstream fails after the first chunk, without failing over', async ({ upstream, channel, apiKey, client }) => {
+    const [breaking, spare] = [await upstream.openai(), await upstream.openai()];
     breaking.setBehaviour({ text: 'a b c d e f', breakAfterChunks: 2, chunkDelayMs: 20 });
     const model = uniqueModel();
     await channel(breaking, [model], { priority: 10 });
@@ -174,8 +143,8 @@ describe('streaming', () => {
 });
 
 describe('errors, as the SDK surfaces them', () => {
-  it('AuthenticationError for an unknown key, and for a key revoked a moment ago', async () => {
-    const mock = await upstream();
+  it('AuthenticationError for an unknown key, and for a key revoked a moment ago', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
     const bad = await caught(client('sk-unknown').completions.create({ model, prompt: 'x' }));
@@ -192,7 +161,7 @@ describe('errors, as the SDK surfaces them', () => {
     expect(mock.requests.length).toBe(1);
   });
 
-  it('BadRequestError naming the field, for every kind of bad input', async () => {
+  it('BadRequestError naming the field, for every kind of bad input', async ({ apiKey, client, post }) => {
     const { key } = await apiKey();
     const temperature = await caught(client(key).completions.create({ model: 'm', prompt: 'x', temperature: 3 }));
     expect(temperature).toBeInstanceOf(OpenAI.BadRequestError);
@@ -213,8 +182,8 @@ describe('errors, as the SDK surfaces them', () => {
     }
   });
 
-  it('PermissionDeniedError for a model the key may not use, NotFoundError for a model nobody serves', async () => {
-    const mock = await upstream();
+  it('PermissionDeniedError for a model the key may not use, NotFoundError for a model nobody serves', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
     const limited = await apiKey({ unlimited_quota: true, models: ['something-else'] });
@@ -227,8 +196,8 @@ describe('errors, as the SDK surfaces them', () => {
     expect(mock.requests.length).toBe(0);
   });
 
-  it('RateLimitError with Retry-After when every channel is rate-limited; 503 with Retry-After when none is enabled', async () => {
-    const limited = await upstream();
+  it('RateLimitError with Retry-After when every channel is rate-limited; 503 with Retry-After when none is enabled', async ({ upstream, channel, apiKey, client, post }) => {
+    const limited = await upstream.openai();
     // Rate-limited for longer than the request may wait (a shorter wait is waited out: burst.e2e).
     limited.setBehaviour({ status: 429, retryAfter: 30 });
     const model = uniqueModel();
@@ -238,7 +207,7 @@ describe('errors, as the SDK surfaces them', () => {
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     expect(error.headers.get('retry-after')).toBe('30');
 
-    const off = await upstream();
+    const off = await upstream.openai();
     const offModel = uniqueModel();
     await channel(off, [offModel], { status: 2 });
     const none = await post({ model: offModel, prompt: 'x' }, key);
@@ -247,8 +216,8 @@ describe('errors, as the SDK surfaces them', () => {
     expect(none.json.error).toMatchObject({ type: 'server_error', code: 'no_channel' });
   });
 
-  it("returns the upstream's own 400 as it is, without trying another channel", async () => {
-    const [strict, spare] = [await upstream(), await upstream()];
+  it("returns the upstream's own 400 as it is, without trying another channel", async ({ upstream, channel, apiKey, client }) => {
+    const [strict, spare] = [await upstream.openai(), await upstream.openai()];
     strict.setBehaviour({ status: 400, body: { error: { message: "This model's maximum context length is 4097 tokens", type: 'invalid_request_error', param: 'prompt', code: 'context_length_exceeded' } } });
     const model = uniqueModel();
     await channel(strict, [model], { priority: 5 });
@@ -263,8 +232,8 @@ describe('errors, as the SDK surfaces them', () => {
 });
 
 describe('routing', () => {
-  it('fails over when the first channel returns 500, then hangs; then cools it down', async () => {
-    const [flaky, steady] = [await upstream(), await upstream()];
+  it('fails over when the first channel returns 500, then hangs; then cools it down', async ({ upstream, channel, apiKey, client }) => {
+    const [flaky, steady] = [await upstream.openai(), await upstream.openai()];
     flaky.next({ status: 500 });
     flaky.setBehaviour({ hang: true });
     const model = uniqueModel();
@@ -287,8 +256,8 @@ describe('routing', () => {
     expect([flaky.requests.length, steady.requests.length]).toEqual([2, 7]);
   });
 
-  it('auto-disables a channel whose upstream refuses its key twice in a row, with the reason', async () => {
-    const [refusing, steady] = [await upstream(), await upstream()];
+  it('auto-disables a channel whose upstream refuses its key twice in a row, with the reason', async ({ stack, upstream, channel, apiKey, client }) => {
+    const [refusing, steady] = [await upstream.openai(), await upstream.openai()];
     refusing.setBehaviour({ status: 401, body: { error: { message: 'Incorrect API key provided', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } });
     const model = uniqueModel();
     const bad = await channel(refusing, [model], { priority: 10 });
@@ -304,8 +273,8 @@ describe('routing', () => {
     expect(refusing.requests.length).toBe(2);
   });
 
-  it('serves the highest priority tier only, split by weight', async () => {
-    const [light, heavy, low] = [await upstream(), await upstream(), await upstream()];
+  it('serves the highest priority tier only, split by weight', async ({ upstream, channel, apiKey, client }) => {
+    const [light, heavy, low] = [await upstream.openai(), await upstream.openai(), await upstream.openai()];
     const model = uniqueModel();
     await channel(light, [model], { priority: 10, weight: 1 });
     await channel(heavy, [model], { priority: 10, weight: 3 });
@@ -323,8 +292,8 @@ describe('routing', () => {
     expect(share).toBeLessThan(0.35);
   });
 
-  it('never chooses channels of a tag disabled through the management API', async () => {
-    const [t1, t2, other] = [await upstream(), await upstream(), await upstream()];
+  it('never chooses channels of a tag disabled through the management API', async ({ stack, upstream, channel, apiKey, client }) => {
+    const [t1, t2, other] = [await upstream.openai(), await upstream.openai(), await upstream.openai()];
     const model = uniqueModel();
     const tag = `tag-${model}`;
     await channel(t1, [model], { priority: 10, tag });
@@ -343,11 +312,11 @@ describe('routing', () => {
 });
 
 describe('quota', () => {
-  it('refuses a key out of quota with 429 insufficient_quota and x-should-retry: false, before any upstream call', async () => {
-    const mock = await upstream();
+  it('refuses a key out of quota with 429 insufficient_quota and x-should-retry: false, before any upstream call', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
-    const key = await apiKey({ remain_quota: 5 });
+    const key = await apiKey({ unlimited_quota: false, remain_quota: 5 });
     await client(key.key).completions.create({ model, prompt: 'x' });
     await expect.poll(async () => {
       const token = (await stack.admin('GET', `/api/token/${key.id}`)).body.data;
@@ -362,8 +331,8 @@ describe('quota', () => {
     expect(mock.requests.length).toBe(1);
   });
 
-  it("refuses a user whose allowance is used up, whatever the key's quota", async () => {
-    const mock = await upstream();
+  it("refuses a user whose allowance is used up, whatever the key's quota", async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     const model = uniqueModel();
     await channel(mock, [model]);
     const user = await stack.admin('POST', '/api/user/', { username: `q${seq}`, password: 'password-123', quota: 6 });
@@ -381,8 +350,8 @@ describe('quota', () => {
 });
 
 describe('client disconnect', () => {
-  it('aborts the upstream call of a request the client gave up on', async () => {
-    const mock = await upstream();
+  it('aborts the upstream call of a request the client gave up on', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     mock.setBehaviour({ hang: true });
     const model = uniqueModel();
     await channel(mock, [model], { timeout_ms: 60_000 });
@@ -395,8 +364,8 @@ describe('client disconnect', () => {
     await mock.waitFor((m) => m.aborted === 1, 2000);
   });
 
-  it('aborts the upstream stream when the client stops reading', async () => {
-    const mock = await upstream();
+  it('aborts the upstream stream when the client stops reading', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai();
     mock.setBehaviour({ text: Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '), chunkDelayMs: 100 });
     const model = uniqueModel();
     await channel(mock, [model]);

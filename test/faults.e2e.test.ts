@@ -7,6 +7,7 @@
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { keys } from '@gateway/store';
 import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
@@ -86,7 +87,7 @@ describe('a completion worker killed with SIGKILL while it holds jobs', () => {
     expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(TIMEOUT_MS);
     // The mock's usage per reply is its word counts: 2 prompt + 5 completion tokens.
     await expect.poll(async () => (await usedQuota()) - before).toBe(20 * 7);
-    // And not a second time (the next flushes add nothing).
+    // And not a second time: a window on purpose, in which the next flushes add nothing.
     await new Promise((r) => setTimeout(r, 300));
     expect((await usedQuota()) - before).toBe(20 * 7);
     await stack.add('completion-worker');
@@ -135,16 +136,16 @@ describe('Redis stopped for 5 s under load', () => {
       const at = Date.now() - t0;
       pending.push(complete(stack.gateway.url).then((o) => void outcomes.push({ ...o, at })));
     }, 20);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 1000)); // the load runs a second before Redis goes (the test's timeline)
     await stack.redis.stop();
     // Measured once Redis is really gone (stopping it under load can take a while).
     const downAt = Date.now() - t0;
-    await new Promise((r) => setTimeout(r, 5000));
+    await new Promise((r) => setTimeout(r, 5000)); // Redis stays down 5 s: what the test is about
     // Down from `downAt` (it has exited) until `restartAt` (a restart may take a while to answer).
     const restartAt = Date.now() - t0;
     await stack.redis.restart();
     const upAt = Date.now() - t0;
-    await new Promise((r) => setTimeout(r, 5000));
+    await new Promise((r) => setTimeout(r, 5000)); // 5 s of load after the restart, to see it recover
     clearInterval(sender);
     await Promise.all(pending);
     mock.setBehaviour({});
@@ -216,8 +217,15 @@ describe('upstreams that hang, reset connections, or cut a stream short', () => 
     expect(events[2]).toMatch(/"error"/);
     expect(String(outcome.body)).not.toContain('[DONE]');
     // A second cut stream cools the channel down: the third request is served by the backup.
+    // The cooldown reaches every worker on the invalidation feed: wait until it is announced there.
+    const feed = new Redis(stack.redis.url);
+    const announced = new Promise<void>((resolve) => feed.on('message', (_channel: string, message: string) => {
+      if (message.startsWith('channel-cooldown:')) resolve();
+    }));
+    await feed.subscribe(keys.invalidations);
     await complete(stack.gateway.url, { model: 'cut-model', stream: true });
-    await new Promise((r) => setTimeout(r, 200)); // the cooldown reaches every worker by pub/sub
+    await announced;
+    feed.disconnect();
     const next = await complete(stack.gateway.url, { model: 'cut-model', stream: true });
     expect(String(next.body)).toContain('backup');
     expect(String(next.body)).toContain('[DONE]');
@@ -250,6 +258,7 @@ describe('a rolling restart of every process under steady load', () => {
         live.delete(old);
         // Out of rotation before SIGTERM, as a load balancer's deregistration delay does: a
         // request already sent over an idle keep-alive connection must reach it before it closes.
+        // A sleep on purpose: it stands for that delay.
         await new Promise((r) => setTimeout(r, 300));
       }
       const code = await old.stop('SIGTERM');
@@ -259,7 +268,7 @@ describe('a rolling restart of every process under steady load', () => {
     for (const worker of workers()) await restart(worker);
     for (const gateway of gateways) await restart(gateway);
     for (const admin of stack.services.filter((s) => s.name === 'admin-worker' && s.child.exitCode === null)) await restart(admin);
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 500)); // the load runs on a moment after the last restart
     running = false;
     await Promise.all(loops);
     mock.setBehaviour({});

@@ -39,8 +39,8 @@ async function npmRun(script: string, env: Record<string, string>, until: RegExp
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await expect.poll(() => until.test(output) || child.exitCode !== null, { timeout: 60_000, interval: 100 }).toBe(true);
   expect(child.exitCode, output).toBeNull();
-  // The banner is printed in one write; give it a moment to arrive whole.
-  await new Promise((r) => setTimeout(r, 200));
+  // The banner is one block that ends with a blank line: wait for it to arrive whole.
+  await expect.poll(() => output.slice(output.search(until)).includes('\n\n'), { timeout: 5000 }).toBe(true);
   return { child, output: () => output, banner: output.slice(output.search(until)) };
 }
 

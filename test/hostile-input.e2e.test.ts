@@ -179,6 +179,7 @@ describe('slow and numerous clients', () => {
       sockets.push(socket);
     })));
     await expect.poll(() => closedEarly, { timeout: 3000 }).toBeGreaterThanOrEqual(20);
+    // A window on purpose: no more connections are closed in the next moment either.
     await new Promise((r) => setTimeout(r, 300));
     // 20 past the cap of 40; a few more only if this process still held keep-alive connections.
     expect(closedEarly).toBeLessThanOrEqual(25);
@@ -203,7 +204,8 @@ describe('a client that leaves at once', () => {
       });
       socket.on('error', () => resolve());
     })));
-    // Whatever reached the upstream was aborted; nothing stays open there.
+    // Whatever reached the upstream was aborted; nothing stays open there. A window on purpose: a
+    // job taken late by a worker must not open an upstream call that stays open either.
     await new Promise((r) => setTimeout(r, 1500));
     await expect.poll(() => mock.inFlight, { timeout: 5000 }).toBe(0);
     mock.setBehaviour({});

@@ -1,9 +1,11 @@
 /**
  * @gateway/config owns the environment and the process lifecycle: every variable the gateway
  * and its workers read is declared here once and parsed with zod (a bad value stops start-up
- * naming the variable), and each service's shutdown on SIGTERM goes through here.
+ * naming the variable), and each service's shutdown on SIGTERM goes through here. `freePort`
+ * picks a port for a process started without one (`npm start`, the test kit).
  */
 export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
 export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts';
 export { nodeFlagsOf, serviceNodeFlags } from './node-flags.ts';
 export { redisTargetOf, describeRedisTarget, type RedisTarget, type RedisClient, type ClusterSeed } from './redis-target.ts';
+export { freePort } from './free-port.ts';

@@ -114,6 +114,7 @@ describe('the reply path', () => {
       },
     });
     await vi.waitFor(() => expect(seen.length).toBeGreaterThan(0), { timeout: 3000 });
+    // A window on purpose: the worker must not go on sending while the client is slow.
     await new Promise((r) => setTimeout(r, 300));
     // Paused within a few chunks of the first, not 100 sent into the gateway's memory.
     expect(sent).toBeLessThan(20);
@@ -164,14 +165,17 @@ describe('the reply path', () => {
   });
 
   it('loses no reply when the ingress connection drops while workers answer', async () => {
+    let taken = 0;
     handler = async ({ payload }) => {
-      await new Promise((r) => setTimeout(r, payload.wait));
+      taken++;
+      await new Promise((r) => setTimeout(r, payload.wait)); // the work a job stands for
       return payload.n;
     };
     await runWorker(256);
     // A job whose hand-over to the worker is cut off is recovered when its lock lapses (stalled-job check).
     const pending = Array.from({ length: 200 }, (_, n) => request(n, { wait: 100, timeoutMs: 20_000 } as never));
-    await new Promise((r) => setTimeout(r, 50));
+    // Cut the connections while workers are answering: once the first jobs are being worked on.
+    await vi.waitFor(() => expect(taken).toBeGreaterThan(0), { timeout: 5000, interval: 5 });
     await redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     const results = await Promise.all(pending);
     expect(results).toEqual(Array.from({ length: 200 }, (_, n) => n));

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Channel } from '@gateway/contracts';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
@@ -81,7 +81,7 @@ describe('channel leases', () => {
     expect((await live.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
     crashed.leases.close(); // no more renewals: as if the process had died
     expect((await live.leases.tryAcquire(ch.id, 2)).leases).toEqual([]);
-    await sleep(900);
+    await sleep(900); // on purpose: past the lease time (600 ms), through the live process's renewals
     expect((await live.leases.tryAcquire(ch.id, 2)).leases).toHaveLength(1);
     // The live lease was renewed past its first expiry: the channel is full again.
     expect((await live.leases.tryAcquire(ch.id, 2)).leases).toEqual([]);
@@ -117,7 +117,7 @@ describe('waiting for a lease', () => {
     const { leases: [lease] } = await a.leases.tryAcquire(ch.id, 1);
     let got = 0;
     const waiting = b.queue.acquire([ch], wait()).then((slot) => { got = Date.now(); return slot; });
-    await sleep(300);
+    await sleep(300); // a window on purpose: no lease while none is given back
     expect(got).toBe(0);
     const released = Date.now();
     await a.leases.release(lease!);
@@ -135,7 +135,7 @@ describe('waiting for a lease', () => {
     const waiters = [0, 1, 2, 3].map((i) =>
       a.queue.acquire([ch], wait()).then((slot) => { order.push(i); return slot; }),
     );
-    await sleep(50);
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(4));
     for (let i = 0; i < 4; i++) {
       await a.leases.release(lease!);
       if (i === 0) {
@@ -158,9 +158,9 @@ describe('waiting for a lease', () => {
     const queued = (name: string, priority: number) =>
       a.queue.acquire([ch], { ...wait(), priority }).then((slot) => { order.push(name); return slot; });
     const batch = [queued('batch-1', 10), queued('batch-2', 10)];
-    await sleep(20);
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(2));
     const interactive = queued('interactive', 0);
-    await sleep(20);
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(3));
     await a.leases.release(lease!);
     ({ lease } = await interactive);
     await a.leases.release(lease!);
@@ -181,14 +181,13 @@ describe('waiting for a lease', () => {
 
     const controller = new AbortController();
     const cancelled = a.queue.acquire([ch], wait(5000, controller.signal));
-    await sleep(50);
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(1));
     controller.abort();
     await expect(cancelled).rejects.toMatchObject({ status: 499 });
     expect(a.queue.waiting).toBe(0);
 
     await a.leases.release(lease!);
-    await sleep(50);
-    expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(0);
+    await vi.waitFor(async () => expect(await connections[0]!.zcard(routingKeys.leases(ch.id))).toBe(0));
   });
 
   it('takes an expired lease of a crashed process when it runs out, without any release', async () => {
@@ -214,7 +213,7 @@ describe('waiting for a lease', () => {
       const { lease } = await p.queue.acquire([ch], wait(10_000));
       inFlight++;
       most = Math.max(most, inFlight);
-      await sleep(10 + (i % 4) * 5);
+      await sleep(10 + (i % 4) * 5); // the work a lease is held for
       inFlight--;
       await p.leases.release(lease!);
     });

@@ -3,7 +3,8 @@
  * container), the services started as real processes, and mock upstreams that speak the
  * providers' wire formats over real HTTP.
  */
-export { freePort } from './free-port.ts';
+/** One free-port helper for the project: `npm start` uses the same (it lives in @gateway/config). */
+export { freePort } from '@gateway/config';
 export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis, type TestStore } from './redis-harness.ts';
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
@@ -22,5 +23,6 @@ export {
   type MockGeminiStats,
   type MockSpeech,
 } from './mock-gemini-upstream.ts';
+export { twoSpeakers } from './speech-samples.ts';
 export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';

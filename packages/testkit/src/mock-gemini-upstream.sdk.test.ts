@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { geminiGenerateRequest } from '@gateway/contracts';
 import { startMockGeminiUpstream, mockSpeech, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
+import { twoSpeakers } from './speech-samples.ts';
 
 const MODEL = 'gemini-2.5-flash-preview-tts';
 let mock: MockGeminiUpstream;
@@ -45,23 +46,8 @@ describe('@google/genai against the mock Gemini upstream', () => {
   });
 
   it('generateContent with two speakers and a language', async () => {
-    const text = 'Joe: How is it going today Jane?\nJane: Not too bad, how about you?';
-    const response = await ai.models.generateContent({
-      model: MODEL,
-      contents: text,
-      config: {
-        responseModalities: ['AUDIO'],
-        speechConfig: {
-          languageCode: 'en-US',
-          multiSpeakerVoiceConfig: {
-            speakerVoiceConfigs: [
-              { speaker: 'Joe', voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Kore' } } },
-              { speaker: 'Jane', voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
-            ],
-          },
-        },
-      },
-    });
+    const { text, speechConfig } = twoSpeakers;
+    const response = await ai.models.generateContent({ model: MODEL, contents: text, config: { responseModalities: ['AUDIO'], speechConfig } });
     expect(Buffer.from(response.data!, 'base64').length).toBe(mockSpeech(text).pcmBytes);
   });
 

@@ -10,6 +10,8 @@ export interface Stack {
   env: Record<string, string>;
   /** Calls the management API as root (or with `token`), returning status and parsed body. */
   admin(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any; headers: Headers }>;
+  /** Like `admin`, for set-up that must work: throws unless the answer is 200, and returns its `data`. */
+  adminData(method: string, path: string, body?: unknown, token?: string): Promise<any>;
   /** Starts one more service process against the same Redis. */
   add(name: ServiceName, env?: Record<string, string>): Promise<ServiceProcess>;
   stop(): Promise<void>;
@@ -67,6 +69,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           /* not JSON */
         }
         return { status: response.status, body: parsed, headers: response.headers };
+      },
+      async adminData(method, path, body, token) {
+        const answer = await stack.admin(method, path, body, token);
+        if (answer.status !== 200) throw new Error(`${method} ${path} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+        return (answer.body as { data: unknown }).data;
       },
       async add(name, extra = {}) {
         const service = await startService(name, { ...env, ...extra });

@@ -1,6 +1,9 @@
 import { createServer } from 'node:net';
 
-/** A TCP port nobody listens on right now. */
+/**
+ * A TCP port nobody listens on right now, on loopback: for `npm start`'s embedded Redis and
+ * gateway when no port is set, and for the test kit's servers.
+ */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

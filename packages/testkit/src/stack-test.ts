@@ -1,0 +1,79 @@
+/**
+ * The end-to-end suites' shared set-up as vitest fixtures (`test.extend`): a stack of real
+ * processes per test file, mock upstreams closed after each test, and the channels and API keys
+ * a test makes on the stack. Imported from `@gateway/testkit/fixtures`.
+ *
+ *   const test = stackTest({ workers: ['completion-worker'], channelDefaults: { timeout_ms: 3000 } });
+ *   test('…', async ({ stack, upstream, channel, apiKey }) => {
+ *     const mock = await upstream.openai();
+ *     await channel(mock, ['m']);
+ *     const { key } = await apiKey();
+ *   });
+ */
+import { test as base } from 'vitest';
+import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
+import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
+import { startStack, type Stack, type StackOptions } from './stack.ts';
+
+export interface StackTestOptions extends StackOptions {
+  /** Fields every channel made with `channel()` has unless the test sets them (`timeout_ms`, say). */
+  channelDefaults?: Record<string, unknown>;
+}
+
+/** Mock upstreams for one test; each is closed when the test ends. */
+export interface Upstreams {
+  openai(behaviour?: MockOpenAIBehaviour): Promise<MockOpenAIUpstream>;
+  gemini(options?: MockGeminiOptions): Promise<MockGeminiUpstream>;
+}
+
+/**
+ * Makes a channel on the stack for `models`, pointing at `mock`: a gemini channel with the
+ * mock's key for a Gemini mock, else an openai channel with a key of its own (`sk-upstream-<n>`
+ * unless `fields.key` says). Returns the channel as the management API shows it.
+ */
+export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
+
+/** Makes an API key as root, with unlimited quota unless `fields` say otherwise; returns its id and full key. */
+export type MakeApiKey = (fields?: Record<string, unknown>) => Promise<{ id: number; key: string }>;
+
+let made = 0;
+
+/**
+ * A `test` whose fixtures stand on one stack per file, started with `options` before the file's
+ * first test (under the hook time-out, not a test's) and stopped after its last.
+ */
+export function stackTest(options: StackTestOptions = {}) {
+  const { channelDefaults = {}, ...stackOptions } = options;
+  const test = base
+    .extend('stack', { scope: 'file' }, async ({}, { onCleanup }) => {
+      const stack = await startStack(stackOptions);
+      onCleanup(() => stack.stop());
+      return stack;
+    })
+    .extend('upstream', async ({}, { onCleanup }): Promise<Upstreams> => {
+      const mocks: { close(): Promise<void> }[] = [];
+      onCleanup(async () => void (await Promise.all(mocks.map((m) => m.close()))));
+      const started = async <T extends { close(): Promise<void> }>(mock: Promise<T>) => {
+        mocks.push(await mock);
+        return mock;
+      };
+      return {
+        openai: (behaviour) => started(startMockOpenAIUpstream(behaviour)),
+        gemini: (mockOptions) => started(startMockGeminiUpstream(mockOptions)),
+      };
+    })
+    .extend('channel', async ({ stack }): Promise<MakeChannel> => async (mock, models, fields = {}) => {
+      const n = ++made;
+      const identity = 'apiKey' in mock
+        ? { name: `gemini-${n}`, type: 'gemini', key: mock.apiKey }
+        : { name: `ch-${n}`, type: 'openai', key: `sk-upstream-${n}` };
+      return stack.adminData('POST', '/api/channel/', { ...identity, base_url: mock.url, models, ...channelDefaults, ...fields });
+    })
+    .extend('apiKey', async ({ stack }): Promise<MakeApiKey> => async (fields = {}) => {
+      const { id, key } = await stack.adminData('POST', '/api/token/', { name: `key-${++made}`, unlimited_quota: true, ...fields });
+      return { id, key };
+    });
+  // Started in a hook so that its start-up counts against the hook time-out, not the first test's.
+  test.beforeAll(async ({ stack }) => void stack);
+  return test;
+}
