@@ -9,3 +9,4 @@ export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts'
 export { nodeFlagsOf, serviceNodeFlags } from './node-flags.ts';
 export { redisTargetOf, describeRedisTarget, type RedisTarget, type RedisClient, type ClusterSeed } from './redis-target.ts';
 export { freePort } from './free-port.ts';
+export { luaScripts, defineLuaScripts, type LuaScript } from './lua-scripts.ts';

@@ -1,6 +1,7 @@
-import type { RedisClient as Redis } from '@gateway/config';
+import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { keys } from '@gateway/store';
 import { cooldownMessage, parseCooldownMessage, routingKeys } from './routing-keys.ts';
+import { routingScripts } from './scripts.ts';
 
 export interface ChannelHealthOptions {
   /** Consecutive failures after which a channel cools down. */
@@ -21,32 +22,6 @@ export interface ChannelFailure {
   reason: string;
 }
 
-// KEYS: health hash, channel hash. ARGV: auth(1/0), failures before cooldown, cooldown ms,
-// auth failures before disable, now ms, reason, health ttl ms.
-const RECORD_FAILURE = `
-local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
-local auth = 0
-if ARGV[1] == '1' then
-  auth = redis.call('HINCRBY', KEYS[1], 'auth_failures', 1)
-else
-  redis.call('HDEL', KEYS[1], 'auth_failures')
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
-if auth >= tonumber(ARGV[4]) then
-  redis.call('HDEL', KEYS[1], 'auth_failures')
-  if redis.call('HGET', KEYS[2], 'status') == '1' then
-    redis.call('HSET', KEYS[2], 'status', '3', 'status_reason', ARGV[6])
-    return {'disabled', '0'}
-  end
-end
-if failures >= tonumber(ARGV[2]) then
-  local untilMs = tonumber(ARGV[5]) + tonumber(ARGV[3])
-  redis.call('HSET', KEYS[1], 'failures', '0', 'cooldown_until', tostring(untilMs))
-  return {'cooldown', tostring(untilMs)}
-end
-return {'none', '0'}
-`;
-
 type Scripted = Redis & {
   gwRecordChannelFailure(health: string, channel: string, ...args: string[]): Promise<[string, string]>;
 };
@@ -63,9 +38,9 @@ export class ChannelHealth {
   private readonly coolingUntil = new Map<number, number>();
 
   constructor(redis: Redis, options: ChannelHealthOptions) {
+    defineLuaScripts(redis, routingScripts);
     this.redis = redis as Scripted;
     this.options = options;
-    redis.defineCommand('gwRecordChannelFailure', { numberOfKeys: 2, lua: RECORD_FAILURE });
   }
 
   isCoolingDown(channelId: number, now = Date.now()): boolean {

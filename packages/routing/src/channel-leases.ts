@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { RedisClient as Redis } from '@gateway/config';
+import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { routingKeys } from './routing-keys.ts';
+import { routingScripts } from './scripts.ts';
 
 /** The right to have one request in flight to a channel; given back with `ChannelLeases.release`. */
 export interface Lease {
@@ -29,60 +30,6 @@ export interface ChannelLeasesOptions {
   ttlMs?: number;
 }
 
-// Time comes from Redis (TIME), so processes on machines with skewed clocks agree on expiry.
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
-// KEYS: the channel's lease set. ARGV: limit, ttl ms, how many, lease id prefix, first number.
-// Takes up to "how many" leases, ids prefix..number. Returns {taken, free left, ms until the
-// first lease expires when none was free}.
-const ACQUIRE = `${NOW}
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local held = redis.call('ZCARD', KEYS[1])
-local limit = tonumber(ARGV[1])
-local taken = math.min(tonumber(ARGV[3]), limit - held)
-if taken > 0 then
-  local expiry = now + tonumber(ARGV[2])
-  local first = tonumber(ARGV[5])
-  for i = 0, taken - 1 do
-    redis.call('ZADD', KEYS[1], expiry, ARGV[4] .. (first + i))
-  end
-  redis.call('PEXPIREAT', KEYS[1], expiry)
-  return {taken, limit - held - taken, 0}
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = 0
-if oldest[2] then wait = tonumber(oldest[2]) - now end
-return {0, 0, wait}
-`;
-
-// KEYS: the channel's lease set. ARGV: lease id, limit, channel id, notification channel.
-// Announces the free lease only when the channel was full: nobody waits for a channel with room.
-const RELEASE = `
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-if redis.call('ZCARD', KEYS[1]) + 1 >= tonumber(ARGV[2]) then
-  redis.call('PUBLISH', ARGV[4], ARGV[3])
-end
-return 1
-`;
-
-// KEYS: the channel's lease set. ARGV: ttl ms, lease ids. Returns how many were gone already.
-const RENEW = `${NOW}
-local expiry = now + tonumber(ARGV[1])
-local lost = 0
-for i = 2, #ARGV do
-  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    redis.call('ZADD', KEYS[1], expiry, ARGV[i])
-  else
-    lost = lost + 1
-  end
-end
-if lost < #ARGV - 1 then redis.call('PEXPIREAT', KEYS[1], expiry) end
-return lost
-`;
-
 type Scripted = Redis & {
   gwAcquireLeases(key: string, limit: number, ttlMs: number, count: number, prefix: string, first: number): Promise<[number, number, number]>;
   gwReleaseLease(key: string, id: string, limit: number, channelId: number, notify: string): Promise<number>;
@@ -108,11 +55,9 @@ export class ChannelLeases {
   onLost?: (channelId: number, count: number) => void;
 
   constructor(redis: Redis, options: ChannelLeasesOptions = {}) {
+    defineLuaScripts(redis, routingScripts);
     this.redis = redis as Scripted;
     this.ttlMs = options.ttlMs ?? 15_000;
-    redis.defineCommand('gwAcquireLeases', { numberOfKeys: 1, lua: ACQUIRE });
-    redis.defineCommand('gwReleaseLease', { numberOfKeys: 1, lua: RELEASE });
-    redis.defineCommand('gwRenewLeases', { numberOfKeys: 1, lua: RENEW });
     this.renewer = setInterval(() => this.renew(), Math.max(100, Math.floor(this.ttlMs / 3)));
     this.renewer.unref();
   }

@@ -1,7 +1,8 @@
-import type { RedisClient as Redis } from '@gateway/config';
+import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { GatewayError, type ModelCaller } from '@gateway/contracts';
 import { keys } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
+import { routingScripts } from './scripts.ts';
 
 /** Usage of one request, in quota units (one unit per token). */
 export interface Usage {
@@ -17,34 +18,6 @@ export interface Charge {
   /** False for an answer cut short after output reached the client: charged, but no sign of health. */
   healthy?: boolean;
 }
-
-// One script per record, so each touches the keys of one record only. Records that vanished
-// meanwhile are not recreated as fragments.
-// KEYS: token. ARGV: quota, now (s).
-const CHARGE_TOKEN = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then
-  redis.call('HINCRBY', KEYS[1], 'remain_quota', -tonumber(ARGV[1]))
-end
-redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
-redis.call('HSET', KEYS[1], 'accessed_time', ARGV[2])
-return 1
-`;
-// KEYS: user. ARGV: quota, requests.
-const CHARGE_USER = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'request_count', ARGV[2])
-return 1
-`;
-// KEYS: channel, channel health. ARGV: quota, response time ms, healthy (1/0).
-const CHARGE_CHANNEL = `
-if ARGV[3] ~= '0' then redis.call('DEL', KEYS[2]) end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'used_quota', ARGV[1])
-redis.call('HSET', KEYS[1], 'response_time', ARGV[2])
-return 1
-`;
 
 type Scripted = Redis & {
   gwChargeToken(token: string, quota: number, now: number): Promise<number>;
@@ -106,13 +79,11 @@ export class UsageLedger {
   private readonly quotas = new Map<string, QuotaSnapshot>();
 
   constructor(redis: Redis, options: UsageLedgerOptions = {}) {
+    defineLuaScripts(redis, routingScripts);
     this.redis = redis as Scripted;
     this.flushMs = options.flushMs ?? 100;
     this.onFlushError = options.onFlushError ?? (() => {});
     this.quotaCacheMs = options.quotaCacheMs ?? 250;
-    redis.defineCommand('gwChargeToken', { numberOfKeys: 1, lua: CHARGE_TOKEN });
-    redis.defineCommand('gwChargeUser', { numberOfKeys: 1, lua: CHARGE_USER });
-    redis.defineCommand('gwChargeChannel', { numberOfKeys: 2, lua: CHARGE_CHANNEL });
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */

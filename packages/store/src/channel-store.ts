@@ -1,10 +1,11 @@
-import type { RedisClient as Redis } from '@gateway/config';
+import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { notFound, type Channel, type Page } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry, type RecordWrite } from './record-write.ts';
 import { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 import { maskSecret } from './secrets.ts';
+import { storeScripts } from './scripts.ts';
 
 const codec: Codec<Channel> = {
   id: 'int', name: 'string', type: 'string', key: 'string', base_url: 'string', models: 'json',
@@ -30,24 +31,11 @@ function decodeChannel(hash: Record<string, string>): Channel {
   return channel;
 }
 
-const SET_STATUS_BY_TAG = `
-local ids = redis.call('SMEMBERS', KEYS[1])
-local count = 0
-for _, id in ipairs(ids) do
-  local key = ARGV[1] .. id
-  if redis.call('EXISTS', key) == 1 then
-    redis.call('HSET', key, 'status', ARGV[2], 'status_reason', ARGV[3])
-    count = count + 1
-  end
-end
-return count
-`;
-
 export class ChannelStore {
   private readonly redis: Redis;
   constructor(redis: Redis) {
+    defineLuaScripts(redis, storeScripts);
     this.redis = redis;
-    redis.defineCommand('gwSetStatusByTag', { numberOfKeys: 1, lua: SET_STATUS_BY_TAG });
   }
 
   async create(input: NewChannel): Promise<Channel> {

@@ -1,5 +1,12 @@
+import { join } from 'node:path';
+import { defineLuaScripts, luaScripts } from '@gateway/config';
 import type { Redis } from '@gateway/queue';
 import { GatewayError } from '@gateway/contracts';
+
+/** `gwKeyRateLimit`, the sliding-window count, from `commands/`. */
+const scripts = luaScripts(join(import.meta.dirname, 'commands'));
+
+type Scripted = Redis & { gwKeyRateLimit(current: string, previous: string, limit: number, weight: string): Promise<number> };
 
 /**
  * Requests per minute per API key, counted in Redis so every gateway instance shares the count.
@@ -7,25 +14,11 @@ import { GatewayError } from '@gateway/contracts';
  * weighted by how much of it still lies inside the last 60 s, plus this minute's. A refused
  * request is not counted.
  */
-const SCRIPT = `
-local current = redis.call('INCR', KEYS[1])
-if current == 1 then redis.call('PEXPIRE', KEYS[1], 120000) end
-local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
-local estimate = previous * tonumber(ARGV[2]) + current
-if estimate > tonumber(ARGV[1]) then
-  redis.call('DECR', KEYS[1])
-  return 1
-end
-return 0
-`;
-
-type Scripted = Redis & { gwKeyRateLimit(current: string, previous: string, limit: number, weight: string): Promise<number> };
-
 export class KeyRateLimit {
   private readonly redis: Scripted;
 
   constructor(redis: Redis) {
-    redis.defineCommand('gwKeyRateLimit', { numberOfKeys: 2, lua: SCRIPT });
+    defineLuaScripts(redis, scripts);
     this.redis = redis as Scripted;
   }
 
