@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { callUpstream, openai } from '@gateway/providers';
-import { createStore, type NewChannel, type Store } from '@gateway/store';
+import { createStore, issueApiKey, type NewChannel, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
 import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
@@ -35,7 +35,7 @@ beforeAll(async () => {
     log,
   });
   const user = await store.users.create({ username: 'burst', password_hash: 'x' });
-  const { token } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true });
+  const { token } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
   who = { tokenId: token.id, userId: user.id, group: 'default' };
 });
 afterEach(async () => {

@@ -4,7 +4,7 @@ import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts
 import { createLogger } from '@gateway/log';
 import { UpstreamError } from '@gateway/contracts';
 import { callUpstream, openai } from '@gateway/providers';
-import { createStore, type NewChannel, type Store } from '@gateway/store';
+import { createStore, issueApiKey, type NewChannel, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
 import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
 
@@ -45,7 +45,7 @@ afterAll(async () => {
 let modelSeq = 0;
 async function caller(token: { remain_quota?: number; unlimited_quota?: boolean } = { unlimited_quota: true }, group = 'default'): Promise<ModelCaller> {
   const user = await store.users.create({ username: `user${++modelSeq}`, password_hash: 'x', group });
-  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token });
+  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token }, issueApiKey().issued);
   return { tokenId: t.id, userId: user.id, group };
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { keys, type Store } from '@gateway/store';
+import { issueApiKey, keys, type Store } from '@gateway/store';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { UsageLedger } from './usage-ledger.ts';
 import { routingKeys } from './routing-keys.ts';
@@ -23,7 +23,7 @@ afterAll(async () => {
 let n = 0;
 async function setup(token: { remain_quota?: number; unlimited_quota?: boolean } = {}, userQuota = 0) {
   const user = await store.users.create({ username: `u${++n}`, password_hash: 'x', quota: userQuota });
-  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token });
+  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token }, issueApiKey().issued);
   const channel = await store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: 'http://u', models: ['m'] });
   return { caller: { tokenId: t.id, userId: user.id, group: 'default' }, channel };
 }

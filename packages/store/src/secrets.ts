@@ -42,6 +42,18 @@ function randomText(length: number): string {
 
 /** An API key as new-api issues them: `sk-` and 48 characters. */
 export const newApiKey = () => `sk-${randomText(48)}`;
+
+/** What the store keeps of an API key: its digest and a masked preview, never the key. */
+export interface IssuedKey {
+  key_hash: string;
+  key_preview: string;
+}
+
+/** A new API key, to show its owner once, and what the store may keep of it. */
+export function issueApiKey(): { key: string; issued: IssuedKey } {
+  const key = newApiKey();
+  return { key, issued: { key_hash: sha256(key), key_preview: maskSecret(key) } };
+}
 export const newAccessToken = () => randomText(32);
 
 /** Shows the first and last few characters of a secret, never enough to use it. */

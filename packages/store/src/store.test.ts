@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
-import { createStore, hashPassword, keys, verifyPassword, type Store } from './index.ts';
+import { createStore, hashPassword, issueApiKey, keys, verifyPassword, type Store } from './index.ts';
 
 let db: TestStore;
 let server: TestRedis;
@@ -104,7 +104,8 @@ describe('channels', () => {
 
 describe('tokens', () => {
   it('stores only the hash of a key, finds it by the full key, and forgets it on delete', async () => {
-    const { token, key } = await store.tokens.create({ user_id: 1, name: 'ci' });
+    const { key, issued } = issueApiKey();
+    const { token } = await store.tokens.create({ user_id: 1, name: 'ci' }, issued);
     expect(key).toMatch(/^sk-[A-Za-z0-9]{48}$/);
     const raw = JSON.stringify(await redis.hgetall(keys.token(token.id)));
     expect(raw).not.toContain(key.slice(3));

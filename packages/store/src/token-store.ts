@@ -3,7 +3,7 @@ import { notFound, type Page, type Token } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry } from './record-write.ts';
-import { maskSecret, newApiKey, sameDigest, sha256 } from './secrets.ts';
+import { sameDigest, sha256, type IssuedKey } from './secrets.ts';
 
 /** A token as stored: the key only as its hash and a masked preview. */
 export interface StoredToken extends Omit<Token, 'key'> {
@@ -40,19 +40,15 @@ export class TokenStore {
   }
 
   /**
-   * Issues a key; only its hash is kept. Given `issued` (the digest and preview of a key made by
-   * the caller, the gateway), the key itself never reaches the store; else one is made here and
-   * returned this once.
+   * Records a key issued by the caller (`issueApiKey`, in the gateway): only its digest and
+   * preview reach the store, never the key.
    */
-  async create(input: NewToken): Promise<{ token: StoredToken; key: string }>;
-  async create(input: NewToken, issued: { key_hash: string; key_preview: string }): Promise<{ token: StoredToken }>;
-  async create(input: NewToken, issued?: { key_hash: string; key_preview: string }): Promise<{ token: StoredToken; key?: string }> {
-    const key = issued ? undefined : newApiKey();
-    const keyHash = issued?.key_hash ?? sha256(key!);
+  async create(input: NewToken, issued: IssuedKey): Promise<{ token: StoredToken }> {
+    const keyHash = issued.key_hash;
     const record: Partial<StoredToken> = {
       remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive',
       ...input,
-      key_hash: keyHash, key_preview: issued?.key_preview ?? maskSecret(key!), status: 1, used_quota: 0,
+      key_hash: keyHash, key_preview: issued.key_preview, status: 1, used_quota: 0,
       created_time: nowSeconds(), accessed_time: 0,
     };
     const result = await writeRecord(this.redis, {
@@ -66,7 +62,7 @@ export class TokenStore {
       ],
     });
     if (!result.ok) throw new Error(`token create failed: ${result.reason}`);
-    return { token: (await this.get(result.id))!, key };
+    return { token: (await this.get(result.id))! };
   }
 
   async get(id: number): Promise<StoredToken | null> {

@@ -8,7 +8,7 @@
  */
 import { badRequest, type AdminInput, type AdminOperationName } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
-import { maskSecret, newAccessToken, newApiKey, SessionStore, sha256, type ChannelKeyCipher } from '@gateway/store';
+import { issueApiKey, maskSecret, newAccessToken, SessionStore, sha256, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
 import type { PasswordSignIn } from './auth/password-sign-in.ts';
 
@@ -48,8 +48,8 @@ export class AdminJobs {
       case 'session.delete':
         return { input: { session_hash: sha256((input as AdminInput<'session.delete'>).session) } };
       case 'token.create': {
-        const key = newApiKey();
-        return { input: { ...(input as object), key_hash: sha256(key), key_preview: maskSecret(key) }, reveal: { key } };
+        const { key, issued } = issueApiKey();
+        return { input: { ...(input as object), ...issued }, reveal: { key } };
       }
       case 'user.create':
       case 'user.update': {

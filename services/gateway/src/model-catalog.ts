@@ -24,7 +24,10 @@ export class ModelCatalog {
     return servedModels(snapshot.channels, { type, group: holder.group, allowed: holder.models });
   }
 
+  /** One model, if the key may use it: the list's rules for that one name, without the list. */
   async find(holder: KeyHolder, type: ChannelType, model: string): Promise<ServedModel | undefined> {
-    return (await this.list(holder, type)).find((m) => m.id === model);
+    if (holder.models.length > 0 && !holder.models.includes(model)) return undefined;
+    const snapshot = await this.channels.current();
+    return servedModels(snapshot.channels, { type, group: holder.group, allowed: [model] })[0];
   }
 }

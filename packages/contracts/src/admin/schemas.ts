@@ -57,9 +57,11 @@ const username = z.string().transform((raw, ctx) => {
   return name;
 });
 
+/** The alphabets a homoglyph attack mixes; a name may use one of them. */
+const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u];
+
 function mixesScripts(name: string): boolean {
-  const scripts = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u].filter((script) => script.test(name));
-  return scripts.length > 1;
+  return CONFUSABLE_SCRIPTS.filter((script) => script.test(name)).length > 1;
 }
 
 /** The key under which a username is unique: its NFKC form, lower-cased. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import type { Store } from '@gateway/store';
+import { issueApiKey, type Store } from '@gateway/store';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { ApiKeyAuth } from './api-key.ts';
 
@@ -24,7 +24,8 @@ afterAll(async () => {
 let seq = 0;
 async function newKey(fields: { models?: string[]; expired_time?: number } = {}) {
   const user = await store.users.create({ username: `k${++seq}`, password_hash: 'x', group: 'vip' });
-  const { token, key } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true, ...fields });
+  const { key, issued } = issueApiKey();
+  const { token } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true, ...fields }, issued);
   return { user, token, key };
 }
 const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
