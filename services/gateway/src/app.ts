@@ -17,15 +17,14 @@ import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
 import { watchClient } from './client-signal.ts';
 import { capConnectionsPerClient } from './connection-cap.ts';
-import { formatForUrl, fromFastifyError, sendError } from './error-formats.ts';
+import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerJsonBodyParser } from './json-body.ts';
-import { adminRoutes } from './routes/admin.ts';
-import { completionRoutes } from './routes/completions.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
-import { generateContentRoutes } from './routes/generate-content.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
-import { modelListRoutes } from './routes/model-lists.ts';
+import { geminiApi } from './plugins/gemini-api.ts';
+import { managementApi } from './plugins/management-api.ts';
+import { openaiApi } from './plugins/openai-api.ts';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -63,9 +62,6 @@ export interface Gateway {
   /** Turns readiness to 503 and refuses new requests (graceful shutdown). */
   beginShutdown(): void;
 }
-
-/** Path without the query string, so a `?key=` never reaches a log line. */
-const pathOf = (url: string) => url.split('?', 1)[0];
 
 export function buildGateway(deps: GatewayDeps): Gateway {
   let stopping = false;
@@ -123,14 +119,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     );
   });
 
-  app.setErrorHandler((error, request, reply) => {
-    const failure = fromFastifyError(error);
-    if (failure.status >= 500 && !(error instanceof GatewayError)) request.log.error({ err: error, reqId: request.id }, 'unhandled error');
-    return sendError(reply, failure, formatForUrl(request.url));
-  });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}` }), formatForUrl(request.url)),
-  );
+  // Outside the model and management APIs (health, metrics, the dashboard, unknown paths): the
+  // management envelope. Each API plugin sets its own.
+  useErrorFormat(app, adminFormat);
 
   app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
@@ -138,7 +129,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
   const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });
   const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
-  app.register(adminRoutes, { ...management, users: deps.store.users });
+  app.register(managementApi, { ...management, users: deps.store.users, prefix: '/api' });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed.
@@ -153,10 +144,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.addHook('onReady', async () => backlog.start());
   app.addHook('onClose', async () => backlog.stop());
   const admission = new ModelAdmission(new KeyRateLimit(deps.redis), backlog);
-  const modelRoutes = { jobs: deps.jobs, apiKeys, admission, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.bodyLimitBytes };
-  app.register(completionRoutes, modelRoutes);
-  app.register(generateContentRoutes, modelRoutes);
-  app.register(modelListRoutes, { apiKeys, catalog });
+  const modelApi = { jobs: deps.jobs, apiKeys, admission, catalog, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.bodyLimitBytes };
+  app.register(openaiApi, { ...modelApi, prefix: '/v1' });
+  app.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
   app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads });
 
   return {

@@ -1,8 +1,10 @@
 /**
  * One error, three renderings: the OpenAI body on /v1, the Gemini body on /v1beta, and
- * new-api's envelope on the management API. Statuses and retry headers are shared.
+ * new-api's envelope on the management API and everything else. Statuses and retry headers are
+ * shared. Each wire format's plugin answers its errors and unknown paths in its own format
+ * (`useErrorFormat`), as Fastify's encapsulation intends.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { GatewayError, geminiError } from '@gateway/contracts';
 import { isRedisUnavailable, redisUnavailableError } from '@gateway/queue';
 
@@ -46,10 +48,32 @@ export const adminFormat: ErrorFormat = {
   body: (error) => ({ success: false, message: error.message }),
 };
 
+/**
+ * The format of a URL no route has matched yet: only for the errors Fastify raises before
+ * routing (a path that is not valid percent-encoding), when the URL is all there is to go by.
+ */
 export function formatForUrl(url: string): ErrorFormat {
   if (url.startsWith('/v1beta/')) return geminiFormat;
   if (url.startsWith('/v1/')) return openaiFormat;
   return adminFormat;
+}
+
+/** Path without the query string, so a `?key=` never reaches a log line or an error. */
+export const pathOf = (url: string) => url.split('?', 1)[0];
+
+/**
+ * Errors thrown in this plugin's routes and hooks (a root hook's too, for its routes), and the
+ * paths under its prefix that match no route, answered in `format`.
+ */
+export function useErrorFormat(app: FastifyInstance, format: ErrorFormat): void {
+  app.setErrorHandler((error, request, reply) => {
+    const failure = fromFastifyError(error);
+    if (failure.status >= 500 && !(error instanceof GatewayError)) request.log.error({ err: error, reqId: request.id }, 'unhandled error');
+    return sendError(reply, failure, format);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}` }), format),
+  );
 }
 
 /** `Retry-After` and `x-should-retry` for an error, whatever format its body takes. */

@@ -12,26 +12,27 @@ import { clientGoneSignal } from '../client-signal.ts';
 
 type InputSource = 'body' | 'query' | 'params' | 'none';
 
+/** Each route's operation; the paths are under `/api`, the management plugin's prefix. */
 const routes: [method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, operation: AdminOperationName, input: InputSource][] = [
-  ['POST', '/api/user/login', 'user.login', 'body'],
-  ['GET', '/api/user/self', 'user.self', 'none'],
-  ['POST', '/api/user/', 'user.create', 'body'],
-  ['PUT', '/api/user/', 'user.update', 'body'],
-  ['GET', '/api/user/', 'user.list', 'query'],
-  ['GET', '/api/user/:id', 'user.get', 'params'],
-  ['DELETE', '/api/user/:id', 'user.delete', 'params'],
-  ['POST', '/api/channel/', 'channel.create', 'body'],
-  ['PUT', '/api/channel/', 'channel.update', 'body'],
-  ['GET', '/api/channel/', 'channel.list', 'query'],
-  ['GET', '/api/channel/:id', 'channel.get', 'params'],
-  ['DELETE', '/api/channel/:id', 'channel.delete', 'params'],
-  ['POST', '/api/channel/tag/disabled', 'channel.disableTag', 'body'],
-  ['POST', '/api/channel/tag/enabled', 'channel.enableTag', 'body'],
-  ['POST', '/api/token/', 'token.create', 'body'],
-  ['PUT', '/api/token/', 'token.update', 'body'],
-  ['GET', '/api/token/', 'token.list', 'query'],
-  ['GET', '/api/token/:id', 'token.get', 'params'],
-  ['DELETE', '/api/token/:id', 'token.delete', 'params'],
+  ['POST', '/user/login', 'user.login', 'body'],
+  ['GET', '/user/self', 'user.self', 'none'],
+  ['POST', '/user/', 'user.create', 'body'],
+  ['PUT', '/user/', 'user.update', 'body'],
+  ['GET', '/user/', 'user.list', 'query'],
+  ['GET', '/user/:id', 'user.get', 'params'],
+  ['DELETE', '/user/:id', 'user.delete', 'params'],
+  ['POST', '/channel/', 'channel.create', 'body'],
+  ['PUT', '/channel/', 'channel.update', 'body'],
+  ['GET', '/channel/', 'channel.list', 'query'],
+  ['GET', '/channel/:id', 'channel.get', 'params'],
+  ['DELETE', '/channel/:id', 'channel.delete', 'params'],
+  ['POST', '/channel/tag/disabled', 'channel.disableTag', 'body'],
+  ['POST', '/channel/tag/enabled', 'channel.enableTag', 'body'],
+  ['POST', '/token/', 'token.create', 'body'],
+  ['PUT', '/token/', 'token.update', 'body'],
+  ['GET', '/token/', 'token.list', 'query'],
+  ['GET', '/token/:id', 'token.get', 'params'],
+  ['DELETE', '/token/:id', 'token.delete', 'params'],
 ];
 
 export interface AdminRoutesOptions {
@@ -60,7 +61,7 @@ declare module 'fastify' {
 
 const operationOf = (request: FastifyRequest) => request.routeOptions.config.operation!;
 
-export async function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): Promise<void> {
+export function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, (request) => adminOperations[operationOf(request)].minRole > 0));
   for (const [method, url, operation, source] of routes) {
     app.route({

@@ -1,29 +1,19 @@
 /**
- * `POST /v1/completions`, the OpenAI legacy completions wire format: authenticate the key,
- * validate the body with the one completion schema, and relay the completion worker's answer.
+ * `POST /v1/completions`, the OpenAI legacy completions wire format: validate the body with the
+ * one completion schema, check the key (authenticated by the OpenAI plugin's hook) may use the
+ * model, and relay the completion worker's answer.
  */
 import type { FastifyInstance } from 'fastify';
 import { completionRequestSchema, parseOrThrow, QueueName, type CompletionJobPayload } from '@gateway/contracts';
-import type { JobClient } from '@gateway/queue';
-import type { ModelAdmission } from '../admission/model-admission.ts';
-import type { ApiKeyAuth } from '../auth/api-key.ts';
-import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
+import { keyHolderOf } from '../auth/request-auth.ts';
+import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
 import { relayModelJob, serverSentEvents } from '../model-relay.ts';
 
-export interface CompletionRoutesOptions {
-  jobs: JobClient;
-  apiKeys: ApiKeyAuth;
-  admission: ModelAdmission;
-  timeoutMs: number;
-  bodyLimitBytes: number;
-}
-
 const openaiEventStream = serverSentEvents(openaiFormat, { doneMarker: '[DONE]' });
 
-export async function completionRoutes(app: FastifyInstance, options: CompletionRoutesOptions): Promise<void> {
-  app.addHook('onRequest', apiKeyHook(options.apiKeys));
-  app.post('/v1/completions', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+export function completionRoutes(app: FastifyInstance, options: ModelApiOptions): void {
+  app.post('/completions', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const holder = keyHolderOf(request);
     const body = parseOrThrow(completionRequestSchema, request.body);
     options.apiKeys.authorizeModel(holder, body.model);

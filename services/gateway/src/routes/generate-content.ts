@@ -1,26 +1,16 @@
 /**
  * `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, the Gemini wire
- * format for speech generation: authenticate the key (a Bearer header or Gemini's own
- * `x-goog-api-key`), validate the body with the one Gemini schema, and relay the audio worker's
+ * format for speech generation (the key authenticated by the Gemini plugin's hook: a Bearer
+ * header or Gemini's own `x-goog-api-key`): validate the body with the one Gemini schema, and relay the audio worker's
  * answer. Everything else (enqueue-and-wait, streaming, cancellation, error rendering) is the
  * same code as the OpenAI path's; this file is only the Gemini adapter.
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
-import type { JobClient } from '@gateway/queue';
-import type { ModelAdmission } from '../admission/model-admission.ts';
-import type { ApiKeyAuth } from '../auth/api-key.ts';
-import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
+import { keyHolderOf } from '../auth/request-auth.ts';
+import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { geminiFormat } from '../error-formats.ts';
 import { relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
-
-export interface GenerateContentRoutesOptions {
-  jobs: JobClient;
-  apiKeys: ApiKeyAuth;
-  admission: ModelAdmission;
-  timeoutMs: number;
-  bodyLimitBytes: number;
-}
 
 /** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
 const geminiEventStream = serverSentEvents(geminiFormat, { eol: '\r\n\r\n' });
@@ -56,11 +46,10 @@ function modelAndMethod(target: string): { model: string; method: AudioMethod } 
   return { model, method };
 }
 
-export async function generateContentRoutes(app: FastifyInstance, options: GenerateContentRoutesOptions): Promise<void> {
+export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
   // A route like `/v1beta/models/:model:generateContent` would read the colon as a parameter;
   // the wildcard takes `{model}:{method}` whole and it is split here.
-  app.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
-  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/v1beta/models/*', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
       throw new GatewayError({

@@ -1,28 +1,20 @@
 /**
  * The model lists, which most clients call first: `GET /v1/models[/{model}]` in OpenAI's format
- * and `GET /v1beta/models[/{model}]` in Gemini's. One route pair, two thin format adapters; each
+ * and `GET /v1beta/models[/{model}]` in Gemini's. One route pair, two thin format adapters, each
+ * registered by its wire format's plugin (so authenticated as the model operations are); each
  * lists only what the key may use (its `models`, its user's group, enabled channels of that wire
- * format, aliases included), authenticated as the model operations are.
+ * format, aliases included).
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, type ChannelType } from '@gateway/contracts';
 import type { ServedModel } from '@gateway/routing';
-import type { ApiKeyAuth } from '../auth/api-key.ts';
-import { apiKeyHook, keyHolderOf } from '../auth/request-auth.ts';
+import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
-
-export interface ModelListRoutesOptions {
-  apiKeys: ApiKeyAuth;
-  catalog: ModelCatalog;
-}
 
 type Query = Record<string, string | string[] | undefined>;
 
 interface ModelListFormat {
-  prefix: string;
   type: ChannelType;
-  /** Accept `x-goog-api-key` too. */
-  googleHeader: boolean;
   list(models: ServedModel[], query: Query): unknown;
   one(model: ServedModel): unknown;
   notFound(model: string): GatewayError;
@@ -30,10 +22,8 @@ interface ModelListFormat {
 
 const openaiModel = (m: ServedModel) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'openai' });
 
-const openaiModels: ModelListFormat = {
-  prefix: '/v1/models',
+export const openaiModels: ModelListFormat = {
   type: 'openai',
-  googleHeader: false,
   list: (models) => ({ object: 'list', data: models.map(openaiModel) }),
   one: openaiModel,
   notFound: (model) => new GatewayError({
@@ -53,31 +43,20 @@ function geminiPage(models: ServedModel[], query: Query) {
   return { models: page.map(geminiModel), ...(start + size < models.length ? { nextPageToken: String(start + size) } : {}) };
 }
 
-const geminiModels: ModelListFormat = {
-  prefix: '/v1beta/models',
+export const geminiModels: ModelListFormat = {
   type: 'gemini',
-  googleHeader: true,
   list: geminiPage,
   one: geminiModel,
   notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version v1beta` }),
 };
 
-export async function modelListRoutes(app: FastifyInstance, options: ModelListRoutesOptions): Promise<void> {
-  for (const format of [openaiModels, geminiModels]) {
-    // Each format in a plugin of its own, so each authenticates with its own headers.
-    app.register(async (routes) => {
-      routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: format.googleHeader }));
-      listRoutes(routes, format, options.catalog);
-    });
-  }
-}
-
-function listRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog): void {
-  app.get<{ Querystring: Query }>(format.prefix, async (request) => {
+/** `GET /models` and `GET /models/{model}` under the plugin's prefix, in `format`. */
+export function modelListRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog): void {
+  app.get<{ Querystring: Query }>('/models', async (request) => {
     return format.list(await catalog.list(keyHolderOf(request), format.type), request.query);
   });
   // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
-  app.get<{ Params: { '*': string }; Querystring: Query }>(`${format.prefix}/*`, async (request) => {
+  app.get<{ Params: { '*': string }; Querystring: Query }>('/models/*', async (request) => {
     const name = request.params['*'].replace(/^models\//, '');
     const model = await catalog.find(keyHolderOf(request), format.type, name);
     if (!model) throw format.notFound(name);

@@ -1,0 +1,21 @@
+/**
+ * Gemini's wire format under `/v1beta`: speech generation and the Gemini model list. Its errors
+ * and unknown `/v1beta` paths answer in Gemini's error body; its routes take an API key in a
+ * Bearer header or Gemini's own `x-goog-api-key` (or `?key=`).
+ */
+import type { FastifyInstance } from 'fastify';
+import { apiKeyHook } from '../auth/request-auth.ts';
+import { geminiFormat, useErrorFormat } from '../error-formats.ts';
+import { generateContentRoutes } from '../routes/generate-content.ts';
+import { geminiModels, modelListRoutes } from '../routes/model-lists.ts';
+import type { ModelApiOptions } from './model-api-options.ts';
+
+export async function geminiApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
+  useErrorFormat(app, geminiFormat);
+  // The key is checked in a context of its own, so an unknown /v1beta path is a 404, not a 401.
+  await app.register(async (routes) => {
+    routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
+    generateContentRoutes(routes, options);
+    modelListRoutes(routes, geminiModels, options.catalog);
+  });
+}

@@ -1,0 +1,16 @@
+import type { JobClient } from '@gateway/queue';
+import type { ModelAdmission } from '../admission/model-admission.ts';
+import type { ApiKeyAuth } from '../auth/api-key.ts';
+import type { ModelCatalog } from '../model-catalog.ts';
+
+/** What both model wire formats' plugins are given. */
+export interface ModelApiOptions {
+  jobs: JobClient;
+  apiKeys: ApiKeyAuth;
+  admission: ModelAdmission;
+  catalog: ModelCatalog;
+  /** How long a request may wait for its answer (REQUEST_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The largest model request body (BODY_LIMIT_BYTES). */
+  bodyLimitBytes: number;
+}

@@ -1,0 +1,20 @@
+/**
+ * The OpenAI wire format under `/v1`: text completions and the OpenAI model list. Its errors and
+ * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
+ */
+import type { FastifyInstance } from 'fastify';
+import { apiKeyHook } from '../auth/request-auth.ts';
+import { openaiFormat, useErrorFormat } from '../error-formats.ts';
+import { completionRoutes } from '../routes/completions.ts';
+import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
+import type { ModelApiOptions } from './model-api-options.ts';
+
+export async function openaiApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
+  useErrorFormat(app, openaiFormat);
+  // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
+  await app.register(async (routes) => {
+    routes.addHook('onRequest', apiKeyHook(options.apiKeys));
+    completionRoutes(routes, options);
+    modelListRoutes(routes, openaiModels, options.catalog);
+  });
+}
