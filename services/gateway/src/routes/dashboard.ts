@@ -7,6 +7,8 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
+import cookie from '@fastify/cookie';
+import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { forbidden, GatewayError, loginBody, parseOrThrow, QueueName, unauthenticated, Role, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
@@ -28,21 +30,11 @@ export interface DashboardOptions {
   payloads: 'truncated' | 'full' | 'none';
 }
 
-function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? '').split(';')) {
-    const [key, ...rest] = part.trim().split('=');
-    if (key !== name) continue;
-    try {
-      return decodeURIComponent(rest.join('='));
-    } catch {
-      return undefined; // not a cookie this gateway set
-    }
-  }
-  return undefined;
-}
+/** The session cookie: never readable by scripts, sent only to the board. */
+const sessionCookie = { httpOnly: true, sameSite: 'strict', path: DASHBOARD_PATH } as const;
 
 async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
-  const session = cookieValue(request.headers.cookie, COOKIE);
+  const session = request.cookies[COOKIE];
   if (session) {
     const owner = await store.sessions.userOf(session);
     const user = owner ? await store.users.get(owner.userId) : null;
@@ -103,9 +95,9 @@ function refuse(reply: FastifyReply, request: FastifyRequest, error: GatewayErro
 }
 
 export async function dashboardRoutes(app: FastifyInstance, options: DashboardOptions): Promise<void> {
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
-  });
+  // The sign-in form's body and the session cookie, for the board's routes only.
+  await app.register(formbody);
+  await app.register(cookie);
 
   app.get('/login', async (_request, reply) => reply.type('text/html; charset=utf-8').send(signInPage()));
 
@@ -121,7 +113,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       );
       const { expires_in } = result.data as { expires_in: number };
       const session = prepared.reveal!.session!;
-      reply.header('set-cookie', `${COOKIE}=${encodeURIComponent(session)}; HttpOnly; SameSite=Strict; Path=${DASHBOARD_PATH}; Max-Age=${expires_in}`);
+      reply.setCookie(COOKIE, session, { ...sessionCookie, maxAge: expires_in });
       return reply.redirect(DASHBOARD_PATH, 303);
     } catch (error) {
       const failure = GatewayError.from(error);
@@ -131,14 +123,14 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   });
 
   app.post('/logout', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
-    const session = cookieValue(request.headers.cookie, COOKIE);
+    const session = request.cookies[COOKIE];
     if (session) {
       const { input } = await options.adminJobs.prepare('session.delete', { session }, request.ip);
       await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input } satisfies AdminJobPayload, {
         requestId: request.id, timeoutMs: options.timeoutMs,
       });
     }
-    reply.header('set-cookie', `${COOKIE}=; HttpOnly; SameSite=Strict; Path=${DASHBOARD_PATH}; Max-Age=0`);
+    reply.clearCookie(COOKIE, sessionCookie);
     return reply.redirect(`${DASHBOARD_PATH}/login`, 303);
   });
 

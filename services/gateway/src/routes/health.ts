@@ -7,19 +7,29 @@ export interface HealthOptions {
   isStopping: () => boolean;
 }
 
-/** `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, not stopping). */
+/**
+ * `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, not stopping), and why
+ * not when it cannot. Not @fastify/under-pressure: its status route answers a failed check
+ * without the reason, and its load shedding would refuse requests on event-loop delay, which
+ * the backlog admission (`admission/`) already decides with the queue's own figures.
+ */
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     if (options.isStopping()) return reply.status(503).send({ status: 'unavailable', reason: 'shutting down' });
+    let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
         options.redis.ping(),
-        new Promise((_, reject) => setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000)),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000);
+        }),
       ]);
       return { status: 'ok' };
     } catch (error) {
       return reply.status(503).send({ status: 'unavailable', reason: `redis: ${(error as Error).message}` });
+    } finally {
+      clearTimeout(timer);
     }
   });
 }
