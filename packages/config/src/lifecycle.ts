@@ -1,3 +1,4 @@
+import closeWithGrace from 'close-with-grace';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { redisTargetOf, type RedisTarget } from './redis-target.ts';
 
@@ -58,27 +59,29 @@ function exitWithParent(): void {
 }
 
 /**
- * Runs `shutdown` once on SIGTERM or SIGINT, and exits when it is done or after `timeoutMs`.
+ * Runs `shutdown` once on SIGTERM, SIGINT (and the other signals and uncaught errors
+ * close-with-grace listens for), and exits when it is done (0, or 1 after an error) or after
+ * `timeoutMs`.
  */
 export function onShutdown(shutdown: (signal: string) => Promise<void>, timeoutMs: number, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
-  let stopping = false;
-  const handle = (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => {
-      log.error({ timeoutMs }, 'shutdown deadline passed; exiting');
-      process.exit(1);
-    }, timeoutMs + 1000);
-    force.unref();
-    shutdown(signal).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', handle);
-  process.on('SIGINT', handle);
+  closeWithGrace(
+    {
+      delay: timeoutMs + 1000,
+      logger: false,
+      onTimeout: () => log.error({ timeoutMs }, 'shutdown deadline passed; exiting'),
+      // A terminal's Ctrl-C reaches `npm start` and its services both, and `npm start` then
+      // sends SIGTERM: the second signal must not cut the drain short.
+      onSecondSignal: () => {},
+    },
+    async ({ signal, err }) => {
+      if (err) log.error({ err }, 'uncaught error; shutting down');
+      else log.info({ signal }, 'shutting down');
+      try {
+        await shutdown(signal ?? 'error');
+      } catch (error) {
+        log.error({ err: error }, 'shutdown failed');
+        throw error;
+      }
+    },
+  );
 }
