@@ -31,15 +31,27 @@ export interface LeaseQueueOptions {
 }
 
 /**
- * The requests of this process that wait for room on a channel, by priority, then first come
- * first served: a newcomer never overtakes a request of this process already waiting for the
- * same channel with the same or a more urgent priority. One loop per full channel takes leases
- * for the waiting requests as releases are announced (`hear`), as many at once as requests
- * wait, so a release costs one round trip per process however many requests wait.
+ * The requests of this process that wait for room on a channel. A request takes a free lease at
+ * once when it can (`acquire`); otherwise it joins the waiting line of every channel it could use
+ * and is served by whichever frees first.
+ *
+ * Each channel's line keeps these invariants, which are all a reader has to check:
+ * 1. Order: waiters are kept sorted by priority (lower first), then arrival, and leases go to
+ *    them in that order. A newcomer takes a lease directly only when nobody as urgent waits.
+ * 2. One attempt at a time: at most one `tryAcquire` per channel is in flight in this process,
+ *    and it asks for as many leases as requests wait, so a release costs one round trip however
+ *    many wait. A wake-up during an attempt makes it run again once it ends.
+ * 3. Nobody is forgotten: while anyone waits, either an attempt is in flight or one is
+ *    scheduled: on a release announced (`hear`), when the channel's first lease expires, and at
+ *    the latest after a back-off from `pollMs` doubling to `maxPollMs` (which covers
+ *    announcements lost while the subscriber reconnected).
+ * 4. Nothing leaks: a lease taken for a request that has meanwhile gone is released at once, and
+ *    a line with nobody waiting has no timer and leaves the map.
+ * A waiter leaves every line when it is granted, aborted (499) or past its deadline (504).
  */
 export class LeaseQueue {
   private readonly leases: ChannelLeases;
-  private readonly gates = new Map<number, ChannelGate>();
+  private readonly lines = new Map<number, WaitingLine>();
   private readonly pollMs: number;
   private readonly maxPollMs: number;
 
@@ -58,47 +70,53 @@ export class LeaseQueue {
     const priority = wait.priority ?? 0;
     for (const channel of order) {
       if (channel.max_concurrency <= 0) return { channel };
-      if (this.gates.get(channel.id)?.hasWaitersBefore(priority)) continue;
+      if (this.lines.get(channel.id)?.hasWaitersBefore(priority)) continue;
       const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency);
       if (leases[0]) return { channel, lease: leases[0] };
     }
     return this.wait(order, wait);
   }
 
-  /** A lease was given back on this channel somewhere: the waiting requests try again. */
+  /** A lease was given back on this channel somewhere: its line tries again. */
   hear(channelId: number): void {
-    this.gates.get(channelId)?.wake();
+    this.lines.get(channelId)?.tryNow();
   }
 
-  /** Announcements may have been missed (the subscriber reconnected): every waiter tries again. */
+  /** Announcements may have been missed (the subscriber reconnected): every line tries again. */
   wakeAll(): void {
-    for (const gate of this.gates.values()) gate.wake();
+    for (const line of this.lines.values()) line.tryNow();
   }
 
-  /** Requests of this process waiting now. */
+  /** Requests of this process waiting now (one waiting for two channels counts once). */
   get waiting(): number {
     const all = new Set<Waiter>();
-    for (const gate of this.gates.values()) for (const w of gate.inOrder()) all.add(w);
+    for (const line of this.lines.values()) for (const waiter of line.waiters) all.add(waiter);
     return all.size;
   }
 
   private wait(order: readonly Channel[], { signal, deadline, priority = 0 }: LeaseWait): Promise<ChannelSlot> {
     return new Promise<ChannelSlot>((resolve, reject) => {
-      const gates: ChannelGate[] = [];
+      const lines: WaitingLine[] = [];
+      const leave = () => {
+        waiter.settled = true;
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        for (const line of lines) line.remove(waiter);
+      };
       const waiter: Waiter = {
         priority,
         settled: false,
         grant: (channelId, lease) => {
           const channel = order.find((c) => c.id === channelId);
           if (waiter.settled || !channel) return false;
-          settle();
+          leave();
           resolve({ channel, lease });
           return true;
         },
       };
       const fail = (error: GatewayError) => {
         if (waiter.settled) return;
-        settle();
+        leave();
         reject(error);
       };
       const onAbort = () => fail(clientCancelled());
@@ -106,22 +124,18 @@ export class LeaseQueue {
         () => fail(new GatewayError({ status: 504, code: 'timeout', message: 'no channel had room for the request before its time-out' })),
         Math.max(0, deadline - Date.now()),
       );
-      const settle = () => {
-        waiter.settled = true;
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        for (const gate of gates) gate.remove(waiter);
-      };
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       for (const channel of order) {
-        let gate = this.gates.get(channel.id);
-        if (!gate) {
-          gate = new ChannelGate(this.leases, this.pollMs, this.maxPollMs, () => this.gates.delete(channel.id));
-          this.gates.set(channel.id, gate);
+        let line = this.lines.get(channel.id);
+        if (!line) {
+          const created = new WaitingLine(channel, this.leases, this.pollMs, this.maxPollMs, () => {
+            if (this.lines.get(channel.id) === created) this.lines.delete(channel.id);
+          });
+          this.lines.set(channel.id, (line = created));
         }
-        gates.push(gate);
-        gate.add(waiter, channel);
+        lines.push(line);
+        line.add(waiter, channel);
       }
     });
   }
@@ -134,123 +148,109 @@ interface Waiter {
   grant(channelId: number, lease: Lease | undefined): boolean;
 }
 
-/** The waiting requests of one channel and the loop that takes leases for them. */
-class ChannelGate {
-  /** Waiting requests by priority, each in arrival order. */
-  private readonly byPriority = new Map<number, Set<Waiter>>();
-  private size = 0;
-  private channel: Channel | undefined;
-  private pumping = false;
-  private woken = false;
-  private endSleep: (() => void) | undefined;
+/** The requests of this process waiting for one channel, and its attempts to take leases. */
+class WaitingLine {
+  /** Sorted by priority, then arrival (invariant 1). */
+  readonly waiters: Waiter[] = [];
+  private channel: Channel;
+  private attempting = false;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+  private backoffMs: number;
   private readonly leases: ChannelLeases;
   private readonly pollMs: number;
   private readonly maxPollMs: number;
-  private readonly onIdle: () => void;
+  private readonly onEmpty: () => void;
 
-  constructor(leases: ChannelLeases, pollMs: number, maxPollMs: number, onIdle: () => void) {
+  constructor(channel: Channel, leases: ChannelLeases, pollMs: number, maxPollMs: number, onEmpty: () => void) {
+    this.channel = channel;
     this.leases = leases;
     this.pollMs = pollMs;
     this.maxPollMs = maxPollMs;
-    this.onIdle = onIdle;
+    this.onEmpty = onEmpty;
+    this.backoffMs = pollMs;
   }
 
   /** Whether a request as urgent as `priority`, or more, waits already. */
   hasWaitersBefore(priority: number): boolean {
-    for (const p of this.byPriority.keys()) if (p <= priority) return true;
-    return false;
+    return this.waiters.length > 0 && this.waiters[0]!.priority <= priority;
   }
 
-  /** The waiting requests in the order they are served. */
-  *inOrder(): Generator<Waiter> {
-    const priorities = [...this.byPriority.keys()].sort((a, b) => a - b);
-    for (const p of priorities) yield* this.byPriority.get(p)!;
-  }
-
+  /** Joins the line behind everyone as urgent or more; the newest channel record wins. */
   add(waiter: Waiter, channel: Channel): void {
     this.channel = channel;
-    let bucket = this.byPriority.get(waiter.priority);
-    if (!bucket) this.byPriority.set(waiter.priority, (bucket = new Set()));
-    if (!bucket.has(waiter)) this.size++;
-    bucket.add(waiter);
-    if (!this.pumping) void this.pump();
+    const behind = this.waiters.findIndex((w) => w.priority > waiter.priority);
+    this.waiters.splice(behind === -1 ? this.waiters.length : behind, 0, waiter);
+    // A line already trying or scheduled serves the newcomer too; only an idle one starts now.
+    if (!this.attempting && this.timer === undefined) this.tryNow();
   }
 
   remove(waiter: Waiter): void {
-    const bucket = this.byPriority.get(waiter.priority);
-    if (!bucket?.delete(waiter)) return;
-    this.size--;
-    if (bucket.size === 0) this.byPriority.delete(waiter.priority);
-    if (this.size === 0) this.wake();
+    const at = this.waiters.indexOf(waiter);
+    if (at === -1) return;
+    this.waiters.splice(at, 1);
+    if (this.waiters.length === 0) this.close();
   }
 
-  wake(): void {
-    if (this.endSleep) this.endSleep();
-    else this.woken = true;
+  /** An attempt now, or right after the one in flight (invariant 2). */
+  tryNow(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.attempting) this.again = true;
+    else void this.attempt();
   }
 
-  private async pump(): Promise<void> {
-    this.pumping = true;
-    let backoff = this.pollMs;
+  private async attempt(): Promise<void> {
+    this.attempting = true;
+    this.again = false;
+    let retryInMs = this.backoffMs;
     try {
-      while (this.size > 0) {
-        const channel = this.channel!;
-        this.woken = false;
-        let pause = backoff;
-        if (channel.max_concurrency <= 0) {
-          // The limit was lifted while requests waited.
-          for (const waiter of [...this.inOrder()]) waiter.grant(channel.id, undefined);
-          break;
-        }
-        try {
-          // As many leases as requests wait: releases announced while this loop was busy are
-          // caught up with in one round trip.
-          const attempt = await this.leases.tryAcquire(channel.id, channel.max_concurrency, this.size);
-          if (attempt.leases.length > 0) {
-            for (const lease of attempt.leases) {
-              if (!this.grantFirst(lease)) void this.leases.release(lease).catch(() => {});
-            }
-            backoff = this.pollMs;
-            if (attempt.free > 0) continue;
-            pause = backoff;
-          } else {
-            pause = Math.min(backoff, attempt.expiresInMs + 1);
-          }
-        } catch {
-          // Redis is unreachable: try again after the back-off.
-        }
-        if (this.size === 0) break;
-        if (!this.woken) await this.sleep(pause);
-        backoff = Math.min(backoff * 2, this.maxPollMs);
-      }
+      retryInMs = await this.takeLeases();
+    } catch {
+      // Redis is unreachable: try again after the back-off.
+      this.backoffMs = Math.min(this.backoffMs * 2, this.maxPollMs);
     } finally {
-      this.pumping = false;
-      if (this.size === 0) this.onIdle();
-      // A waiter added while the loop was ending must not be left without one.
-      else void this.pump();
+      this.attempting = false;
     }
+    if (this.waiters.length === 0) return this.close();
+    if (this.again) return this.tryNow();
+    this.timer = setTimeout(() => this.tryNow(), retryInMs); // invariant 3
   }
 
+  /** One round trip for as many leases as requests wait; returns when to try next. */
+  private async takeLeases(): Promise<number> {
+    const channel = this.channel;
+    if (channel.max_concurrency <= 0) {
+      // The limit was lifted while requests waited.
+      for (const waiter of [...this.waiters]) waiter.grant(channel.id, undefined);
+      return this.pollMs;
+    }
+    const attempt = await this.leases.tryAcquire(channel.id, channel.max_concurrency, this.waiters.length);
+    for (const lease of attempt.leases) {
+      if (!this.grantFirst(lease)) void this.leases.release(lease).catch(() => {}); // invariant 4
+    }
+    if (attempt.leases.length > 0) {
+      this.backoffMs = this.pollMs;
+      // Room left: whoever arrived meanwhile is served at once.
+      if (attempt.free > 0) this.again = true;
+      return this.pollMs;
+    }
+    const retryInMs = Math.min(this.backoffMs, attempt.expiresInMs + 1);
+    this.backoffMs = Math.min(this.backoffMs * 2, this.maxPollMs);
+    return retryInMs;
+  }
+
+  /** Gives the lease to the first waiter that still wants one. */
   private grantFirst(lease: Lease): boolean {
-    for (const waiter of this.inOrder()) {
+    for (const waiter of [...this.waiters]) {
       if (waiter.grant(lease.channelId, lease)) return true;
     }
     return false;
   }
 
-  private sleep(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.endSleep = () => {
-        this.endSleep = undefined;
-        done();
-      };
-    }).finally(() => {
-      this.endSleep = undefined;
-    });
+  private close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.onEmpty();
   }
 }
