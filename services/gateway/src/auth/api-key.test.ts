@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { issueApiKey, type Store } from '@gateway/store';
+import { InvalidationFeed, issueApiKey, type Store } from '@gateway/store';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { ApiKeyAuth } from './api-key.ts';
 
@@ -9,15 +9,17 @@ let server: TestRedis;
 let redis: Redis;
 let store: Store;
 let auth: ApiKeyAuth;
+let feed: InvalidationFeed;
 
 beforeAll(async () => {
   db = await useTestStore();
   ({ server, redis, store } = db);
-  auth = ApiKeyAuth.onStore(store, redis);
-  await auth.start();
+  feed = InvalidationFeed.beside(redis, 'test-invalidations');
+  auth = new ApiKeyAuth({ tokens: store.tokens, users: store.users, feed });
+  await feed.start();
 });
 afterAll(async () => {
-  auth.close();
+  feed.close();
   await db.close();
 });
 

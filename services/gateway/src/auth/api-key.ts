@@ -1,7 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { GatewayError, TokenStatus, UserStatus, type ModelCaller } from '@gateway/contracts';
-import type { Redis } from '@gateway/queue';
-import { InvalidationFeed, sha256, touchesCallers, type Store, type TokenStore, type UserStore } from '@gateway/store';
+import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
 
 /** The caller of a model route, resolved from its API key. */
 export interface KeyHolder extends ModelCaller {
@@ -52,35 +51,20 @@ const first = (value: string | string[] | undefined) => (Array.isArray(value) ? 
 export class ApiKeyAuth {
   private readonly tokens: TokenStore;
   private readonly users: UserStore;
-  private readonly feed: InvalidationFeed;
   /** Key hash → holder; a lookup still running when the cache is cleared is not kept. */
   private readonly cache: LRUCache<string, CachedKey, string>;
 
   constructor(options: ApiKeyAuthOptions) {
     this.tokens = options.tokens;
     this.users = options.users;
-    this.feed = options.feed;
     this.cache = new LRUCache<string, CachedKey, string>({
       max: options.maxEntries ?? 10_000,
       ttl: options.maxAgeMs ?? 60_000,
       fetchMethod: (_hash, _stale, { context: key }) => this.lookup(key),
     });
-    this.feed.on((message) => {
+    options.feed.on((message) => {
       if (touchesCallers(message)) this.clear();
     });
-  }
-
-  /** An ApiKeyAuth on the store, with a subscriber connection of its own beside `redis`. */
-  static onStore(store: Store, redis: Redis): ApiKeyAuth {
-    return new ApiKeyAuth({ tokens: store.tokens, users: store.users, feed: InvalidationFeed.beside(redis, 'gateway-invalidations') });
-  }
-
-  async start(): Promise<void> {
-    await this.feed.start();
-  }
-
-  close(): void {
-    this.feed.close();
   }
 
   clear(): void {
