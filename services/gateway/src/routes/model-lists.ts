@@ -18,7 +18,13 @@ interface ModelListFormat {
   list(models: ServedModel[], query: Query): unknown;
   one(model: ServedModel): unknown;
   notFound(model: string): GatewayError;
+  /** JSON schemas of the list and of one model: Fastify compiles a serializer from each. */
+  schemas: { list: object; one: object };
 }
+
+const string = { type: 'string' } as const;
+const object = (properties: Record<string, object>, required = Object.keys(properties)) =>
+  ({ type: 'object', properties, required, additionalProperties: false }) as const;
 
 const openaiModel = (m: ServedModel) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'openai' });
 
@@ -29,7 +35,13 @@ export const openaiModels: ModelListFormat = {
   notFound: (model) => new GatewayError({
     status: 404, code: 'model_not_found', param: 'model', message: `The model \`${model}\` does not exist or you do not have access to it.`,
   }),
+  schemas: openaiSchemas(),
 };
+
+function openaiSchemas() {
+  const model = object({ id: string, object: string, created: { type: 'integer' }, owned_by: string });
+  return { list: object({ object: string, data: { type: 'array', items: model } }), one: model };
+}
 
 const geminiModel = (m: ServedModel) => ({
   name: `models/${m.id}`, displayName: m.id, supportedGenerationMethods: ['generateContent', 'streamGenerateContent'],
@@ -48,15 +60,21 @@ export const geminiModels: ModelListFormat = {
   list: geminiPage,
   one: geminiModel,
   notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version v1beta` }),
+  schemas: geminiSchemas(),
 };
+
+function geminiSchemas() {
+  const model = object({ name: string, displayName: string, supportedGenerationMethods: { type: 'array', items: string } });
+  return { list: object({ models: { type: 'array', items: model }, nextPageToken: string }, ['models']), one: model };
+}
 
 /** `GET /models` and `GET /models/{model}` under the plugin's prefix, in `format`. */
 export function modelListRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog): void {
-  app.get<{ Querystring: Query }>('/models', async (request) => {
+  app.get<{ Querystring: Query }>('/models', { schema: { response: { 200: format.schemas.list } } }, async (request) => {
     return format.list(await catalog.list(keyHolderOf(request), format.type), request.query);
   });
   // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
-  app.get<{ Params: { '*': string }; Querystring: Query }>('/models/*', async (request) => {
+  app.get<{ Params: { '*': string }; Querystring: Query }>('/models/*', { schema: { response: { 200: format.schemas.one } } }, async (request) => {
     const name = request.params['*'].replace(/^models\//, '');
     const model = await catalog.find(keyHolderOf(request), format.type, name);
     if (!model) throw format.notFound(name);
