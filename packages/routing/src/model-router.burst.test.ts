@@ -3,63 +3,34 @@
  * treating upstream 429s as back-pressure (wait, then try again) within the request's deadline.
  * Real Redis, real mock upstreams over HTTP.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { callUpstream, openai } from '@gateway/providers';
-import { createStore, issueApiKey, type NewChannel, type Store } from '@gateway/store';
-import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
+import { issueApiKey, type NewChannel } from '@gateway/store';
+import { type MockOpenAIUpstream } from '@gateway/testkit';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
-import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
+import { useRouterTestbed } from './router-testbed.ts';
+import { type ModelRequest, type RouteTarget } from './model-router.ts';
 import { routingKeys } from './routing-keys.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let store: Store;
-let router: ModelRouter;
-let who: ModelCaller;
-let mocks: MockOpenAIUpstream[] = [];
+const bed = useRouterTestbed({ failuresBeforeCooldown: 1 });
 const log = createLogger('test', 'silent');
-
+const upstream = () => bed.upstream();
+let who: ModelCaller;
 beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
-  router = await ModelRouter.start({
-    redis,
-    subscriber: new Redis(server.url),
-    failuresBeforeCooldown: 1,
-    cooldownMs: 60_000,
-    authFailuresBeforeDisable: 100,
-    log,
-  });
-  const user = await store.users.create({ username: 'burst', password_hash: 'x' });
-  const { token } = await store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
+  const user = await bed.store.users.create({ username: 'burst', password_hash: 'x' });
+  const { token } = await bed.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
   who = { tokenId: token.id, userId: user.id, group: 'default' };
 });
-afterEach(async () => {
-  await Promise.all(mocks.map((m) => m.close()));
-  mocks = [];
-});
-afterAll(async () => {
-  await router.close();
-  redis.disconnect();
-  await server.close();
-});
-
-async function upstream(): Promise<MockOpenAIUpstream> {
-  const mock = await startMockOpenAIUpstream();
-  mocks.push(mock);
-  return mock;
-}
 
 let seq = 0;
 const model = () => `burst-model-${++seq}`;
 /** A new channel, once the router has heard of it (the store announces it by pub/sub). */
 async function channel(mock: MockOpenAIUpstream, m: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
-  const created = await store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
-  await vi.waitFor(async () => expect((await router.channels.current()).servingModel('openai', m).some((c) => c.id === created.id)).toBe(true));
+  const created = await bed.store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
+  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel('openai', m).some((c) => c.id === created.id)).toBe(true));
   return created;
 }
 const request = (m: string, deadlineMs = 10_000, signal = new AbortController().signal): ModelRequest =>
@@ -82,11 +53,11 @@ describe('per-channel concurrency', () => {
     mock.limitConcurrency(2);
     const m = model();
     const ch = await channel(mock, m, { max_concurrency: 2 });
-    const results = await Promise.all(Array.from({ length: 20 }, () => router.run(request(m), complete)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => bed.router.run(request(m), complete)));
     expect(results).toEqual(Array(20).fill(ch.id));
     expect(mock.maxInFlight).toBe(2);
     expect(mock.overLimit).toBe(0);
-    expect(await redis.exists(routingKeys.leases(ch.id))).toBe(0);
+    expect(await bed.redis.exists(routingKeys.leases(ch.id))).toBe(0);
   });
 
   it('uses the next channel in the choice order while the preferred one is full', async () => {
@@ -95,7 +66,7 @@ describe('per-channel concurrency', () => {
     const m = model();
     const preferred = await channel(small, m, { priority: 10, max_concurrency: 1 });
     const backup = await channel(spare, m, { priority: 0 });
-    const results = await Promise.all([0, 1, 2].map(() => router.run(request(m), complete)));
+    const results = await Promise.all([0, 1, 2].map(() => bed.router.run(request(m), complete)));
     expect(results.filter((id) => id === preferred.id)).toHaveLength(1);
     expect(results.filter((id) => id === backup.id)).toHaveLength(2);
   });
@@ -105,14 +76,14 @@ describe('per-channel concurrency', () => {
     const m = model();
     const ch = await channel(mock, m, { max_concurrency: 1 });
     mock.setBehaviour({ status: 500 });
-    await expect(router.run(request(m), complete)).rejects.toMatchObject({ status: 502 });
+    await expect(bed.router.run(request(m), complete)).rejects.toMatchObject({ status: 502 });
     mock.setBehaviour({ hang: true });
     const controller = new AbortController();
-    const run = router.run(request(m, 10_000, controller.signal), complete);
+    const run = bed.router.run(request(m, 10_000, controller.signal), complete);
     await mock.waitFor((x) => x.inFlight === 1);
     controller.abort();
     await expect(run).rejects.toMatchObject({ status: 499 });
-    await expect.poll(() => redis.zcard(routingKeys.leases(ch.id))).toBe(0);
+    await expect.poll(() => bed.redis.zcard(routingKeys.leases(ch.id))).toBe(0);
   });
 });
 
@@ -123,13 +94,13 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     const ch = await channel(mock, m);
     const started = Date.now();
-    const results = await Promise.all(Array.from({ length: 5 }, () => router.run(request(m), complete)));
+    const results = await Promise.all(Array.from({ length: 5 }, () => bed.router.run(request(m), complete)));
     expect(results).toEqual(Array(5).fill(ch.id));
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(mock.requests.length).toBe(7);
     // A 429 is not a failure of the channel: with a cooldown after one failure, it did not cool.
-    expect(router.health.isCoolingDown(ch.id)).toBe(false);
-    expect(await redis.hget(routingKeys.health(ch.id), 'failures')).toBeNull();
+    expect(bed.router.health.isCoolingDown(ch.id)).toBe(false);
+    expect(await bed.redis.hget(routingKeys.health(ch.id), 'failures')).toBeNull();
   });
 
   it('shares a Retry-After with the later requests of the process, which use another channel meanwhile', async () => {
@@ -138,8 +109,8 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(limited, m, { priority: 10 });
     const spare = await channel(other, m);
-    expect(await router.run(request(m), complete)).toBe(spare.id);
-    expect(await router.run(request(m), complete)).toBe(spare.id);
+    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
+    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
     expect(limited.requests.length).toBe(1);
   });
 
@@ -149,7 +120,7 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(mock, m);
     const started = Date.now();
-    await router.run(request(m), complete);
+    await bed.router.run(request(m), complete);
     const elapsed = Date.now() - started;
     // 250–500 ms, then 500–1000 ms.
     expect(elapsed).toBeGreaterThanOrEqual(740);
@@ -163,7 +134,7 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(mock, m);
     const started = Date.now();
-    const error = await router.run(request(m, 1200), complete).catch((e: unknown) => e);
+    const error = await bed.router.run(request(m, 1200), complete).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: expect.any(Number) });
     expect(Date.now() - started).toBeLessThan(1200);
     expect(mock.requests.length).toBeGreaterThanOrEqual(2);
@@ -175,11 +146,11 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     const dry = await channel(broke, m, { priority: 10 });
     const spare = await channel(fine, m);
-    expect(await router.run(request(m), complete)).toBe(spare.id);
-    expect(router.health.isCoolingDown(dry.id)).toBe(true);
+    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
+    expect(bed.router.health.isCoolingDown(dry.id)).toBe(true);
     const alone = model();
     await channel(broke, alone);
-    await expect(router.run(request(alone), complete)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    await expect(bed.router.run(request(alone), complete)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
   });
 });
 

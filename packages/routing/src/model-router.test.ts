@@ -1,64 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Redis } from 'ioredis';
+import { describe, expect, it, vi } from 'vitest';
 import type { Channel, CompletionRequest, ModelCaller } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { UpstreamError } from '@gateway/contracts';
 import { callUpstream, openai } from '@gateway/providers';
-import { createStore, issueApiKey, type NewChannel, type Store } from '@gateway/store';
-import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
-import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
+import { issueApiKey, type NewChannel } from '@gateway/store';
+import { type MockOpenAIUpstream } from '@gateway/testkit';
+import { useRouterTestbed } from './router-testbed.ts';
+import { type ModelRequest, type RouteTarget } from './model-router.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let store: Store;
-let router: ModelRouter;
-let mocks: MockOpenAIUpstream[] = [];
+const bed = useRouterTestbed({ failuresBeforeCooldown: 100 });
 const log = createLogger('test', 'silent');
-
-/** The router's pub/sub connection. */
-let subscriber: Redis;
-
-beforeAll(async () => {
-  server = await useTestRedis();
-  redis = new Redis(server.url);
-  store = createStore(redis);
-  subscriber = new Redis(server.url);
-  router = await ModelRouter.start({
-    redis,
-    subscriber,
-    failuresBeforeCooldown: 100,
-    cooldownMs: 60_000,
-    authFailuresBeforeDisable: 100,
-    log,
-  });
-});
-afterEach(async () => {
-  await Promise.all(mocks.map((m) => m.close()));
-  mocks = [];
-});
-afterAll(async () => {
-  await router.close();
-  redis.disconnect();
-  await server.close();
-});
+const upstream = () => bed.upstream();
 
 let modelSeq = 0;
 async function caller(token: { remain_quota?: number; unlimited_quota?: boolean } = { unlimited_quota: true }, group = 'default'): Promise<ModelCaller> {
-  const user = await store.users.create({ username: `user${++modelSeq}`, password_hash: 'x', group });
-  const { token: t } = await store.tokens.create({ user_id: user.id, name: 't', ...token }, issueApiKey().issued);
+  const user = await bed.store.users.create({ username: `user${++modelSeq}`, password_hash: 'x', group });
+  const { token: t } = await bed.store.tokens.create({ user_id: user.id, name: 't', ...token }, issueApiKey().issued);
   return { tokenId: t.id, userId: user.id, group };
-}
-
-async function upstream(): Promise<MockOpenAIUpstream> {
-  const mock = await startMockOpenAIUpstream();
-  mocks.push(mock);
-  return mock;
 }
 
 /** A new channel, once the router has heard of it (the store announces it by pub/sub). */
 async function channel(mock: MockOpenAIUpstream, model: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
-  const created = await store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
-  await vi.waitFor(async () => expect((await router.channels.current()).servingModel('openai', model).some((c) => c.id === created.id)).toBe(true));
+  const created = await bed.store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
+  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel('openai', model).some((c) => c.id === created.id)).toBe(true));
   return created;
 }
 
@@ -86,7 +50,7 @@ describe('ModelRouter', () => {
     const m = model();
     await channel(bad, m, { priority: 10 });
     const ok = await channel(good, m, { priority: 0 });
-    const result = await router.run(request(m, await caller()), complete());
+    const result = await bed.router.run(request(m, await caller()), complete());
     expect(result.channelId).toBe(ok.id);
     expect(bad.requests.length).toBe(1);
     expect(good.requests.length).toBe(1);
@@ -99,7 +63,7 @@ describe('ModelRouter', () => {
     const m = model();
     await channel(strict, m, { priority: 10 });
     await channel(other, m);
-    await expect(router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
+    await expect(bed.router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
     expect(other.requests.length).toBe(0);
   });
 
@@ -111,14 +75,14 @@ describe('ModelRouter', () => {
     b.setBehaviour({ status: 500 });
     await channel(a, m1);
     await channel(b, m1);
-    await expect(router.run(request(m1, await caller()), complete())).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    await expect(bed.router.run(request(m1, await caller()), complete())).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
     expect(a.requests.length + b.requests.length).toBe(2);
 
     const slow = await upstream();
     slow.setBehaviour({ hang: true });
     const m2 = model();
     await channel(slow, m2, { timeout_ms: 200 });
-    await expect(router.run(request(m2, await caller()), complete())).rejects.toMatchObject({ status: 504, code: 'timeout' });
+    await expect(bed.router.run(request(m2, await caller()), complete())).rejects.toMatchObject({ status: 504, code: 'timeout' });
     await slow.waitFor((x) => x.aborted === 1);
 
     const limited = await upstream();
@@ -126,18 +90,18 @@ describe('ModelRouter', () => {
     limited.setBehaviour({ status: 429, retryAfter: 30 });
     const m3 = model();
     await channel(limited, m3);
-    await expect(router.run(request(m3, await caller()), complete())).rejects.toMatchObject({ status: 429, retryAfter: 30 });
+    await expect(bed.router.run(request(m3, await caller()), complete())).rejects.toMatchObject({ status: 429, retryAfter: 30 });
     expect(limited.requests.length).toBe(1);
   });
 
   it('answers 404 for a model no channel serves and 503 when none may take it now', async () => {
-    await expect(router.run(request(model(), await caller()), complete())).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+    await expect(bed.router.run(request(model(), await caller()), complete())).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
     const mock = await upstream();
     const m = model();
     await channel(mock, m, { status: 2 });
     await channel(mock, m, { group: 'vip' });
-    await expect(router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 503, code: 'no_channel' });
-    expect((await router.run(request(m, await caller({ unlimited_quota: true }, 'vip')), complete())).response.model).toBe('x');
+    await expect(bed.router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 503, code: 'no_channel' });
+    expect((await bed.router.run(request(m, await caller({ unlimited_quota: true }, 'vip')), complete())).response.model).toBe('x');
   });
 
   it('sees a channel change at once: a disabled tag is never chosen on the next request', async () => {
@@ -146,15 +110,15 @@ describe('ModelRouter', () => {
     await channel(tagged, m, { priority: 10, tag: `tag-${m}` });
     await channel(plain, m);
     const who = await caller();
-    await router.run(request(m, who), complete());
+    await bed.router.run(request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
-    await store.channels.setStatusByTag(`tag-${m}`, 2, 'disabled by tag');
+    await bed.store.channels.setStatusByTag(`tag-${m}`, 2, 'disabled by tag');
     // The change was announced before the write returned. In this one process the announcement
     // and the write's reply race on two sockets; a PING on the router's pub/sub connection is
     // answered after the announcement, so once it returns the router has heard it. (Across
     // processes the admin's reply travels through the gateway first, which takes longer.)
-    await subscriber.ping();
-    for (let i = 0; i < 10; i++) await router.run(request(m, who), complete());
+    await bed.subscriber.ping();
+    for (let i = 0; i < 10; i++) await bed.router.run(request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
     expect(plain.requests.length).toBe(10);
   });
@@ -163,7 +127,7 @@ describe('ModelRouter', () => {
     const mock = await upstream();
     const m = model();
     await channel(mock, `${m}-upstream`, { model_mapping: { [m]: `${m}-upstream` } });
-    const result = await router.run(request(m, await caller()), complete());
+    const result = await bed.router.run(request(m, await caller()), complete());
     expect(result.upstreamModel).toBe(`${m}-upstream`);
     expect(mock.requests[0]!.body.model).toBe(`${m}-upstream`);
   });
@@ -173,13 +137,13 @@ describe('ModelRouter', () => {
     const m = model();
     const ch = await channel(mock, m);
     const who = await caller({ remain_quota: 5 });
-    const { response } = await router.run(request(m, who), complete());
-    await router.ledger.flush();
-    const token = (await store.tokens.get(who.tokenId))!;
+    const { response } = await bed.router.run(request(m, who), complete());
+    await bed.router.ledger.flush();
+    const token = (await bed.store.tokens.get(who.tokenId))!;
     expect(token.used_quota).toBe(response.usage.total_tokens);
     expect(token.remain_quota).toBe(5 - response.usage.total_tokens);
-    expect((await store.channels.get(ch.id))!.used_quota).toBe(response.usage.total_tokens);
-    await expect(router.run(request(m, who), complete())).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
+    expect((await bed.store.channels.get(ch.id))!.used_quota).toBe(response.usage.total_tokens);
+    await expect(bed.router.run(request(m, who), complete())).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
     expect(mock.requests.length).toBe(1);
   });
 
@@ -189,14 +153,14 @@ describe('ModelRouter', () => {
     const ch = await channel(first, m, { priority: 10 });
     await channel(second, m);
     const who = await caller();
-    const run = router.run(request(m, who), async (target) => {
+    const run = bed.router.run(request(m, who), async (target) => {
       target.commit();
       target.reportUsage({ totalTokens: 3 });
       throw new UpstreamError({ kind: 'connection', message: 'broke mid-stream' });
     });
     await expect(run).rejects.toMatchObject({ status: 502 });
-    await router.ledger.flush();
-    expect((await store.channels.get(ch.id))!.used_quota).toBe(3);
+    await bed.router.ledger.flush();
+    expect((await bed.store.channels.get(ch.id))!.used_quota).toBe(3);
     expect(second.requests.length).toBe(0);
   });
 
@@ -207,7 +171,7 @@ describe('ModelRouter', () => {
     await channel(hanging, m, { priority: 10 });
     await channel(other, m);
     const controller = new AbortController();
-    const run = router.run(request(m, await caller(), controller.signal), complete());
+    const run = bed.router.run(request(m, await caller(), controller.signal), complete());
     await hanging.waitFor((x) => x.inFlight === 1);
     controller.abort();
     await expect(run).rejects.toMatchObject({ status: 499, code: 'cancelled' });

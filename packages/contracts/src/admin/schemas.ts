@@ -170,15 +170,20 @@ export const tagBody = z.strictObject({ tag: z.string().min(1).max(64) });
 
 const expiredTime = z.number().int().refine((t) => t === -1 || t > 0, 'must be -1 (never) or a unix time in seconds');
 
-export const createTokenBody = z.strictObject({
-  name: z.string().trim().min(1).max(64),
-  user_id: z.number().int().positive().optional(),
+/** What a key's owner or an administrator may set on a key, at creation or later. */
+const tokenSettings = {
   remain_quota: nonNegative.optional(),
   unlimited_quota: z.boolean().optional(),
   expired_time: expiredTime.optional(),
   models: nameList.optional(),
   rpm_limit: nonNegative.optional(),
   priority: z.enum(['interactive', 'batch']).optional(),
+};
+
+export const createTokenBody = z.strictObject({
+  name: z.string().trim().min(1).max(64),
+  user_id: z.number().int().positive().optional(),
+  ...tokenSettings,
 });
 
 /** The gateway made the key: the job carries its digest and preview, never the key. */
@@ -188,12 +193,7 @@ export const updateTokenBody = z.strictObject({
   id,
   name: z.string().trim().min(1).max(64).optional(),
   status: z.union([z.literal(1), z.literal(2)]).optional(),
-  remain_quota: nonNegative.optional(),
-  unlimited_quota: z.boolean().optional(),
-  expired_time: expiredTime.optional(),
-  models: nameList.optional(),
-  rpm_limit: nonNegative.optional(),
-  priority: z.enum(['interactive', 'batch']).optional(),
+  ...tokenSettings,
 });
 
 const pageQuery = {
