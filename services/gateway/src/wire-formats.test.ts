@@ -3,50 +3,10 @@
  * sockets): the same bad request to the OpenAI API, Gemini's and the management API, each
  * answered in the body its clients parse. A real Redis behind it, as in production.
  */
-import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { createLogger } from '@gateway/log';
-import { createGatewayMetrics } from '@gateway/observability';
-import { createRedis, JobClient, ReplyInbox, type Redis } from '@gateway/queue';
-import { ChannelKeyCipher, createStore, issueApiKey } from '@gateway/store';
-import { TEST_SECRET_KEY, useTestRedis, type TestRedis } from '@gateway/testkit';
-import { buildGateway } from './app.ts';
+import { describe, expect, it } from 'vitest';
+import { useTestGateway } from './test-gateway.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let inbox: ReplyInbox;
-let jobs: JobClient;
-let app: FastifyInstance;
-let key: string;
-
-beforeAll(async () => {
-  server = await useTestRedis();
-  redis = createRedis(server.url, { name: 'gateway-inject' });
-  const store = createStore(redis);
-  inbox = new ReplyInbox(randomUUID(), createRedis(server.url, { name: 'gateway-inject-replies', blocking: true }), redis);
-  inbox.start();
-  jobs = new JobClient(redis, inbox, { shards: 1 });
-  ({ app } = buildGateway({
-    redis, store, jobs, inbox, metrics: createGatewayMetrics(), log: createLogger('gateway', 'silent'),
-    requestTimeoutMs: 5000, bodyLimitBytes: 1024 * 1024, managementBodyLimitBytes: 64 * 1024,
-    headersTimeoutMs: 5000, bodyTimeoutMs: 5000, maxConnectionsPerClient: 0,
-    cipher: new ChannelKeyCipher(Buffer.from(TEST_SECRET_KEY, 'base64')), loginThrottle: { failuresPerUser: 5, failuresPerAddress: 20, windowSeconds: 60 },
-    passwordHashConcurrency: 1, addressPolicy: { allowPrivate: true, forbidden: [] }, dashboardPayloads: 'none', maxBacklog: 1000,
-  }));
-  await app.ready();
-  const user = await store.users.create({ username: 'inject', password_hash: 'x', group: 'default' });
-  const issuedKey = issueApiKey();
-  await store.tokens.create({ user_id: user.id, name: 'inject', unlimited_quota: true }, issuedKey.issued);
-  key = issuedKey.key;
-});
-afterAll(async () => {
-  await app.close();
-  await inbox.stop();
-  await jobs.close();
-  redis.disconnect();
-  await server.close();
-});
+const gateway = useTestGateway();
 
 const openaiError = (code: string) => ({ error: { message: expect.any(String), type: expect.any(String), param: null, code } });
 const geminiError = (code: number, status: string) => ({ error: { code, message: expect.any(String), status } });
@@ -54,43 +14,43 @@ const managementError = { success: false, message: expect.any(String) };
 
 describe('each API answers in its own wire format', () => {
   it('an unknown path: OpenAI, Gemini or management 404, by the prefix it falls under', async () => {
-    const openai = await app.inject({ method: 'GET', url: '/v1/no-such-thing' });
+    const openai = await gateway.app.inject({ method: 'GET', url: '/v1/no-such-thing' });
     expect(openai.statusCode).toBe(404);
     expect(openai.json()).toEqual(openaiError('not_found'));
-    const gemini = await app.inject({ method: 'GET', url: '/v1beta/no-such-thing' });
+    const gemini = await gateway.app.inject({ method: 'GET', url: '/v1beta/no-such-thing' });
     expect(gemini.statusCode).toBe(404);
     expect(gemini.json()).toEqual(geminiError(404, 'NOT_FOUND'));
     for (const url of ['/api/no-such-thing', '/no-such-thing']) {
-      const management = await app.inject({ method: 'GET', url });
+      const management = await gateway.app.inject({ method: 'GET', url });
       expect(management.statusCode).toBe(404);
       expect(management.json()).toEqual(managementError);
     }
   });
 
   it('no credentials: 401 in each format, before the body is read', async () => {
-    const openai = await app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm', prompt: 'p' } });
+    const openai = await gateway.app.inject({ method: 'POST', url: '/v1/completions', payload: { model: 'm', prompt: 'p' } });
     expect(openai.statusCode).toBe(401);
     expect(openai.json()).toEqual(openaiError(expect.any(String)));
     expect(openai.json().error.type).toBe('invalid_request_error');
-    const gemini = await app.inject({ method: 'POST', url: '/v1beta/models/m:generateContent', payload: { contents: [] } });
+    const gemini = await gateway.app.inject({ method: 'POST', url: '/v1beta/models/m:generateContent', payload: { contents: [] } });
     expect(gemini.statusCode).toBe(401);
     expect(gemini.json()).toEqual(geminiError(401, 'UNAUTHENTICATED'));
-    const management = await app.inject({ method: 'GET', url: '/api/user/self' });
+    const management = await gateway.app.inject({ method: 'GET', url: '/api/user/self' });
     expect(management.statusCode).toBe(401);
     expect(management.json()).toEqual(managementError);
   });
 
   it('a malformed JSON body from a valid caller: 400 in the route\'s format', async () => {
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const openai = await app.inject({ method: 'POST', url: '/v1/completions', headers, payload: '{"model":' });
+    const headers = { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json' };
+    const openai = await gateway.app.inject({ method: 'POST', url: '/v1/completions', headers, payload: '{"model":' });
     expect(openai.statusCode).toBe(400);
     expect(openai.json()).toEqual(openaiError('invalid_request'));
     expect(openai.json().error.message).toMatch(/malformed JSON/);
-    const gemini = await app.inject({ method: 'POST', url: '/v1beta/models/m:generateContent', headers, payload: '{"contents":' });
+    const gemini = await gateway.app.inject({ method: 'POST', url: '/v1beta/models/m:generateContent', headers, payload: '{"contents":' });
     expect(gemini.statusCode).toBe(400);
     expect(gemini.json()).toEqual(geminiError(400, 'INVALID_ARGUMENT'));
     expect(gemini.json().error.message).toMatch(/malformed JSON/);
-    const management = await app.inject({ method: 'POST', url: '/api/user/login', headers: { 'content-type': 'application/json' }, payload: '{"username":' });
+    const management = await gateway.app.inject({ method: 'POST', url: '/api/user/login', headers: { 'content-type': 'application/json' }, payload: '{"username":' });
     expect(management.statusCode).toBe(400);
     expect(management.json()).toEqual(managementError);
     expect(management.json().message).toMatch(/malformed JSON/);
@@ -98,9 +58,9 @@ describe('each API answers in its own wire format', () => {
 
   it('a request from a gateway worker (a channel pointing back at a gateway): 508 in each format', async () => {
     const headers = { 'x-gateway-hop': '1' };
-    expect((await app.inject({ method: 'GET', url: '/v1/models', headers })).json()).toEqual(openaiError('loop_detected'));
-    expect((await app.inject({ method: 'GET', url: '/v1beta/models', headers })).json()).toEqual(geminiError(508, expect.any(String)));
-    const management = await app.inject({ method: 'GET', url: '/api/user/self', headers });
+    expect((await gateway.app.inject({ method: 'GET', url: '/v1/models', headers })).json()).toEqual(openaiError('loop_detected'));
+    expect((await gateway.app.inject({ method: 'GET', url: '/v1beta/models', headers })).json()).toEqual(geminiError(508, expect.any(String)));
+    const management = await gateway.app.inject({ method: 'GET', url: '/api/user/self', headers });
     expect(management.statusCode).toBe(508);
     expect(management.json()).toEqual(managementError);
   });
