@@ -98,10 +98,13 @@ export class ReplySender {
     outbox.bytes = 0;
     outbox.scheduled = false;
     outbox.next = Promise.withResolvers<void>();
-    outbox.written = outbox.written.then(() => this.append(replyTo, fields)).then(next.resolve, next.reject);
-    // An idle ingress's outbox goes; a new one starts with its next reply.
-    outbox.written.then(() => {
-      if (!outbox.scheduled && this.outboxes.get(replyTo) === outbox) this.outboxes.delete(replyTo);
+    const written = outbox.written.then(() => this.append(replyTo, fields)).then(next.resolve, next.reject);
+    outbox.written = written;
+    // An idle ingress's outbox goes; a new one starts with its next reply. Idle means this was
+    // its last write: were a later one chained meanwhile, a new outbox's first write could
+    // overtake it and deliver a stream's chunks out of order.
+    written.then(() => {
+      if (outbox.written === written && !outbox.scheduled && this.outboxes.get(replyTo) === outbox) this.outboxes.delete(replyTo);
     });
   }
 
