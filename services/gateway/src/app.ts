@@ -5,12 +5,11 @@ import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
-import { InvalidationFeed, type ChannelKeyCipher, type Store } from '@gateway/store';
+import type { ChannelKeyCipher, Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
-import { BacklogAdmission } from './admission/backlog-admission.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -22,7 +21,9 @@ import { registerJsonBodyParser } from './json-body.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { changeFeed } from './plugins/change-feed.ts';
 import { geminiApi } from './plugins/gemini-api.ts';
+import { queueBacklog } from './plugins/queue-backlog.ts';
 import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
 
@@ -132,21 +133,25 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(managementApi, { ...management, users: deps.store.users, prefix: '/api' });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
-  // (for the model lists), both kept fresh by the store's change feed.
-  const feed = InvalidationFeed.beside(deps.redis, 'gateway-invalidations');
-  const apiKeys = new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed });
-  const catalog = new ModelCatalog(deps.store.channels, feed);
-  app.addHook('onReady', () => feed.start());
-  app.addHook('onClose', async () => feed.close());
-  const backlog = new BacklogAdmission({
+  // (for the model lists), both kept fresh by the store's change feed; admission reads the
+  // queues' backlog. The feed and the backlog sampler are decorators that start and stop with
+  // the app.
+  app.register(changeFeed, { redis: deps.redis });
+  app.register(queueBacklog, {
     redis: deps.redis, queues: [QueueName.completion, QueueName.audio], shards: deps.jobs.shards, maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
   });
-  app.addHook('onReady', async () => backlog.start());
-  app.addHook('onClose', async () => backlog.stop());
-  const admission = new ModelAdmission(new KeyRateLimit(deps.redis), backlog);
-  const modelApi = { jobs: deps.jobs, apiKeys, admission, catalog, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.bodyLimitBytes };
-  app.register(openaiApi, { ...modelApi, prefix: '/v1' });
-  app.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
+  app.register(async (models) => {
+    const modelApi = {
+      jobs: deps.jobs,
+      apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
+      admission: new ModelAdmission(new KeyRateLimit(deps.redis), models.queueBacklog),
+      catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
+      timeoutMs: deps.requestTimeoutMs,
+      bodyLimitBytes: deps.bodyLimitBytes,
+    };
+    await models.register(openaiApi, { ...modelApi, prefix: '/v1' });
+    await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
+  });
   app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads });
 
   return {
