@@ -127,6 +127,7 @@ export class LeaseQueue {
       if (signal.aborted) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       for (const channel of order) {
+        if (waiter.settled) break; // granted by a line it has just joined
         let line = this.lines.get(channel.id);
         if (!line) {
           const created = new WaitingLine(channel, this.leases, this.pollMs, this.maxPollMs, () => {
