@@ -1,6 +1,7 @@
 /**
- * @gateway/queue owns how the services meet: Redis connections, the BullMQ queues, and the
- * reply path (a per-ingress reply stream the workers append to, and cancellation back to them).
+ * @gateway/queue owns how the services meet: the BullMQ queues and the reply path (a
+ * per-ingress reply stream the workers append to, and cancellation back to them).
+ * Redis connections are made by @gateway/config's `createRedis`, re-exported here.
  */
 export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, type Redis, type ConnectionOptions } from './redis-connection.ts';
 export { ReplyInbox } from './reply-inbox.ts';

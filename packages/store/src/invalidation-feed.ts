@@ -1,5 +1,4 @@
-import { Cluster } from 'ioredis';
-import type { RedisClient as Redis } from '@gateway/config';
+import { createRedisBeside, type RedisClient as Redis } from '@gateway/config';
 import { keys } from './keys.ts';
 
 /** Sent to listeners when the feed may have missed messages (a reconnect): drop everything. */
@@ -32,14 +31,10 @@ export class InvalidationFeed {
     });
   }
 
-  /** A feed on a subscriber connection of its own, duplicated from `redis`. */
+  /** A feed on a subscriber connection of its own to the Redis `redis` talks to. */
   static beside(redis: Redis, connectionName: string): InvalidationFeed {
-    const settings = { connectionName, enableAutoPipelining: false, maxRetriesPerRequest: null, enableOfflineQueue: true };
-    const subscriber = redis instanceof Cluster
-      ? redis.duplicate([], { enableAutoPipelining: false, enableOfflineQueue: true, redisOptions: { ...redis.options.redisOptions, ...settings } })
-      : redis.duplicate(settings);
-    subscriber.on('error', () => {});
-    return new InvalidationFeed(subscriber);
+    // Blocking: a subscriber waits for Redis however long it is away, and queues its commands meanwhile.
+    return new InvalidationFeed(createRedisBeside(redis, { name: connectionName, blocking: true }));
   }
 
   on(listener: (message: string) => void): void {
