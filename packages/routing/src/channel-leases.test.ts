@@ -203,6 +203,42 @@ describe('waiting for a lease', () => {
     expect(Date.now() - started).toBeLessThan(1000);
   });
 
+  it('takes leases for every waiting request in one round trip when several are given back at once', async () => {
+    const a = await process();
+    // No poll within the test: only the announcement (`hear`) makes the line try again.
+    const queue = new LeaseQueue(a.leases, { pollMs: 10_000, maxPollMs: 10_000 });
+    const ch = channel(3);
+    const held = (await a.leases.tryAcquire(ch.id, 3, 3)).leases;
+    const tries = vi.spyOn(a.leases, 'tryAcquire');
+    const waiters = Array.from({ length: 5 }, () => queue.acquire([ch], wait()));
+    // Once all wait, their line's first attempt has begun too: let every try so far end.
+    await vi.waitFor(() => expect(queue.waiting).toBe(5));
+    await Promise.all(tries.mock.results.map((result) => result.value));
+    tries.mockClear();
+    for (const lease of held) await a.leases.release(lease);
+    queue.hear(ch.id);
+    const served = await Promise.all(waiters.slice(0, 3));
+    expect(tries).toHaveBeenCalledTimes(1);
+    expect(queue.waiting).toBe(2);
+    for (const slot of served) await a.leases.release(slot.lease!);
+    queue.hear(ch.id);
+    for (const slot of await Promise.all(waiters.slice(3))) await a.leases.release(slot.lease!);
+    tries.mockRestore();
+  });
+
+  it('lets every waiting request go when the channel\'s limit is lifted meanwhile', async () => {
+    const a = await process();
+    const ch = channel(1);
+    const { leases: [lease] } = await a.leases.tryAcquire(ch.id, 1);
+    const waiting = a.queue.acquire([ch], wait());
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(1));
+    const lifted = { ...ch, max_concurrency: 0 };
+    expect(await a.queue.acquire([lifted], wait())).toEqual({ channel: lifted });
+    expect(await waiting).toEqual({ channel: ch, lease: undefined });
+    expect(a.queue.waiting).toBe(0);
+    await a.leases.release(lease!);
+  });
+
   it('never has more than the limit in flight with many waiters in several processes', async () => {
     const processes = [await process(), await process(), await process()];
     const ch = channel(3);

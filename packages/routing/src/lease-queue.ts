@@ -69,8 +69,11 @@ export class LeaseQueue {
   async acquire(order: readonly Channel[], wait: LeaseWait): Promise<ChannelSlot> {
     const priority = wait.priority ?? 0;
     for (const channel of order) {
+      const line = this.lines.get(channel.id);
+      // The channel record this request brings (a newer table) reaches those already waiting.
+      line?.see(channel);
       if (channel.max_concurrency <= 0) return { channel };
-      if (this.lines.get(channel.id)?.hasWaitersBefore(priority)) continue;
+      if (line?.hasWaitersBefore(priority)) continue;
       const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency);
       if (leases[0]) return { channel, lease: leases[0] };
     }
@@ -175,6 +178,16 @@ class WaitingLine {
   /** Whether a request as urgent as `priority`, or more, waits already. */
   hasWaitersBefore(priority: number): boolean {
     return this.waiters.length > 0 && this.waiters[0]!.priority <= priority;
+  }
+
+  /**
+   * The newest channel record wins: the line goes by its limit from now on, and tries at once
+   * when the limit changed (lifted to 0, everyone waiting goes).
+   */
+  see(channel: Channel): void {
+    const changed = channel.max_concurrency !== this.channel.max_concurrency;
+    this.channel = channel;
+    if (changed) this.tryNow();
   }
 
   /** Joins the line behind everyone as urgent or more; the newest channel record wins. */
