@@ -58,30 +58,47 @@ function exitWithParent(): void {
   watch.unref();
 }
 
+/** The signals that stop a service; any number of them only ever start one drain. */
+const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
 /**
  * Runs `shutdown` once on SIGTERM, SIGINT (and the other signals and uncaught errors
  * close-with-grace listens for), and exits when it is done (0, or 1 after an error) or after
  * `timeoutMs`.
+ *
+ * close-with-grace exits 1 at once on any signal after the first, whatever `onSecondSignal`
+ * does. A terminal's Ctrl-C reaches `npm start` and its services both, and `npm start` then
+ * sends SIGTERM: that second signal must not cut the drain short, so SIGTERM and SIGINT are
+ * left out of close-with-grace and start its close here, once.
  */
 export function onShutdown(shutdown: (signal: string) => Promise<void>, timeoutMs: number, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
-  closeWithGrace(
+  let stopSignal: NodeJS.Signals | undefined;
+  let closing = false;
+  const closer = closeWithGrace(
     {
       delay: timeoutMs + 1000,
       logger: false,
+      skip: [...STOP_SIGNALS],
       onTimeout: () => log.error({ timeoutMs }, 'shutdown deadline passed; exiting'),
-      // A terminal's Ctrl-C reaches `npm start` and its services both, and `npm start` then
-      // sends SIGTERM: the second signal must not cut the drain short.
-      onSecondSignal: () => {},
     },
     async ({ signal, err }) => {
+      closing = true;
       if (err) log.error({ err }, 'uncaught error; shutting down');
-      else log.info({ signal }, 'shutting down');
+      else log.info({ signal: signal ?? stopSignal }, 'shutting down');
       try {
-        await shutdown(signal ?? 'error');
+        await shutdown(signal ?? stopSignal ?? 'error');
       } catch (error) {
         log.error({ err: error }, 'shutdown failed');
         throw error;
       }
     },
   );
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      if (closing) return;
+      closing = true;
+      stopSignal = signal;
+      void closer.close();
+    });
+  }
 }
