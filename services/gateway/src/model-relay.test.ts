@@ -4,7 +4,7 @@
  * queue, over a test Redis. The worker's handler plays the completion worker.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QueueName, type CompletionJobPayload } from '@gateway/contracts';
+import { GatewayError, QueueName, type CompletionJobPayload } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { startJobWorker, type JobContext, type JobWorker } from '@gateway/queue';
 import { useTestGateway } from './test-gateway.ts';
@@ -17,9 +17,14 @@ const cancelled: string[] = [];
 
 const completion = (text: string) => ({ id: 'cmpl-relay', object: 'text_completion', created: 1, model: 'relay-model', choices: [{ text, index: 0, logprobs: null, finish_reason: 'stop' }] });
 
-/** What the prompt asks for: a whole answer, three chunks, or to hang until cancelled. */
+/** What the prompt asks for: a whole answer, three chunks, a failure (at once or after a chunk), or to hang until cancelled. */
 async function handler({ payload, stream, sendChunk, signal, requestId }: JobContext<CompletionJobPayload>): Promise<unknown> {
   const prompt = String(payload.request.prompt);
+  if (prompt === 'fail') throw new GatewayError({ status: 429, code: 'rate_limited', message: 'the upstream is busy', retryAfter: 7 });
+  if (prompt === 'fail midway') {
+    await sendChunk(JSON.stringify(completion('one')));
+    throw new GatewayError({ status: 502, code: 'upstream_error', message: 'the upstream broke off' });
+  }
   if (prompt === 'hang') {
     hanging.push(requestId);
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
@@ -63,6 +68,22 @@ describe('model relay', () => {
     const events = reply.body.split('\n\n').filter(Boolean);
     expect(events.slice(0, 3).map((e) => JSON.parse(e.replace(/^data: /, '')).choices[0].text)).toEqual(['one', 'two', 'three']);
     expect(events.slice(3)).toEqual(['data: [DONE]']);
+  });
+
+  it('answers a failure before the first chunk as an error reply, with its status and retry header', async () => {
+    for (const stream of [false, true]) {
+      const reply = await post({ model: 'relay-model', prompt: 'fail', stream });
+      expect(reply.statusCode).toBe(429);
+      expect(reply.headers['retry-after']).toBe('7');
+      expect(reply.json()).toEqual({ error: { message: 'the upstream is busy', type: 'rate_limit_error', param: null, code: 'rate_limited' } });
+    }
+  });
+
+  it('ends a stream that fails after its first chunk with an error event, and no [DONE]', async () => {
+    const reply = await post({ model: 'relay-model', prompt: 'fail midway', stream: true });
+    expect(reply.statusCode).toBe(200);
+    const events = reply.body.split('\n\n').filter(Boolean).map((event) => JSON.parse(event.replace(/^data: /, '')));
+    expect(events).toEqual([completion('one'), { error: { message: 'the upstream broke off', type: 'server_error', param: null, code: 'upstream_error' } }]);
   });
 
   it('cancels the worker\'s job when the client goes away', async () => {

@@ -65,3 +65,46 @@ describe('each API answers in its own wire format', () => {
     expect(management.json()).toEqual(managementError);
   });
 });
+
+/** The same bad request to each API, from a caller it accepts; each names its own error body. */
+const apis = [
+  { name: 'OpenAI', url: '/v1/completions', prefix: '/v1', headers: () => ({ authorization: `Bearer ${gateway.key}` }), error: () => openaiError(expect.any(String)) as object },
+  { name: 'Gemini', url: '/v1beta/models/m:generateContent', prefix: '/v1beta', headers: () => ({ 'x-goog-api-key': gateway.key }), error: (status: number) => geminiError(status, expect.any(String)) as object },
+  { name: 'management', url: '/api/user/login', prefix: '/api', headers: () => ({}), error: () => managementError as object },
+];
+
+const messageOf = (body: any): string => body.error?.message ?? body.message;
+
+describe.each(apis)('the $name API answers the body parser in its own format', (api) => {
+  const post = (payload: string, contentType = 'application/json') =>
+    gateway.app.inject({ method: 'POST', url: api.url, payload, headers: { 'content-type': contentType, ...api.headers() } });
+
+  it('a body that is not JSON: 415', async () => {
+    const reply = await post('model=m', 'text/plain');
+    expect(reply.statusCode).toBe(415);
+    expect(reply.json()).toEqual(api.error(415));
+    expect(messageOf(reply.json())).toMatch(/Content-Type/);
+  });
+
+  it('a body nested too deeply: 400 naming where', async () => {
+    const reply = await post(`{"a":${'['.repeat(40)}${']'.repeat(40)}}`);
+    expect(reply.statusCode).toBe(400);
+    // The body names the field (OpenAI's `param`, Gemini's `details`), so only its shape is compared.
+    expect(Object.keys(reply.json())).toEqual(Object.keys(api.error(400)));
+    expect(messageOf(reply.json())).toMatch(/nested too deeply/);
+  });
+
+  it('a body past the route\'s limit: 413', async () => {
+    const reply = await post(JSON.stringify({ model: 'm', prompt: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(reply.statusCode).toBe(413);
+    expect(reply.json()).toEqual(api.error(413));
+  });
+
+  it('a URL that is not valid percent-encoding: 400, the query string never echoed', async () => {
+    const reply = await gateway.app.inject({ method: 'GET', url: `${api.prefix}/models%zz?key=secret-in-query` });
+    expect(reply.statusCode).toBe(400);
+    expect(reply.json()).toEqual(api.error(400));
+    expect(messageOf(reply.json())).toMatch(/malformed URL/);
+    expect(reply.body).not.toContain('secret-in-query');
+  });
+});
