@@ -79,9 +79,11 @@ describe('npm start', () => {
 
   it('prints JSON logs when not on a terminal, then a banner saying where everything is', async () => {
     const run = await npmRun('start', { REDIS_DATA_DIR: data }, /The AI model gateway is up\./);
-    const logLines = run.output().slice(0, run.output().indexOf('The AI model gateway is up')).split('\n').filter((l) => l.startsWith('{'));
-    expect(logLines.length).toBeGreaterThan(4);
-    for (const line of logLines) expect(() => JSON.parse(line)).not.toThrow();
+    // Each service's log lines arrive through its own pipe, so some may come after the banner.
+    const logLines = () => run.output().split('\n').slice(0, -1).filter((l) => l.startsWith('{'));
+    const readyServices = () => new Set(logLines().map((l) => JSON.parse(l) as { msg?: string; service?: string }).filter((l) => l.msg === 'ready').map((l) => l.service));
+    await expect.poll(() => readyServices().size).toBe(4);
+    for (const line of logLines()) expect(() => JSON.parse(line)).not.toThrow();
     expect(run.output()).toMatch(/Root password \(shown once\): \S+/);
 
     const gateway = field(run.banner, 'Gateway');
