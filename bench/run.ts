@@ -4,7 +4,7 @@
  * and workers as separate processes; drives load with autocannon from child processes; prints
  * one table and writes the same figures as JSON under bench/results/.
  *
- *   npm run bench                 # everything (about two minutes)
+ *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
  *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
