@@ -193,17 +193,22 @@ class WaitingLine {
   /** Joins the line behind everyone as urgent or more; the newest channel record wins. */
   add(waiter: Waiter, channel: Channel): void {
     this.channel = channel;
+    const wasEmpty = this.waiters.length === 0;
     const behind = this.waiters.findIndex((w) => w.priority > waiter.priority);
     this.waiters.splice(behind === -1 ? this.waiters.length : behind, 0, waiter);
-    // A line already trying or scheduled serves the newcomer too; only an idle one starts now.
-    if (!this.attempting && this.timer === undefined) this.tryNow();
+    // A line already trying or scheduled serves the newcomer too; only an idle one starts now,
+    // or again right after an attempt made for nobody.
+    if (this.attempting) this.again ||= wasEmpty;
+    else if (this.timer === undefined) this.tryNow();
   }
 
   remove(waiter: Waiter): void {
     const at = this.waiters.indexOf(waiter);
     if (at === -1) return;
     this.waiters.splice(at, 1);
-    if (this.waiters.length === 0) this.close();
+    // An attempt in flight closes the line when it ends, so the line stays the channel's one
+    // until then and a newcomer joins it rather than starting a second attempt (invariant 2).
+    if (this.waiters.length === 0 && !this.attempting) this.close();
   }
 
   /** An attempt now, or right after the one in flight (invariant 2). */

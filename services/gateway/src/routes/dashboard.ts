@@ -30,11 +30,18 @@ export interface DashboardOptions {
   payloads: 'truncated' | 'full' | 'none';
 }
 
+/** A session this gateway could have set (43 base64url characters); any other value is none. */
+const SESSION_SHAPE = /^[A-Za-z0-9_-]{43}$/;
+const sessionOf = (request: FastifyRequest): string | undefined => {
+  const value = request.cookies[COOKIE];
+  return value !== undefined && SESSION_SHAPE.test(value) ? value : undefined;
+};
+
 /** The session cookie: never readable by scripts, sent only to the board. */
 const sessionCookie = { httpOnly: true, sameSite: 'strict', path: DASHBOARD_PATH } as const;
 
 async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
-  const session = request.cookies[COOKIE];
+  const session = sessionOf(request);
   if (session) {
     const owner = await store.sessions.userOf(session);
     const user = owner ? await store.users.get(owner.userId) : null;
@@ -123,7 +130,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   });
 
   app.post('/logout', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
-    const session = request.cookies[COOKIE];
+    const session = sessionOf(request);
     if (session) {
       const { input } = await options.adminJobs.prepare('session.delete', { session }, request.ip);
       await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input } satisfies AdminJobPayload, {
