@@ -12,7 +12,7 @@ import { UserStore } from './user-store.ts';
 export { UserStore, publicUser, type StoredUser, type NewUser, type UserChanges } from './user-store.ts';
 export { ChannelStore, publicChannel, type NewChannel, type ChannelChanges } from './channel-store.ts';
 export { TokenStore, publicToken, type StoredToken, type NewToken, type TokenChanges } from './token-store.ts';
-export { hashPassword, verifyPassword, sha256, maskSecret, newApiKey, issueApiKey, newAccessToken, sameDigest, type IssuedKey } from './secrets.ts';
+export { hashPassword, verifyPassword, sha256, maskSecret, issueApiKey, newAccessToken, sameDigest, type IssuedKey } from './secrets.ts';
 export { keys, STORE_PREFIX } from './keys.ts';
 export { migrateKeyLayout } from './key-layout.ts';
 export { SessionStore } from './session-store.ts';

@@ -41,7 +41,7 @@ function randomText(length: number): string {
 }
 
 /** An API key as new-api issues them: `sk-` and 48 characters. */
-export const newApiKey = () => `sk-${randomText(48)}`;
+const newApiKey = () => `sk-${randomText(48)}`;
 
 /** What the store keeps of an API key: its digest and a masked preview, never the key. */
 export interface IssuedKey {

@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
-import { geminiFormat } from '../error-formats.ts';
+import { geminiFormat, pathOf } from '../error-formats.ts';
 import { relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
 
 /** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
@@ -55,7 +55,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
       throw new GatewayError({
         status: 404,
         code: 'not_found',
-        message: `no route for POST ${request.url.split('?', 1)[0]}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`,
+        message: `no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`,
       });
     }
     const holder = keyHolderOf(request);
