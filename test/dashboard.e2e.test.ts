@@ -66,7 +66,11 @@ describe('who may open the dashboard', () => {
     const look = await fetch(stack.gateway.url + '/admin/queues/api/queues', { headers: { authorization: `Bearer ${adminToken}` } });
     expect(look.status).toBe(200);
     const queues = ((await look.json()) as any).queues.map((q: any) => q.name);
-    expect(queues).toEqual(expect.arrayContaining(['completion', 'audio', 'admin']));
+    expect(queues).toEqual(expect.arrayContaining(['completion', 'audio']));
+    // The admin queue's jobs name users, roles and limits: root's only.
+    expect(queues).not.toContain('admin');
+    const asRoot = await fetch(stack.gateway.url + '/admin/queues/api/queues', { headers: { authorization: `Bearer ${stack.adminToken}` } });
+    expect(((await asRoot.json()) as any).queues.map((q: any) => q.name)).toContain('admin');
 
     const pauseAsAdmin = await fetch(stack.gateway.url + '/admin/queues/api/queues/audio/pause', { method: 'PUT', headers: { authorization: `Bearer ${adminToken}` } });
     expect(pauseAsAdmin.status).toBe(403);
@@ -74,6 +78,57 @@ describe('who may open the dashboard', () => {
     expect(pauseAsRoot.status).toBe(200);
     const resume = await fetch(stack.gateway.url + '/admin/queues/api/queues/audio/resume', { method: 'PUT', headers: { authorization: `Bearer ${stack.adminToken}` } });
     expect(resume.status).toBe(200);
+  });
+});
+
+describe('what the board shows of jobs', () => {
+  const board = (path: string, token: string) => fetch(stack.gateway.url + '/admin/queues/api' + path, { headers: { authorization: `Bearer ${token}` } });
+  const waitingAdminJobs = async (token: string) =>
+    (await (await board('/queues?activeQueue=admin&status=waiting&page=1&jobsPerPage=50', token)).json() as any).queues.find((q: any) => q.name === 'admin');
+
+  it('never shows a hash, digest or encrypted key, and shows the admin queue to root only, while the admin worker is down', async () => {
+    const user = await stack.adminData('POST', '/api/user/', { username: 'victim', password: 'victim-password-1' });
+    const adminWorker = stack.services.find((s) => s.name === 'admin-worker')!;
+    await adminWorker.stop('SIGKILL');
+    // Three management jobs that carry something made from a secret: a new password's hash,
+    // a new API key's digest, a channel key encrypted under SECRET_KEY. They wait in the queue.
+    const pending = [
+      stack.admin('PUT', '/api/user/', { id: user.id, password: 'new-victim-password' }),
+      stack.admin('POST', '/api/token/', { name: 'digest-shown?' }),
+      stack.admin('POST', '/api/channel/', { name: 'ch', type: 'openai', key: 'sk-upstream-secret-key-123456', base_url: 'http://example.com', models: ['m'] }),
+    ];
+    try {
+      await expect.poll(async () => (await waitingAdminJobs(stack.adminToken))?.jobs.length ?? 0, { timeout: 10_000 }).toBe(3);
+      const asRoot = JSON.stringify(await waitingAdminJobs(stack.adminToken));
+      expect(asRoot).toContain('digest-shown?'); // root sees the jobs and their data…
+      expect(asRoot).toContain('[redacted]');
+      expect(asRoot).not.toMatch(/scrypt\$|enc:v1|[0-9a-f]{64}|sk-upstream|sk-up\*/); // …but nothing made from a secret
+
+      // An administrator below root sees no admin queue at all, nor any of its jobs by id.
+      expect(await waitingAdminJobs(adminToken)).toBeUndefined();
+      const anyJob = JSON.parse(asRoot).jobs[0].id;
+      expect((await board(`/queues/admin/${anyJob}`, adminToken)).status).toBe(404);
+      expect((await board(`/queues/admin/${anyJob}`, stack.adminToken)).status).toBe(200);
+    } finally {
+      await stack.add('admin-worker');
+      await Promise.all(pending);
+    }
+  }, 30_000);
+
+  it('cuts a prompt sent as many short strings within one budget per job', async () => {
+    const completion = new Queue(QueueName.completion, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });
+    const prompt = Array.from({ length: 28 }, (_, i) => `part-${String(i).padStart(2, '0')} ${'word '.repeat(8)}`);
+    const tokens = Array.from({ length: 2000 }, (_, i) => 1000 + i);
+    await completion.add(QueueName.completion, { requestId: 'split-prompt', replyTo: 'nobody', deadline: Date.now() + 600_000, payload: { model: 'm', body: { prompt } } });
+    await completion.add(QueueName.completion, { requestId: 'token-prompt', replyTo: 'nobody', deadline: Date.now() + 600_000, payload: { model: 'm', body: { prompt: tokens } } });
+    await completion.close();
+    const queue = (await (await board('/queues?activeQueue=completion&status=waiting&page=1&jobsPerPage=50', adminToken)).json() as any).queues.find((q: any) => q.name === 'completion');
+    const split = JSON.stringify(queue.jobs.find((j: any) => j.data.requestId === 'split-prompt').data);
+    expect(split).toContain('part-00');
+    expect(split).not.toContain('part-27');
+    const ids = JSON.stringify(queue.jobs.find((j: any) => j.data.requestId === 'token-prompt').data);
+    expect(ids).not.toContain('2999');
+    expect(ids.length).toBeLessThan(1000);
   });
 });
 

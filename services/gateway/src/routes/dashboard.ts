@@ -15,6 +15,7 @@ import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import { shownJobData, type PayloadDisplay } from '../dashboard/shown-job-data.ts';
 import { setRetryHeaders } from '../error-formats.ts';
 
 export const DASHBOARD_PATH = '/admin/queues';
@@ -27,7 +28,7 @@ export interface DashboardOptions {
   timeoutMs: number;
   bodyLimitBytes: number;
   /** How much of a job's payload (prompts, speech text) the board shows: DASHBOARD_PAYLOADS. */
-  payloads: 'truncated' | 'full' | 'none';
+  payloads: PayloadDisplay;
 }
 
 /** A session this gateway could have set (43 base64url characters); any other value is none. */
@@ -50,32 +51,6 @@ async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
   }
   if (request.headers.authorization) return authenticateAccessToken(store.users, request.headers);
   throw unauthenticated('sign in to see the queue dashboard');
-}
-
-const SECRET_FIELDS = new Set(['password', 'key', 'access_token', 'session', 'authorization']);
-
-const SHOWN_CHARACTERS = 200;
-
-/** A string as the board shows it: whole, or its first 200 characters (prompts and speech text). */
-const shownText = (text: string, payloads: DashboardOptions['payloads']) =>
-  payloads === 'full' || text.length <= SHOWN_CHARACTERS ? text : `${text.slice(0, SHOWN_CHARACTERS)}… [${text.length - SHOWN_CHARACTERS} more characters]`;
-
-/** One pass over job data: secret fields redacted, strings cut as DASHBOARD_PAYLOADS says. */
-function shownValue(value: unknown, payloads: DashboardOptions['payloads']): unknown {
-  if (typeof value === 'string') return shownText(value, payloads);
-  if (Array.isArray(value)) return value.map((item) => shownValue(item, payloads));
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_FIELDS.has(k.toLowerCase()) ? '[redacted]' : shownValue(v, payloads)]));
-  }
-  return value;
-}
-
-/** What the board shows of a job's data: secrets never, payloads as DASHBOARD_PAYLOADS says. */
-function shownJobData(payloads: DashboardOptions['payloads']) {
-  return (data: unknown): unknown => {
-    if (payloads !== 'none' || !data || typeof data !== 'object') return shownValue(data, payloads);
-    return { ...(shownValue(data, 'full') as object), payload: '[hidden: DASHBOARD_PAYLOADS=none]' };
-  };
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -142,11 +117,14 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   });
 
   // Everything else under the prefix is the board: administrators only, changes for root only.
+  // Who is looking, by request (bull-board hands its handlers the request's headers object).
+  const viewers = new WeakMap<object, Actor>();
   app.register(async (board) => {
     board.addHook('onRequest', async (request, reply) => {
       let actor: Actor;
       try {
         actor = await actorOf(request, options.store);
+        viewers.set(request.raw.headers, actor);
         if (actor.role < Role.admin) throw forbidden('only administrators may open the queue dashboard');
         const changesJobs = request.method !== 'GET' && request.method !== 'HEAD';
         if (changesJobs && actor.role < Role.root) throw forbidden('the dashboard is read-only for administrators; only root may change jobs');
@@ -160,9 +138,13 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
     // Every shard of every queue; shards past the first are shown as `s<i>:<queue>`.
     const adapters = Object.values(QueueName).flatMap((name) => options.jobs.shardsOf(name).map((queue, i) => {
       const adapter = new BullMQAdapter(queue, { allowRetries: true, prefix: i === 0 ? '' : `s${i}:` });
-      // Jobs hold no secrets in clear, and the board would not show them if they did; prompts
-      // and speech text are shown as DASHBOARD_PAYLOADS says.
-      adapter.setFormatter('data', shownJobData(options.payloads));
+      // Jobs hold no secrets in clear, and the board shows nothing derived from one either
+      // (digests, hashes, encrypted keys); prompts and speech text as DASHBOARD_PAYLOADS says.
+      adapter.setFormatter('data', (data) => shownJobData(data, options.payloads));
+      adapter.setFormatter('returnValue', (value) => shownJobData(value, options.payloads));
+      // Management jobs name users, roles and limits: root's business only. Other administrators
+      // do not see the admin queue at all (bull-board checks this on every route of a queue).
+      if (name === QueueName.admin) adapter.setVisibilityGuard((request) => viewers.get(request.headers)?.role === Role.root);
       return adapter;
     }));
     createBullBoard({
