@@ -2,7 +2,7 @@ import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { notFound, type Channel, type Page } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
-import { writeRecord, withRetry, type RecordWrite } from './record-write.ts';
+import { alreadyWritten, writeRecord, withRetry, type RecordWrite, type WriteOnce } from './record-write.ts';
 import { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 import { maskSecret } from './secrets.ts';
 import { storeScripts } from './scripts.ts';
@@ -38,7 +38,8 @@ export class ChannelStore {
     this.redis = redis;
   }
 
-  async create(input: NewChannel): Promise<Channel> {
+  /** `once`: the job making it, so that a job run again after its worker died makes no second channel. */
+  async create(input: NewChannel, once?: WriteOnce): Promise<Channel> {
     const record: Partial<Channel> = {
       group: 'default', tag: '', priority: 0, weight: 1, model_mapping: {}, max_concurrency: 0,
       timeout_ms: 60_000, status: 1, ...input,
@@ -50,6 +51,7 @@ export class ChannelStore {
       create: { seq: keys.channelSeq, prefix: keys.channelPrefix },
       set: encodeFields(codec, record),
       index,
+      once,
     });
     if (!result.ok) throw new Error(`channel create failed: ${result.reason}`);
     await this.announce();
@@ -83,14 +85,15 @@ export class ChannelStore {
     return updated;
   }
 
-  async delete(id: number): Promise<void> {
+  async delete(id: number, once?: WriteOnce): Promise<void> {
     await withRetry(async () => {
       const current = await this.get(id);
+      if (!current && (await alreadyWritten(this.redis, once))) return true;
       if (!current) throw notFound(`no channel with id ${id}`);
       const index: RecordWrite['index'] = [{ op: 'zrem', key: keys.channels }];
       if (current.tag) index.push({ op: 'srem', key: keys.channelTagIndex(current.tag), value: '$id' });
       const result = await writeRecord(this.redis, {
-        key: keys.channel(id), id: String(id), delete: true, expect: { tag: current.tag }, index,
+        key: keys.channel(id), id: String(id), delete: true, expect: { tag: current.tag }, index, once,
       });
       if (result.ok) return true;
       if (result.reason === 'stale') return 'stale';

@@ -14,6 +14,8 @@ export { ChannelStore, publicChannel, type NewChannel, type ChannelChanges } fro
 export { TokenStore, publicToken, type StoredToken, type NewToken, type TokenChanges } from './token-store.ts';
 export { hashPassword, verifyPassword, sha256, maskSecret, issueApiKey, newAccessToken, sameDigest, type IssuedKey } from './secrets.ts';
 export { keys, STORE_PREFIX } from './keys.ts';
+export { writeOnce, type WriteOnce } from './record-write.ts';
+import { alreadyWritten, type WriteOnce } from './record-write.ts';
 export { migrateKeyLayout } from './key-layout.ts';
 export { SessionStore } from './session-store.ts';
 export { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
@@ -24,8 +26,13 @@ export interface Store {
   channels: ChannelStore;
   tokens: TokenStore;
   sessions: SessionStore;
+  /** True when the job of `once` has made its write already: it runs again after its worker died. */
+  alreadyWritten(once: WriteOnce | undefined): Promise<boolean>;
 }
 
 export function createStore(redis: Redis): Store {
-  return { users: new UserStore(redis), channels: new ChannelStore(redis), tokens: new TokenStore(redis), sessions: new SessionStore(redis) };
+  return {
+    users: new UserStore(redis), channels: new ChannelStore(redis), tokens: new TokenStore(redis), sessions: new SessionStore(redis),
+    alreadyWritten: (once) => alreadyWritten(redis, once),
+  };
 }

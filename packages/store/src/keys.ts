@@ -27,6 +27,9 @@ export const keys = {
   tokenKeyIndex: `${STORE_PREFIX}idx:token-key`,
   userTokens: (userId: number | string) => `${STORE_PREFIX}idx:user-tokens:${userId}`,
 
+  /** The record id a management job wrote, kept while the job could still run again (record-write.ts). */
+  appliedJob: (jobId: string) => `${STORE_PREFIX}applied:${jobId}`,
+
   /** Pub/sub channel on which writers announce changes that caches must drop. */
   invalidations: 'gw:invalidate',
 } as const;

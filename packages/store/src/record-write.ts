@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
+import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
 /**
@@ -19,6 +20,32 @@ export interface RecordWrite {
   delete?: boolean;
   /** Index changes; a `value` of `$id` is the record's id. */
   index?: { op: 'hset' | 'hdel' | 'sadd' | 'srem' | 'zadd' | 'zrem'; key: string; field?: string; value?: string }[];
+  /** The job this write belongs to: written once, however often the job runs (see WriteOnce). */
+  once?: WriteOnce;
+}
+
+/**
+ * A write keyed by the job that makes it. A worker killed after its write committed but before
+ * its job was marked done leaves the job to run again as stalled; the write records the job's
+ * key with the record's id in the same script, and the second run gets that id back instead of
+ * writing again. Kept until the job could no longer run (its deadline), plus a margin.
+ */
+export interface WriteOnce {
+  key: string;
+  ttlMs: number;
+}
+
+/** The WriteOnce of a job: `jobId` is unique per request, `deadline` when no worker would run it any more. */
+export function writeOnce(jobId: string, deadline: number, now = Date.now()): WriteOnce {
+  return { key: keys.appliedJob(jobId), ttlMs: Math.max(0, deadline - now) + ONCE_MARGIN_MS };
+}
+
+/** Past the deadline, for clocks that disagree between hosts. */
+const ONCE_MARGIN_MS = 10 * 60_000;
+
+/** True when the job of `once` has already made its write (a delete re-run finds nothing left). */
+export async function alreadyWritten(redis: Redis, once: WriteOnce | undefined): Promise<boolean> {
+  return once !== undefined && (await redis.exists(once.key)) === 1;
 }
 
 export type RecordWriteResult =

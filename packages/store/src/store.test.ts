@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
-import { createStore, hashPassword, issueApiKey, keys, verifyPassword, type Store } from './index.ts';
+import { createStore, hashPassword, issueApiKey, keys, verifyPassword, writeOnce, type Store } from './index.ts';
 
 let db: TestStore;
 let server: TestRedis;
@@ -149,5 +149,44 @@ describe('the key layout', () => {
     expect(await migrateKeyLayout(redis)).toBe(0);
     await redis.flushdb();
     redis.disconnect();
+  });
+});
+
+describe('a write keyed by its job (a job run again after its worker died)', () => {
+  it('creates once: a second run gets the record of the first, for channels, users and API keys', async () => {
+    const once = writeOnce('job-create-1', Date.now() + 60_000);
+    const channelInput = { name: 'once', type: 'openai' as const, key: 'enc:v1:x', base_url: 'http://example.com', models: ['m'] };
+    const first = await store.channels.create(channelInput, once);
+    const again = await store.channels.create(channelInput, once);
+    expect(again.id).toBe(first.id);
+    expect((await store.channels.all()).filter((c) => c.name === 'once')).toHaveLength(1);
+
+    const userOnce = writeOnce('job-create-2', Date.now() + 60_000);
+    const user = await store.users.create({ username: 'once-user', password_hash: 'x' }, userOnce);
+    // Without the job's key, the same name would be a 409.
+    expect((await store.users.create({ username: 'once-user', password_hash: 'x' }, userOnce)).id).toBe(user.id);
+
+    const tokenOnce = writeOnce('job-create-3', Date.now() + 60_000);
+    const { issued } = issueApiKey();
+    const { token } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, tokenOnce);
+    const { token: same } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, tokenOnce);
+    expect(same.id).toBe(token.id);
+    expect(await store.tokens.idsOfUser(user.id)).toEqual([token.id]);
+  });
+
+  it('deletes once: a second run succeeds instead of answering 404, and another job still gets 404', async () => {
+    const channel = await store.channels.create({ name: 'gone', type: 'openai', key: 'enc:v1:x', base_url: 'http://example.com', models: ['m'] });
+    const once = writeOnce('job-delete-1', Date.now() + 60_000);
+    await store.channels.delete(channel.id, once);
+    await store.channels.delete(channel.id, once);
+    await expect(store.channels.delete(channel.id, writeOnce('job-delete-2', Date.now() + 60_000))).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('keeps the job key only until the job could no longer run', async () => {
+    const once = writeOnce('job-ttl', Date.now() + 5_000);
+    await store.users.create({ username: 'ttl-user', password_hash: 'x' }, once);
+    const ttl = await redis.pttl(once.key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(once.ttlMs);
   });
 });

@@ -2,7 +2,7 @@ import type { RedisClient as Redis } from '@gateway/config';
 import { notFound, type Page, type Token } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
-import { writeRecord, withRetry } from './record-write.ts';
+import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
 import { sameDigest, sha256, type IssuedKey } from './secrets.ts';
 
 /** A token as stored: the key only as its hash and a masked preview. */
@@ -43,7 +43,7 @@ export class TokenStore {
    * Records a key issued by the caller (`issueApiKey`, in the gateway): only its digest and
    * preview reach the store, never the key.
    */
-  async create(input: NewToken, issued: IssuedKey): Promise<{ token: StoredToken }> {
+  async create(input: NewToken, issued: IssuedKey, once?: WriteOnce): Promise<{ token: StoredToken }> {
     const keyHash = issued.key_hash;
     const record: Partial<StoredToken> = {
       remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive',
@@ -60,6 +60,8 @@ export class TokenStore {
         { op: 'zadd', key: keys.tokens },
         { op: 'sadd', key: keys.userTokens(input.user_id), value: '$id' },
       ],
+      // Run again after its worker died, the job gets its key's record back, not a conflict.
+      once,
     });
     if (!result.ok) throw new Error(`token create failed: ${result.reason}`);
     return { token: (await this.get(result.id))! };
@@ -89,9 +91,10 @@ export class TokenStore {
     return (await this.get(id))!;
   }
 
-  async delete(id: number): Promise<void> {
+  async delete(id: number, once?: WriteOnce): Promise<void> {
     await withRetry(async () => {
       const current = await this.get(id);
+      if (!current && (await alreadyWritten(this.redis, once))) return true;
       if (!current) throw notFound(`no token with id ${id}`);
       const result = await writeRecord(this.redis, {
         key: keys.token(id), id: String(id), delete: true, expect: { key_hash: current.key_hash },
@@ -100,6 +103,7 @@ export class TokenStore {
           { op: 'zrem', key: keys.tokens },
           { op: 'srem', key: keys.userTokens(current.user_id), value: '$id' },
         ],
+        once,
       });
       if (result.ok) return true;
       if (result.reason === 'stale') return 'stale';

@@ -2,7 +2,7 @@ import type { RedisClient as Redis } from '@gateway/config';
 import { conflict, notFound, usernameKey, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
-import { writeRecord, withRetry } from './record-write.ts';
+import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
 import { sameDigest, sha256 } from './secrets.ts';
 
 /** A user as stored, with the secrets that never leave the store's callers. */
@@ -39,7 +39,8 @@ export class UserStore {
     this.redis = redis;
   }
 
-  async create(input: NewUser): Promise<StoredUser> {
+  /** `once`: the job making it, so that a job run again after its worker died makes no second user (nor a 409). */
+  async create(input: NewUser, once?: WriteOnce): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
       display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default', ...input,
       used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
@@ -52,6 +53,7 @@ export class UserStore {
         { op: 'hset', key: keys.usernameIndex, field: usernameKey(input.username), value: '$id' },
         { op: 'zadd', key: keys.users },
       ],
+      once,
     });
     if (!result.ok) throw conflict(`username "${input.username}" is already taken`);
     return (await this.get(result.id))!;
@@ -73,7 +75,7 @@ export class UserStore {
    * access token and ends its dashboard sessions, in the same write (ADMIN_TOKEN stays valid
    * for as long as the environment sets it).
    */
-  async update(id: number, changes: UserChanges): Promise<StoredUser> {
+  async update(id: number, changes: UserChanges, once?: WriteOnce): Promise<StoredUser> {
     const updated = await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
@@ -100,6 +102,8 @@ export class UserStore {
         unique: renamed ? [{ key: keys.usernameIndex, field: usernameKey(changes.username!) }] : [],
         set,
         index,
+        // A new password bumps session_epoch: run twice, it would end sessions opened in between.
+        once,
       });
       if (result.ok) return (await this.get(id))!;
       if (result.reason === 'stale') return 'stale';
@@ -111,9 +115,10 @@ export class UserStore {
     return updated;
   }
 
-  async delete(id: number): Promise<void> {
+  async delete(id: number, once?: WriteOnce): Promise<void> {
     await withRetry(async () => {
       const current = await this.get(id);
+      if (!current && (await alreadyWritten(this.redis, once))) return true;
       if (!current) throw notFound(`no user with id ${id}`);
       const index: IndexChanges = [
         { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
@@ -125,6 +130,7 @@ export class UserStore {
         key: keys.user(id), id: String(id), delete: true,
         expect: { username: current.username, access_token_hash: current.access_token_hash },
         index,
+        once,
       });
       if (result.ok) return true;
       if (result.reason === 'stale') return 'stale';

@@ -3,6 +3,12 @@
 -- {'CONFLICT', field}.
 local op = cjson.decode(ARGV[1])
 -- KEYS[1] only routes the script to the store's slot; every key it touches is in that slot.
+-- `once` names the job this write belongs to: a job that already wrote (and was run again after
+-- its worker died) gets the id it wrote, and nothing is written twice.
+if op.once then
+  local done = redis.call('GET', op.once.key)
+  if done then return {'OK', done} end
+end
 local id = op.id
 local key
 if op.create then
@@ -54,4 +60,5 @@ for _, x in ipairs(op.index or {}) do
   elseif x.op == 'zrem' then redis.call('ZREM', x.key, id)
   end
 end
+if op.once then redis.call('SET', op.once.key, id, 'PX', op.once.ttlMs) end
 return {'OK', id}

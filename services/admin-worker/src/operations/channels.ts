@@ -1,9 +1,9 @@
 import { notFound, type AdminInput, type AdminJobInput } from '@gateway/contracts';
-import { publicChannel, type Store } from '@gateway/store';
+import { publicChannel, type Store, type WriteOnce } from '@gateway/store';
 
 /** The key arrives encrypted by the gateway, with its mask; this worker never sees it in clear. */
-export async function createChannel(store: Store, input: AdminJobInput<'channel.create'>) {
-  return publicChannel(await store.channels.create(input));
+export async function createChannel(store: Store, input: AdminJobInput<'channel.create'>, once: WriteOnce) {
+  return publicChannel(await store.channels.create(input, once));
 }
 
 export async function updateChannel(store: Store, input: AdminJobInput<'channel.update'>) {
@@ -22,8 +22,8 @@ export async function getChannel(store: Store, input: AdminInput<'channel.get'>)
   return publicChannel(channel);
 }
 
-export async function deleteChannel(store: Store, input: AdminInput<'channel.delete'>) {
-  await store.channels.delete(input.id);
+export async function deleteChannel(store: Store, input: AdminInput<'channel.delete'>, once: WriteOnce) {
+  await store.channels.delete(input.id, once);
   return null;
 }
 

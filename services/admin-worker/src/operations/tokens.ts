@@ -1,6 +1,6 @@
 import { forbidden, notFound, Role, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
 import type { StoredToken } from '@gateway/store';
-import { publicToken, type Store } from '@gateway/store';
+import { publicToken, type Store, type WriteOnce } from '@gateway/store';
 import { assertMayManageUser } from '../permissions.ts';
 
 /** A user manages its own keys; an admin also those of users below it. */
@@ -25,11 +25,11 @@ async function ownedToken(store: Store, actor: Actor, id: number, action: 'see' 
 }
 
 /** The gateway made the key: this worker stores its digest; the gateway adds the key to the answer. */
-export async function createToken(store: Store, actor: Actor, input: AdminJobInput<'token.create'>) {
+export async function createToken(store: Store, actor: Actor, input: AdminJobInput<'token.create'>, once: WriteOnce) {
   const userId = input.user_id ?? actor.id;
   await assertMayManageKeysOf(store, actor, userId, 'edit');
   const { user_id: _u, key_hash, key_preview, ...fields } = input;
-  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview });
+  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview }, once);
   return publicToken(token);
 }
 
@@ -51,9 +51,11 @@ export async function updateToken(store: Store, actor: Actor, input: AdminInput<
   return publicToken(await store.tokens.update(id, changes));
 }
 
-export async function deleteToken(store: Store, actor: Actor, input: AdminInput<'token.delete'>) {
+export async function deleteToken(store: Store, actor: Actor, input: AdminInput<'token.delete'>, once: WriteOnce) {
+  // Run again after its worker died, the job finds its key gone: it was this job that deleted it.
+  if (await store.alreadyWritten(once)) return null;
   await ownedToken(store, actor, input.id, 'edit');
-  await store.tokens.delete(input.id);
+  await store.tokens.delete(input.id, once);
   return null;
 }
 

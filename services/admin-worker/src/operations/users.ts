@@ -1,5 +1,5 @@
 import { badRequest, conflict, forbidden, notFound, unauthenticated, Role, UserStatus, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
-import { publicUser, type Store, type UserChanges } from '@gateway/store';
+import { publicUser, type Store, type UserChanges, type WriteOnce } from '@gateway/store';
 import { assertMayGrant, assertMayManageUser, mayManageUser } from '../permissions.ts';
 
 /** Signs in a user whose password the gateway has checked, with the token it made; the previous token is revoked. */
@@ -18,7 +18,7 @@ export async function self(store: Store, actor: Actor) {
   return publicUser(user);
 }
 
-export async function createUser(store: Store, actor: Actor, input: AdminJobInput<'user.create'>) {
+export async function createUser(store: Store, actor: Actor, input: AdminJobInput<'user.create'>, once: WriteOnce) {
   const role = input.role ?? 1;
   assertMayGrant(actor, role);
   const user = await store.users.create({
@@ -28,11 +28,11 @@ export async function createUser(store: Store, actor: Actor, input: AdminJobInpu
     role,
     quota: input.quota ?? 0,
     group: input.group ?? 'default',
-  });
+  }, once);
   return publicUser(user);
 }
 
-export async function updateUser(store: Store, actor: Actor, input: AdminJobInput<'user.update'>) {
+export async function updateUser(store: Store, actor: Actor, input: AdminJobInput<'user.update'>, once: WriteOnce) {
   const target = await store.users.get(input.id);
   if (!target) throw notFound(`no user with id ${input.id}`);
   assertMayManageUser(actor, target, 'edit');
@@ -41,7 +41,7 @@ export async function updateUser(store: Store, actor: Actor, input: AdminJobInpu
   const demoted = input.role !== undefined && input.role < Role.root;
   if (target.role === Role.root && (demoted || input.status === UserStatus.disabled)) await assertAnotherRoot(store, target.id);
   const { id: _id, ...changes } = input satisfies UserChanges & { id: number };
-  const user = await store.users.update(input.id, changes);
+  const user = await store.users.update(input.id, changes, once);
   return publicUser(user);
 }
 
@@ -64,14 +64,18 @@ export async function getUser(store: Store, actor: Actor, input: AdminInput<'use
   return publicUser(user);
 }
 
-export async function deleteUser(store: Store, actor: Actor, input: AdminInput<'user.delete'>) {
+export async function deleteUser(store: Store, actor: Actor, input: AdminInput<'user.delete'>, once: WriteOnce) {
   const user = await store.users.get(input.id);
-  if (!user) throw notFound(`no user with id ${input.id}`);
-  assertMayManageUser(actor, user, 'delete');
-  if (user.role === Role.root) await assertAnotherRoot(store, user.id);
-  // The user goes first, so its keys stop working at once; then its keys.
-  await store.users.delete(user.id);
-  for (const tokenId of await store.tokens.idsOfUser(user.id)) {
+  // Run again after its worker died between the user's deletion and its keys', the job finishes the keys.
+  const rerun = !user && (await store.alreadyWritten(once));
+  if (!user && !rerun) throw notFound(`no user with id ${input.id}`);
+  if (user) {
+    assertMayManageUser(actor, user, 'delete');
+    if (user.role === Role.root) await assertAnotherRoot(store, user.id);
+    // The user goes first, so its keys stop working at once; then its keys.
+    await store.users.delete(user.id, once);
+  }
+  for (const tokenId of await store.tokens.idsOfUser(input.id)) {
     await store.tokens.delete(tokenId).catch(() => {});
   }
   return null;
