@@ -17,6 +17,7 @@ import { ModelCatalog } from './model-catalog.ts';
 import { watchClient } from './client-signal.ts';
 import { capConnectionsPerClient } from './connection-cap.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
+import { registerContentDecoding } from './content-encoding.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -91,6 +92,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // JSON only: anything else is a 415, not a body the routes would misread.
   app.removeContentTypeParser(['text/plain']);
   registerJsonBodyParser(app);
+  registerContentDecoding(app);
   app.decorateRequest('keyHolder', null);
   app.decorateRequest('actor', null);
 

@@ -1,0 +1,93 @@
+/**
+ * Request bodies sent compressed (`Content-Encoding: gzip`, as some SDKs and proxies do): gzip,
+ * deflate and br (and zstd where this Node has it) are decompressed before the body is parsed,
+ * with the route's body limit applied to the decompressed bytes, so a small body that inflates
+ * past it (a zip bomb) is a 413 as soon as it does, not a gigabyte in memory. Any other coding
+ * is a 415 that says which are accepted (with `Accept-Encoding`, as RFC 7694 says), never a
+ * confusing "not valid JSON".
+ */
+import { Transform, type Readable } from 'node:stream';
+import * as zlib from 'node:zlib';
+import type { FastifyInstance } from 'fastify';
+import { GatewayError } from '@gateway/contracts';
+
+type Decoder = () => Transform;
+
+const DECODERS: Record<string, Decoder> = {
+  gzip: () => zlib.createGunzip(),
+  'x-gzip': () => zlib.createGunzip(),
+  deflate: () => zlib.createInflate(),
+  br: () => zlib.createBrotliDecompress(),
+};
+const zstd = (zlib as { createZstdDecompress?: () => Transform }).createZstdDecompress;
+if (typeof zstd === 'function') DECODERS.zstd = () => zstd();
+
+/** What the gateway accepts, as `Accept-Encoding` says it. */
+export const ACCEPTED_ENCODINGS = Object.keys(DECODERS).filter((c) => c !== 'x-gzip').join(', ');
+
+const unsupported = (header: string) =>
+  new GatewayError({
+    status: 415, code: 'unsupported_media_type',
+    message: `Content-Encoding "${header}" is not accepted: send the body uncompressed, or with one of ${ACCEPTED_ENCODINGS}`,
+  });
+
+const tooLarge = (limit: number) =>
+  new GatewayError({
+    status: 413, code: 'payload_too_large',
+    message: `the request body decompresses to more than ${limit} bytes, the limit of this route (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)`,
+  });
+
+const corrupt = (coding: string) =>
+  new GatewayError({ status: 400, code: 'invalid_request', message: `the request body is not valid ${coding} data, as its Content-Encoding says` });
+
+/** The one coding to undo, or undefined for none; throws 415 for what the gateway cannot undo. */
+function codingOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+  if (codings.length === 0) return undefined;
+  if (codings.length > 1 || !DECODERS[codings[0]!]) throw unsupported(header);
+  return codings[0];
+}
+
+/**
+ * The decompressed body: the route's limit counts decompressed bytes; `receivedEncodedLength`
+ * tells Fastify how many bytes came on the wire, for its Content-Length check.
+ */
+function decoded(payload: Readable, coding: string, limit: number): Readable {
+  const decoder = DECODERS[coding]!();
+  let size = 0;
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      size += chunk.length;
+      done(size > limit ? tooLarge(limit) : null, chunk);
+    },
+  }) as Transform & { receivedEncodedLength: number };
+  body.receivedEncodedLength = 0;
+  payload.on('data', (chunk: Buffer) => void (body.receivedEncodedLength += chunk.length));
+  decoder.on('error', () => body.destroy(corrupt(coding)));
+  // Refused part-way (too large, corrupt): stop inflating, and let the rest of the request drain.
+  body.on('close', () => {
+    if (body.readableEnded) return;
+    payload.unpipe(decoder);
+    decoder.destroy();
+    payload.resume();
+  });
+  payload.pipe(decoder).pipe(body);
+  return body;
+}
+
+export function registerContentDecoding(app: FastifyInstance): void {
+  app.addHook('preParsing', async (request, reply, payload) => {
+    const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
+    if (!hasBody) return payload;
+    let coding: string | undefined;
+    try {
+      coding = codingOf(request.headers['content-encoding']);
+    } catch (error) {
+      reply.header('accept-encoding', ACCEPTED_ENCODINGS);
+      throw error;
+    }
+    if (coding === undefined) return payload;
+    return decoded(payload, coding, request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1024 * 1024);
+  });
+}

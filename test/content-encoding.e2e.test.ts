@@ -1,0 +1,78 @@
+/**
+ * Compressed request bodies: gzip (as some SDKs and proxies send them), deflate and br are
+ * decompressed, with the body limit on the decompressed size (a zip bomb is a 413); any other
+ * coding is a 415 that says which are accepted. Real gateway and worker processes, the openai
+ * SDK and raw HTTP.
+ */
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import OpenAI from 'openai';
+import { expect } from 'vitest';
+import { stackTest } from '@gateway/testkit/fixtures';
+
+const BODY_LIMIT = 1024 * 1024;
+const test = stackTest({ workers: ['completion-worker'], env: { BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+
+/** A fetch that sends every JSON body gzipped, as a compressing proxy or SDK middleware would. */
+const gzipFetch: typeof fetch = async (url, init) => {
+  const body = typeof init?.body === 'string' ? gzipSync(init.body) : init?.body;
+  const headers = new Headers(init?.headers);
+  if (body !== init?.body) headers.set('content-encoding', 'gzip');
+  return fetch(url, { ...init, body, headers });
+};
+
+const post = (url: string, body: Uint8Array | string, headers: Record<string, string>) =>
+  fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+
+test('the openai SDK sending gzip gets its completion', async ({ stack, upstream, channel, apiKey }) => {
+  await channel(await upstream.openai(), ['m']);
+  const { key } = await apiKey();
+  const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, fetch: gzipFetch });
+  const completion = await client.completions.create({ model: 'm', prompt: 'hello '.repeat(1000) });
+  expect(completion.choices[0]!.text).toBeTruthy();
+});
+
+test('deflate and br too, on the model and management APIs', async ({ stack, upstream, channel, apiKey }) => {
+  await channel(await upstream.openai(), ['m']);
+  const { key } = await apiKey();
+  const body = JSON.stringify({ model: 'm', prompt: 'hi' });
+  for (const [coding, bytes] of [['deflate', deflateSync(body)], ['br', brotliCompressSync(body)], ['GZIP', gzipSync(body)]] as const) {
+    const answer = await post(`${stack.gateway.url}/v1/completions`, bytes, { authorization: `Bearer ${key}`, 'content-encoding': coding });
+    expect(answer.status, coding).toBe(200);
+  }
+  const created = await post(`${stack.gateway.url}/api/token/`, gzipSync(JSON.stringify({ name: 'zipped' })), { authorization: `Bearer ${stack.adminToken}`, 'content-encoding': 'gzip' });
+  expect(created.status).toBe(200);
+});
+
+test('another coding is a 415 naming those accepted, in each API format', async ({ stack, apiKey }) => {
+  const { key } = await apiKey();
+  const openai = await post(`${stack.gateway.url}/v1/completions`, 'xx', { authorization: `Bearer ${key}`, 'content-encoding': 'compress' });
+  expect(openai.status).toBe(415);
+  expect(openai.headers.get('accept-encoding')).toMatch(/gzip, deflate, br/);
+  expect(((await openai.json()) as any).error.message).toMatch(/Content-Encoding "compress" is not accepted.*gzip, deflate, br/);
+  const gemini = await post(`${stack.gateway.url}/v1beta/models/m:generateContent`, 'xx', { 'x-goog-api-key': key, 'content-encoding': 'gzip, gzip' });
+  expect(gemini.status).toBe(415);
+  expect(((await gemini.json()) as any).error.status).toBeTruthy();
+  const corrupt = await post(`${stack.gateway.url}/v1/completions`, 'not gzip at all', { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' });
+  expect(corrupt.status).toBe(400);
+  expect(((await corrupt.json()) as any).error.message).toMatch(/not valid gzip/);
+});
+
+test('a zip bomb is a 413 as soon as it passes the limit, in gzip and in br', async ({ stack, apiKey }) => {
+  const { key } = await apiKey();
+  // 64 MiB of JSON-ish text (64 times the limit) that compresses to under 100 KiB.
+  const inflated = Buffer.alloc(64 * 1024 * 1024, ' ');
+  const bombs = [['gzip', gzipSync(inflated, { level: 9 })], ['br', brotliCompressSync(inflated)]] as const;
+  for (const [coding, bomb] of bombs) {
+    expect(bomb.length).toBeLessThan(BODY_LIMIT);
+    const started = Date.now();
+    const answer = await post(`${stack.gateway.url}/v1/completions`, bomb, { authorization: `Bearer ${key}`, 'content-encoding': coding });
+    expect(answer.status, coding).toBe(413);
+    expect(((await answer.json()) as any).error.message).toMatch(/decompresses to more than/);
+    expect(Date.now() - started, coding).toBeLessThan(2000);
+  }
+  // The gateway inflated at most about its limit, not 64 MiB, per bomb.
+  const metrics = await (await fetch(`${stack.gateway.url}/metrics`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).text();
+  const rss = Number(/process_resident_memory_bytes(?:\{[^}]*\})? (\d+)/.exec(metrics)![1]);
+  expect(rss).toBeLessThan(200 * 1024 * 1024);
+  console.log(`[zip bomb] 64 MiB in gzip and br: 413 each; gateway RSS ${Math.round(rss / 1024 / 1024)} MiB after`);
+});
