@@ -132,6 +132,69 @@ describe('what the board shows of jobs', () => {
   });
 });
 
+describe('cross-site requests and the cookie', () => {
+  const signIn = (gateway: string, headers: Record<string, string>) =>
+    fetch(`${gateway}/admin/queues/login`, {
+      method: 'POST', redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams({ username: 'root', password: ROOT_PASSWORD }),
+    });
+  const sessionOf = (response: Response) => /gw_dashboard=([^;]+)/.exec(response.headers.get('set-cookie') ?? '')?.[1];
+
+  it('refuses a sign-in posted from another site, or with no Origin at all (login CSRF)', async () => {
+    for (const headers of [{ origin: 'https://evil.example' }, { referer: 'https://evil.example/page' }, { origin: 'null' }, {}] as Record<string, string>[]) {
+      const response = await signIn(stack.gateway.url, headers);
+      expect(response.status, JSON.stringify(headers)).toBe(403);
+      expect(sessionOf(response)).toBeUndefined();
+    }
+    const sameOrigin = await signIn(stack.gateway.url, { origin: stack.gateway.url });
+    expect(sameOrigin.status).toBe(303);
+    expect(sessionOf(sameOrigin)).toBeDefined();
+    // A Referer from the sign-in page does as well as an Origin.
+    expect((await signIn(stack.gateway.url, { referer: `${stack.gateway.url}/admin/queues/login` })).status).toBe(303);
+  });
+
+  it("refuses a change to jobs sent with the browser's cookie from another site; same-origin and token requests pass", async () => {
+    const session = sessionOf(await signIn(stack.gateway.url, { origin: stack.gateway.url }))!;
+    const pause = (headers: Record<string, string>) => fetch(`${stack.gateway.url}/admin/queues/api/queues/audio/pause`, { method: 'PUT', headers });
+    const resume = (headers: Record<string, string>) => fetch(`${stack.gateway.url}/admin/queues/api/queues/audio/resume`, { method: 'PUT', headers });
+    const cookie = `gw_dashboard=${session}`;
+    expect((await pause({ cookie, origin: 'https://evil.example' })).status).toBe(403);
+    expect((await pause({ cookie })).status).toBe(403);
+    expect((await pause({ cookie, origin: stack.gateway.url })).status).toBe(200);
+    expect((await resume({ cookie, referer: `${stack.gateway.url}/admin/queues/queue/audio` })).status).toBe(200);
+    // Reading needs no Origin; an access token is no ambient credential, so needs none either.
+    expect((await fetch(`${stack.gateway.url}/admin/queues/api/queues`, { headers: { cookie } })).status).toBe(200);
+    expect((await pause({ authorization: `Bearer ${stack.adminToken}` })).status).toBe(200);
+    expect((await resume({ authorization: `Bearer ${stack.adminToken}` })).status).toBe(200);
+    // Signing out from another site is refused too.
+    const logout = await fetch(`${stack.gateway.url}/admin/queues/logout`, { method: 'POST', redirect: 'manual', headers: { cookie, origin: 'https://evil.example' } });
+    expect(logout.status).toBe(403);
+  });
+
+  it('marks the cookie Secure behind a TLS proxy only when TRUST_PROXY trusts it', async () => {
+    const behindTls = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example', origin: 'https://gateway.example' };
+    // Not trusted (the default): X-Forwarded-* are anyone's to send, so they change nothing.
+    const untrusted = await signIn(stack.gateway.url, { ...behindTls, origin: stack.gateway.url });
+    expect(untrusted.status).toBe(303);
+    expect(untrusted.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+
+    const proxied = await stack.add('gateway', { TRUST_PROXY: '127.0.0.1' });
+    try {
+      const trusted = await signIn(proxied.url, behindTls);
+      expect(trusted.status).toBe(303);
+      expect(trusted.headers.get('set-cookie')).toMatch(/;\s*Secure/i);
+      // Over plain HTTP through the same proxy: no Secure (the browser would drop the cookie).
+      const plain = await signIn(proxied.url, { origin: proxied.url });
+      expect(plain.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
+      // The proxy's X-Forwarded-Host is the host the browser saw: another Origin is still refused.
+      expect((await signIn(proxied.url, { ...behindTls, origin: 'https://evil.example' })).status).toBe(403);
+    } finally {
+      await proxied.stop();
+    }
+  });
+});
+
 describe('in a browser', () => {
   let browser: Browser;
   beforeAll(async () => {

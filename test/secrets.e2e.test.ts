@@ -32,7 +32,7 @@ const login = (username: string, password: string, gateway = stack.gateway.url) 
 
 async function dashboardSession(username: string, password: string): Promise<string> {
   const response = await fetch(`${stack.gateway.url}/admin/queues/login`, {
-    method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username, password }),
+    method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.gateway.url }, body: new URLSearchParams({ username, password }),
   });
   expect(response.status).toBe(303);
   return /gw_dashboard=([^;]+)/.exec(response.headers.get('set-cookie') ?? '')![1]!;

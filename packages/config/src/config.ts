@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const integer = (fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER) =>
@@ -32,6 +33,26 @@ const secretKey = z.string().transform((value, ctx) => {
     return z.NEVER;
   }
   return bytes;
+});
+
+/**
+ * TRUST_PROXY: whom the gateway believes about the client (X-Forwarded-For) and the scheme
+ * (X-Forwarded-Proto). `false` (default): nobody, the socket's peer is the client. `true`: any
+ * peer (only when nothing but the proxy can reach the gateway). Otherwise the proxies'
+ * addresses or CIDR ranges, comma-separated (or proxy-addr's names: loopback, linklocal,
+ * uniquelocal). No hop counts: Fastify cannot check the peer against a count.
+ */
+const trustProxy = z.string().transform((value, ctx): boolean | string => {
+  const text = value.trim();
+  if (text === 'false') return false;
+  if (text === 'true') return true;
+  const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
+  const valid = (e: string) => ['loopback', 'linklocal', 'uniquelocal'].includes(e) || (isIP(e.split('/')[0]!) > 0 && /^[^/]+(\/\d{1,3})?$/.test(e));
+  if (entries.length === 0 || !entries.every(valid)) {
+    ctx.addIssue({ code: 'custom', message: 'must be false, true, or proxy addresses/CIDRs separated by commas (10.0.0.0/8,127.0.0.1)' });
+    return z.NEVER;
+  }
+  return entries.join(',');
 });
 
 /** Every environment variable, with its default. The README lists the same set. */
@@ -96,6 +117,8 @@ export const configSchema = z.object({
   PASSWORD_HASH_CONCURRENCY: integer(2, 1, 64),
   /** How much of a job's payload (prompts, speech text) the dashboard shows. */
   DASHBOARD_PAYLOADS: z.enum(['truncated', 'full', 'none']).default('truncated'),
+  /** Proxies whose X-Forwarded-For/-Proto the gateway believes (client address, https): see trustProxy. */
+  TRUST_PROXY: trustProxy.default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;

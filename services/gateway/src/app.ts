@@ -38,6 +38,8 @@ export interface GatewayDeps {
   requestTimeoutMs: number;
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe (Fastify's trustProxy). */
+  trustProxy?: boolean | string;
   /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
   managementBodyLimitBytes: number;
   /** A client's headers must arrive within this time, and its whole request within bodyTimeoutMs. */
@@ -73,6 +75,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // Small by default (unmatched routes included); the model routes raise their own limit.
     bodyLimit: deps.managementBodyLimitBytes,
     requestIdHeader: 'x-request-id',
+    // Behind a proxy (TRUST_PROXY): request.ip is the client's, request.protocol the proxy's scheme.
+    trustProxy: deps.trustProxy ?? false,
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: true,

@@ -47,6 +47,7 @@ const gateway = buildGateway({
   passwordHashConcurrency: config.PASSWORD_HASH_CONCURRENCY,
   addressPolicy,
   dashboardPayloads: config.DASHBOARD_PAYLOADS,
+  trustProxy: config.TRUST_PROXY,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
 });
 

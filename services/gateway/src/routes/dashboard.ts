@@ -15,6 +15,7 @@ import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import { crossOriginProblem } from '../dashboard/same-origin.ts';
 import { shownJobData, type PayloadDisplay } from '../dashboard/shown-job-data.ts';
 import { setRetryHeaders } from '../error-formats.ts';
 
@@ -38,8 +39,15 @@ const sessionOf = (request: FastifyRequest): string | undefined => {
   return value !== undefined && SESSION_SHAPE.test(value) ? value : undefined;
 };
 
-/** The session cookie: never readable by scripts, sent only to the board. */
-const sessionCookie = { httpOnly: true, sameSite: 'strict', path: DASHBOARD_PATH } as const;
+/**
+ * The session cookie: never readable by scripts, sent only to the board, and only over HTTPS
+ * when the request came over HTTPS (behind a proxy that ends TLS: with TRUST_PROXY set, its
+ * X-Forwarded-Proto says so).
+ */
+const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: DASHBOARD_PATH, secure: request.protocol === 'https' }) as const;
+
+/** True when the request carries the board's session cookie (a credential the browser adds by itself). */
+const hasSessionCookie = (request: FastifyRequest) => request.cookies[COOKIE] !== undefined;
 
 async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
   const session = sessionOf(request);
@@ -86,6 +94,9 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   app.post('/login', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     try {
+      // A sign-in from another site would sign the browser in as the attacker (login CSRF).
+      const crossOrigin = crossOriginProblem(request);
+      if (crossOrigin) throw forbidden(crossOrigin);
       const credentials = parseOrThrow(loginBody, { username: String(body.username ?? ''), password: String(body.password ?? '') });
       const prepared = await options.adminJobs.prepare('session.create', credentials, request.ip);
       const result = await options.jobs.request<AdminJobPayload, AdminResult>(
@@ -95,7 +106,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       );
       const { expires_in } = result.data as { expires_in: number };
       const session = prepared.reveal!.session!;
-      reply.setCookie(COOKIE, session, { ...sessionCookie, maxAge: expires_in });
+      reply.setCookie(COOKIE, session, { ...sessionCookie(request), maxAge: expires_in });
       return reply.redirect(DASHBOARD_PATH, 303);
     } catch (error) {
       const failure = GatewayError.from(error);
@@ -105,6 +116,8 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
   });
 
   app.post('/logout', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+    const crossOrigin = crossOriginProblem(request);
+    if (crossOrigin) return refuse(reply, request, forbidden(crossOrigin));
     const session = sessionOf(request);
     if (session) {
       const { input } = await options.adminJobs.prepare('session.delete', { session }, request.ip);
@@ -112,7 +125,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
         requestId: request.id, timeoutMs: options.timeoutMs,
       });
     }
-    reply.clearCookie(COOKIE, sessionCookie);
+    reply.clearCookie(COOKIE, sessionCookie(request));
     return reply.redirect(`${DASHBOARD_PATH}/login`, 303);
   });
 
@@ -128,6 +141,9 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
         if (actor.role < Role.admin) throw forbidden('only administrators may open the queue dashboard');
         const changesJobs = request.method !== 'GET' && request.method !== 'HEAD';
         if (changesJobs && actor.role < Role.root) throw forbidden('the dashboard is read-only for administrators; only root may change jobs');
+        // Only a browser's cookie rides along on a forged request; an access token never does.
+        const crossOrigin = changesJobs && hasSessionCookie(request) ? crossOriginProblem(request) : undefined;
+        if (crossOrigin) throw forbidden(crossOrigin);
       } catch (error) {
         return refuse(reply, request, GatewayError.from(error));
       }
