@@ -10,8 +10,9 @@
  * complete within `timeoutMs` (`replyDeadline`).
  */
 import { isIP } from 'node:net';
-import { Agent, buildConnector, request, type Dispatcher } from 'undici';
-import { addressProblem, policedLookup, portOf, type AddressPolicy } from './upstream-address-policy.ts';
+import { Agent, request, type Dispatcher } from 'undici';
+import { policedConnector } from './policed-connector.ts';
+import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
 import { NOT_JSON_BODY, parseRetryAfter, UpstreamError } from '@gateway/contracts';
 
 /**
@@ -42,29 +43,11 @@ export function setAddressPolicy(policy: AddressPolicy): void {
  */
 export const HOP_HEADER = 'x-gateway-hop';
 
-/**
- * Connects as undici does, after checking every address the host resolves to against the policy
- * with the port it connects to (the gateway's own Redis is refused by address and port). One
- * connector per port, each with the lookup for its port; an address written in the URL is
- * never looked up, so it is checked here.
- */
-const connectors = new Map<number, buildConnector.connector>();
-const policedConnect: buildConnector.connector = (options, callback) => {
-  const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
-  if (isIP(options.hostname.replace(/^\[|\]$/g, ''))) {
-    const problem = addressProblem(options.hostname, port, addressPolicy);
-    if (problem) return callback(Object.assign(new Error(`upstream address refused: ${problem}`), { code: 'EUPSTREAMFORBIDDEN' }), null);
-  }
-  let connect = connectors.get(port);
-  if (!connect) connectors.set(port, (connect = buildConnector({ timeout: 10_000, lookup: policedLookup(() => addressPolicy, port) })));
-  return connect(options, callback);
-};
-
 /** Shared by every upstream call of the process: connections are reused across requests. */
 const upstreamAgent = new Agent({
   keepAliveTimeout: 30_000,
   keepAliveMaxTimeout: 600_000,
-  connect: policedConnect,
+  connect: policedConnector(() => addressPolicy),
   // Time-outs are set per call (per channel), never undici's defaults of 300 s.
   headersTimeout: 0,
   bodyTimeout: 0,
