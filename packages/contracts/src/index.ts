@@ -16,3 +16,4 @@ export * from './model-jobs.ts';
 export * from './wire/openai-completion.ts';
 export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';
+export * from './worst-case-usage.ts';

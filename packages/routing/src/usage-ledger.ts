@@ -1,6 +1,6 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { GatewayError, type ModelCaller } from '@gateway/contracts';
-import { keys } from '@gateway/store';
+import { keys, QuotaHolds } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
 
@@ -72,6 +72,9 @@ export class UsageLedger {
   private tokens = new Map<number, number>();
   private users = new Map<number, UserCharge>();
   private channels = new Map<number, ChannelCharge>();
+  /** `${tokenId}:${userId}` → holds to give back once the charges before them are written. */
+  private releases = new Map<string, string[]>();
+  private readonly holds: QuotaHolds;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private readonly quotaCacheMs: number;
@@ -84,6 +87,18 @@ export class UsageLedger {
     this.flushMs = options.flushMs ?? 100;
     this.onFlushError = options.onFlushError ?? (() => {});
     this.quotaCacheMs = options.quotaCacheMs ?? 250;
+    this.holds = new QuotaHolds(redis);
+  }
+
+  /**
+   * The request has ended: its hold on the quota (made by the gateway) is given back with the
+   * next flush, after the charge of its answer is written, so that at no moment is the request
+   * neither held nor charged.
+   */
+  settle(caller: ModelCaller): void {
+    if (!caller.hold) return;
+    this.addRelease(`${caller.tokenId}:${caller.userId}`, [caller.hold]);
+    this.schedule();
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
@@ -144,6 +159,10 @@ export class UsageLedger {
     this.addUser(charge.caller.userId, { quota, requests: 1 });
     const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
     this.addChannel(charge.channelId, { quota, responseTimeMs, healthy: charge.healthy !== false }, true);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.flushMs === 0) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
   }
@@ -155,10 +174,12 @@ export class UsageLedger {
     const tokens = this.tokens;
     const users = this.users;
     const channels = this.channels;
-    if (tokens.size === 0 && users.size === 0 && channels.size === 0) return this.flushing;
+    const releases = this.releases;
+    if (tokens.size === 0 && users.size === 0 && channels.size === 0 && releases.size === 0) return this.flushing;
     this.tokens = new Map();
     this.users = new Map();
     this.channels = new Map();
+    this.releases = new Map();
     const now = Math.floor(Date.now() / 1000);
     const writes: Promise<unknown>[] = [];
     for (const [id, quota] of tokens) {
@@ -173,13 +194,27 @@ export class UsageLedger {
           .catch((e: Error) => this.retry(e, () => this.addChannel(id, charge))),
       );
     }
-    this.flushing = Promise.all(writes).then(() => {});
+    this.flushing = Promise.all(writes).then(() => this.releaseHolds(releases));
     return this.flushing;
   }
 
   /** Flushes what is left and stops; later charges are written at once. */
   async close(): Promise<void> {
     await this.flush();
+  }
+
+  /** Gives holds back once the charges written with them have landed (a failed charge is retried first). */
+  private async releaseHolds(releases: Map<string, string[]>): Promise<void> {
+    await Promise.all([...releases].map(([owner, holds]) => {
+      const [tokenId, userId] = owner.split(':').map(Number) as [number, number];
+      return this.holds.release(tokenId, userId, holds).catch((e: Error) => this.retry(e, () => this.addRelease(owner, holds)));
+    }));
+  }
+
+  private addRelease(owner: string, holds: string[]): void {
+    const waiting = this.releases.get(owner);
+    if (waiting) waiting.push(...holds);
+    else this.releases.set(owner, [...holds]);
   }
 
   private retry(error: Error, putBack: () => void): void {

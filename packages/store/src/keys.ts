@@ -27,6 +27,13 @@ export const keys = {
   tokenKeyIndex: `${STORE_PREFIX}idx:token-key`,
   userTokens: (userId: number | string) => `${STORE_PREFIX}idx:user-tokens:${userId}`,
 
+  /**
+   * Holds of the requests in flight on a key's or a user's quota (quota-holds.ts): a sorted set
+   * of `<id>:<amount>` scored by expiry, and the sum of their amounts.
+   */
+  holds: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}holds:${of}:${id}`,
+  heldSum: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}held-sum:${of}:${id}`,
+
   /** Pub/sub channel on which writers announce changes that caches must drop. */
   invalidations: 'gw:invalidate',
 } as const;

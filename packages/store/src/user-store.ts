@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { conflict, notFound, usernameKey, Role, UserStatus, type Page, type User } from '@gateway/contracts';
+import { conflict, notFound, usernameKey, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry } from './record-write.ts';
@@ -20,12 +20,16 @@ const codec: Codec<StoredUser> = {
   id: 'int', username: 'string', display_name: 'string', role: 'int', status: 'int', quota: 'int',
   used_quota: 'int', request_count: 'int', group: 'string', created_time: 'int',
   password_hash: 'string', access_token_hash: 'string', env_token_hash: 'string', session_epoch: 'int',
+  rpm_limit: 'int', models: 'json', priority: 'string', max_keys: 'int', max_in_flight: 'int',
 };
+
+/** The limits an administrator sets on a user (they bind every key of the user). */
+type UserLimits = Pick<User, 'rpm_limit' | 'models' | 'priority' | 'max_keys' | 'max_in_flight'>;
 
 type IndexChanges = NonNullable<Parameters<typeof writeRecord>[1]['index']>;
 
-export type NewUser = Pick<StoredUser, 'username' | 'password_hash'> & Partial<Pick<User, 'display_name' | 'role' | 'quota' | 'group' | 'status'>>;
-export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' | 'display_name' | 'role' | 'status' | 'quota' | 'group'>>;
+export type NewUser = Pick<StoredUser, 'username' | 'password_hash'> & Partial<Pick<User, 'display_name' | 'role' | 'quota' | 'group' | 'status'> & UserLimits>;
+export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' | 'display_name' | 'role' | 'status' | 'quota' | 'group'> & UserLimits>;
 
 /** The public view of a user: no password hash, no access token hash. */
 export function publicUser(user: StoredUser): User {
@@ -41,7 +45,8 @@ export class UserStore {
 
   async create(input: NewUser): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
-      display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default', ...input,
+      display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default',
+      rpm_limit: 0, models: [], priority: 'interactive', max_keys: DEFAULT_MAX_KEYS, max_in_flight: 0, ...input,
       used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
     };
     const result = await writeRecord(this.redis, {
@@ -224,6 +229,9 @@ export class UserStore {
 /** Records written before a field existed read as its empty value. */
 function decodeUser(hash: Record<string, string>): StoredUser {
   const user = decodeFields(codec, hash);
+  user.models ??= [];
+  user.priority ||= 'interactive';
+  if (hash.max_keys === undefined) user.max_keys = DEFAULT_MAX_KEYS;
   user.env_token_hash ??= '';
   user.session_epoch ??= 0;
   user.access_token_hash ??= '';

@@ -3,9 +3,9 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { GatewayError, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
-import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
+import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
-import type { ChannelKeyCipher, Store } from '@gateway/store';
+import { QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
@@ -144,7 +144,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     const modelApi = {
       jobs: deps.jobs,
       apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
-      admission: new ModelAdmission(new KeyRateLimit(deps.redis), models.queueBacklog),
+      admission: new ModelAdmission({
+        rateLimit: new KeyRateLimit(deps.redis), backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
+      }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,

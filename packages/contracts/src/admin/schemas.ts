@@ -13,6 +13,18 @@ const nameList = z.union([
   z.string().transform((s) => s.split(',').map((m) => m.trim()).filter(Boolean)),
 ]);
 
+/**
+ * The models a key or a user is limited to: a name list bounded in count and in size, since
+ * every key a user makes is kept in Redis (see MAX_MODEL_LIST_*: a user's keys cannot grow the
+ * store by more than their count times this).
+ */
+export const MAX_MODEL_LIST_ENTRIES = 64;
+export const MAX_MODEL_LIST_CHARACTERS = 4096;
+const modelList = nameList.refine(
+  (names) => names.length <= MAX_MODEL_LIST_ENTRIES && names.reduce((n, name) => n + name.length, 0) <= MAX_MODEL_LIST_CHARACTERS,
+  `must name at most ${MAX_MODEL_LIST_ENTRIES} models, ${MAX_MODEL_LIST_CHARACTERS} characters in all`,
+);
+
 /** Text that is valid Unicode (no lone UTF-16 surrogate), for what is parsed from a JSON string. */
 const wellFormed = z.string().refine((s) => s.isWellFormed(), 'must be valid Unicode text');
 const mappingRecord = z.record(wellFormed, wellFormed);
@@ -87,12 +99,30 @@ export const sessionDeleteJob = z.strictObject({ session_hash: digest });
 /** A password hash made by the gateway (scrypt), never a password. */
 const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');
 
+/**
+ * Limits an administrator sets on a user. They bind every key of the user, whatever the key
+ * says: the key's own settings can only narrow them further.
+ */
+const userLimits = {
+  /** Requests a minute across all the user's keys; 0: none. */
+  rpm_limit: nonNegative.optional(),
+  /** Models the user's keys may use; empty: all. */
+  models: modelList.optional(),
+  /** batch: every request of the user's keys waits behind interactive work. */
+  priority: z.enum(['interactive', 'batch']).optional(),
+  /** API keys the user may hold at once. */
+  max_keys: z.number().int().min(0).max(10_000).optional(),
+  /** Requests of the user's keys in flight at once; 0: none. */
+  max_in_flight: nonNegative.optional(),
+};
+
 const newUser = {
   username,
   display_name: z.string().max(64).optional(),
   role: role.optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
+  ...userLimits,
 };
 export const createUserBody = z.strictObject({ ...newUser, password });
 export const createUserJob = z.strictObject({ ...newUser, password_hash: passwordHash });
@@ -105,6 +135,7 @@ const userChanges = {
   status: z.union([z.literal(1), z.literal(2)]).optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
+  ...userLimits,
 };
 export const updateUserBody = z.strictObject({ ...userChanges, password: password.optional() });
 export const updateUserJob = z.strictObject({ ...userChanges, password_hash: passwordHash.optional() });
@@ -175,9 +206,11 @@ const tokenSettings = {
   remain_quota: nonNegative.optional(),
   unlimited_quota: z.boolean().optional(),
   expired_time: expiredTime.optional(),
-  models: nameList.optional(),
+  models: modelList.optional(),
   rpm_limit: nonNegative.optional(),
   priority: z.enum(['interactive', 'batch']).optional(),
+  /** Requests of this key in flight at once; 0: none (the user's cap still applies). */
+  max_in_flight: nonNegative.optional(),
 };
 
 export const createTokenBody = z.strictObject({
