@@ -20,7 +20,7 @@ describe('FairOrder', () => {
     for (let i = 1; i <= 200; i++) order.add(entry(`hog-${i}`, 1));
     order.remove(order.first()!, true); // hog-1 served
     order.add(entry('steady', 2));
-    expect(serveAll(order).slice(0, 2)).toEqual(['hog-2', 'steady']);
+    expect(serveAll(order).slice(0, 2)).toEqual(['steady', 'hog-2']);
   });
 
   it('takes turns between users, then between the keys of one user', () => {
@@ -30,6 +30,11 @@ describe('FairOrder', () => {
     for (let i = 1; i <= 3; i++) order.add(entry(`c${i}`, 2, 20));
     // Users alternate; user 1's turns alternate between its keys.
     expect(serveAll(order)).toEqual(['a1', 'c1', 'b1', 'c2', 'a2', 'c3', 'b2', 'a3', 'a4']);
+    // A user that has taken its turn goes behind one that has not had one yet.
+    for (const name of ['x1', 'x2']) order.add(entry(name, 5));
+    order.remove(order.first()!, true);
+    order.add(entry('y1', 6));
+    expect(serveAll(order)).toEqual(['y1', 'x2']);
   });
 
   it('serves every interactive request before any batch one, whoever is waiting', () => {

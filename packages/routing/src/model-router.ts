@@ -142,8 +142,8 @@ export class ModelRouter {
     try {
       return await this.serve(request, call);
     } finally {
-      // Its hold on the quota goes back once its charge is written (both in the next flush).
-      this.ledger.settle(request.caller);
+      // Charged and its hold on the quota given back in one step, before the answer leaves.
+      await this.ledger.settle(request.caller);
     }
   }
 

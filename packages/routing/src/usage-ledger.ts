@@ -72,8 +72,8 @@ export class UsageLedger {
   private tokens = new Map<number, number>();
   private users = new Map<number, UserCharge>();
   private channels = new Map<number, ChannelCharge>();
-  /** `${tokenId}:${userId}` → holds to give back once the charges before them are written. */
-  private releases = new Map<string, string[]>();
+  /** Holds (of requests a gateway held quota for) → the quota their answer used, until settled. */
+  private readonly held = new Map<string, number>();
   private readonly holds: QuotaHolds;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -91,14 +91,25 @@ export class UsageLedger {
   }
 
   /**
-   * The request has ended: its hold on the quota (made by the gateway) is given back with the
-   * next flush, after the charge of its answer is written, so that at no moment is the request
-   * neither held nor charged.
+   * The request has ended. One the gateway held quota for has its key and user charged and its
+   * hold given back at once, in one step (awaited: its next request must find its in-flight slot
+   * free); should that fail, the charge waits for the next flush like any other, and the hold runs
+   * out at its expiry. Never throws.
    */
-  settle(caller: ModelCaller): void {
+  async settle(caller: ModelCaller): Promise<void> {
     if (!caller.hold) return;
-    this.addRelease(`${caller.tokenId}:${caller.userId}`, [caller.hold]);
-    this.schedule();
+    const quota = this.held.get(caller.hold);
+    this.held.delete(caller.hold);
+    try {
+      await this.holds.settle(caller.tokenId, caller.userId, caller.hold, quota === undefined ? undefined : { quota });
+    } catch (error) {
+      if (quota !== undefined) {
+        this.addToken(caller.tokenId, quota);
+        this.addUser(caller.userId, { quota, requests: 1 });
+        this.schedule();
+      }
+      this.onFlushError(error as Error);
+    }
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
@@ -155,8 +166,13 @@ export class UsageLedger {
       snapshot.remain -= quota;
       snapshot.used += quota;
     }
-    this.addToken(charge.caller.tokenId, quota);
-    this.addUser(charge.caller.userId, { quota, requests: 1 });
+    if (charge.caller.hold) {
+      // Charged with its hold's release when the request settles.
+      this.held.set(charge.caller.hold, (this.held.get(charge.caller.hold) ?? 0) + quota);
+    } else {
+      this.addToken(charge.caller.tokenId, quota);
+      this.addUser(charge.caller.userId, { quota, requests: 1 });
+    }
     const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
     this.addChannel(charge.channelId, { quota, responseTimeMs, healthy: charge.healthy !== false }, true);
     this.schedule();
@@ -174,12 +190,10 @@ export class UsageLedger {
     const tokens = this.tokens;
     const users = this.users;
     const channels = this.channels;
-    const releases = this.releases;
-    if (tokens.size === 0 && users.size === 0 && channels.size === 0 && releases.size === 0) return this.flushing;
+    if (tokens.size === 0 && users.size === 0 && channels.size === 0) return this.flushing;
     this.tokens = new Map();
     this.users = new Map();
     this.channels = new Map();
-    this.releases = new Map();
     const now = Math.floor(Date.now() / 1000);
     const writes: Promise<unknown>[] = [];
     for (const [id, quota] of tokens) {
@@ -194,27 +208,13 @@ export class UsageLedger {
           .catch((e: Error) => this.retry(e, () => this.addChannel(id, charge))),
       );
     }
-    this.flushing = Promise.all(writes).then(() => this.releaseHolds(releases));
+    this.flushing = Promise.all(writes).then(() => {});
     return this.flushing;
   }
 
   /** Flushes what is left and stops; later charges are written at once. */
   async close(): Promise<void> {
     await this.flush();
-  }
-
-  /** Gives holds back once the charges written with them have landed (a failed charge is retried first). */
-  private async releaseHolds(releases: Map<string, string[]>): Promise<void> {
-    await Promise.all([...releases].map(([owner, holds]) => {
-      const [tokenId, userId] = owner.split(':').map(Number) as [number, number];
-      return this.holds.release(tokenId, userId, holds).catch((e: Error) => this.retry(e, () => this.addRelease(owner, holds)));
-    }));
-  }
-
-  private addRelease(owner: string, holds: string[]): void {
-    const waiting = this.releases.get(owner);
-    if (waiting) waiting.push(...holds);
-    else this.releases.set(owner, [...holds]);
   }
 
   private retry(error: Error, putBack: () => void): void {

@@ -26,15 +26,16 @@ export type HoldRefusal =
 type Scripted = Redis & {
   gwReserveQuota(...args: (string | number)[]): Promise<[string, string | number | undefined]>;
   gwReleaseQuota(...args: string[]): Promise<number>;
+  gwSettleQuota(...args: (string | number)[]): Promise<number>;
 };
 
 /**
  * Each admitted request holds its worst case (its prompt plus the most it may produce) on its
  * key's and its user's quota until it ends, so a burst of requests cannot together spend past
  * the quota: a request is admitted only while the quota less what is held is above zero. Holds
- * also count a key's and a user's requests in flight, for their caps. A hold is given back
- * (`release`) after the request's charge is written; one whose process died runs out at its
- * expiry. Every key lives in the store's slot, beside the records whose quota it guards.
+ * also count a key's and a user's requests in flight, for their caps. When the request ends, its
+ * charge and the hold's release are one step (`settle`); a request that never ran gives its hold
+ * back (`release`); one whose process died runs out at its expiry. Every key lives in the store's slot, beside the records whose quota it guards.
  */
 export class QuotaHolds {
   private readonly redis: Scripted;
@@ -65,6 +66,18 @@ export class QuotaHolds {
     if (holds.length === 0) return;
     await this.redis.gwReleaseQuota(
       keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId), ...holds,
+    );
+  }
+
+  /**
+   * The request ended: charges its usage (`quota`, when it was answered) to its key and user and
+   * gives its hold back, in one step.
+   */
+  async settle(tokenId: number, userId: number, hold: string, usage: { quota: number } | undefined): Promise<void> {
+    await this.redis.gwSettleQuota(
+      keys.token(tokenId), keys.user(userId),
+      keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId),
+      hold, usage ? Math.max(0, Math.round(usage.quota)) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000),
     );
   }
 

@@ -80,6 +80,8 @@ const streamHeaders = {
 export async function relayModelJob<P extends { caller: ModelCaller }>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const { holder } = options;
   const admitted = await options.admission.admit(request.headers, holder, options.queue, options.worstCase, Date.now() + options.timeoutMs);
+  // The priority the request runs at, which X-Priority may have lowered but never raised.
+  reply.header('x-priority', admitted.batch ? 'batch' : 'interactive');
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
   const enqueue = {
     requestId: request.id,

@@ -1,8 +1,9 @@
 -- A job takes its place in its tenant's line (fair-shares.ts). KEYS: the queue's line counts, the
 -- user's per-key counts. ARGV: class ("i" interactive, "b" batch), key id, the most rank.
 -- Its rank: the class's virtual time (the highest rank taken from the queue since it last ran
--- empty) plus its place in a round robin of its user's keys: the sum over the user's keys of
--- min(that key's waiting jobs, this key's). Lower ranks are served first.
+-- empty) plus its place in a round robin of its user's keys less one: the sum over the user's
+-- keys of min(that key's waiting jobs, this key's). A tenant with nothing waiting ranks with the
+-- jobs being taken now, ahead of every backlog. Lower ranks are served first.
 local mine = redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 local place = 0
 for _, waiting in ipairs(redis.call('HVALS', KEYS[2])) do
@@ -13,4 +14,4 @@ local virtual = tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':v') or '0')
 -- Counts of a process that died between join and leave would stay: they run out unless renewed.
 redis.call('PEXPIRE', KEYS[1], 3600000)
 redis.call('PEXPIRE', KEYS[2], 3600000)
-return math.min(virtual + place, tonumber(ARGV[3]))
+return math.min(virtual + place - 1, tonumber(ARGV[3]))

@@ -9,6 +9,8 @@ import type { KeyRateLimit } from './key-rate-limit.ts';
 export interface Admission {
   /** BullMQ priority: the request's place among every tenant's waiting work (`FairShares`). */
   priority: number;
+  /** Whether it runs as batch work (the key's or user's priority, or lowered by `X-Priority`). */
+  batch: boolean;
   /** Its hold on its key's and user's quota and in-flight slots, if it needed one. */
   hold?: string;
   /** When the job never ran (not enqueued, or removed while waiting): gives back what it held. */
@@ -70,6 +72,7 @@ export class ModelAdmission {
     }
     return {
       priority: place.priority,
+      batch,
       hold,
       unrun: () => {
         if (hold) void this.release(holder, hold);
