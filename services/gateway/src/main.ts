@@ -42,6 +42,7 @@ const gateway = buildGateway({
   loginThrottle: {
     failuresPerUser: config.LOGIN_FAILURES_PER_USER,
     failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS,
+    failuresPerUserOverall: config.LOGIN_FAILURES_PER_USER_OVERALL,
     windowSeconds: config.LOGIN_WINDOW_SECONDS,
   },
   passwordHashConcurrency: config.PASSWORD_HASH_CONCURRENCY,
