@@ -49,6 +49,7 @@ const gateway = buildGateway({
   addressPolicy,
   dashboardPayloads: config.DASHBOARD_PAYLOADS,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
+  adminToken: config.ADMIN_TOKEN,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST });
