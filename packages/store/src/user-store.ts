@@ -1,8 +1,9 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { conflict, notFound, usernameKey, usernameSkeletons, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
+import { notFound, usernameKey, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { writeRecord, withRetry } from './record-write.ts';
+import { indexSkeletons, nameConflict, nameForCreate, nameForDelete, nameForRename } from './username-index.ts';
 import { sameDigest, sha256 } from './secrets.ts';
 
 /** A user as stored, with the secrets that never leave the store's callers. */
@@ -49,40 +50,20 @@ export class UserStore {
       rpm_limit: 0, models: [], priority: 'interactive', max_keys: DEFAULT_MAX_KEYS, max_in_flight: 0, ...input,
       used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
     };
-    const skeletons = usernameSkeletons(input.username);
+    const name = nameForCreate(input.username);
     const result = await writeRecord(this.redis, {
       create: { seq: keys.userSeq, prefix: keys.userPrefix },
-      unique: [{ key: keys.usernameIndex, field: usernameKey(input.username) }, ...skeletons.map(skeletonField)],
+      unique: name.unique,
       set: encodeFields(codec, record),
-      index: [
-        { op: 'hset', key: keys.usernameIndex, field: usernameKey(input.username), value: '$id' },
-        ...skeletons.map((field) => ({ op: 'hset' as const, ...skeletonField(field), value: '$id' })),
-        { op: 'zadd', key: keys.users },
-      ],
+      index: [...name.index, { op: 'zadd', key: keys.users }],
     });
-    if (!result.ok) throw await this.nameConflict(input.username);
+    if (!result.ok) throw await nameConflict(this.redis, input.username);
     return (await this.get(result.id))!;
   }
 
-  /** 409 for a name taken (whatever its case or form) or one that looks like a user's name. */
-  private async nameConflict(username: string) {
-    const taken = await this.redis.hexists(keys.usernameIndex, usernameKey(username));
-    return conflict(taken ? `username "${username}" is already taken` : `username "${username}" looks like the name of an existing user`);
-  }
-
-  /**
-   * Indexes the skeletons of users written before the skeleton index existed, so new names are
-   * checked against theirs too. A skeleton already held (two old names that look alike) stays
-   * with its holder. Returns how many entries it added.
-   */
+  /** Indexes the confusable skeletons of users written before that index existed (at start-up). */
   async indexSkeletons(): Promise<number> {
-    let added = 0;
-    for (const user of await this.getMany(await this.redis.zrange(keys.users, 0, -1))) {
-      for (const field of usernameSkeletons(user.username)) {
-        added += await this.redis.hsetnx(keys.usernameSkeletonIndex, field, String(user.id));
-      }
-    }
-    return added;
+    return indexSkeletons(this.redis, await this.getMany(await this.redis.zrange(keys.users, 0, -1)));
   }
 
   async get(id: number): Promise<StoredUser | null> {
@@ -105,20 +86,9 @@ export class UserStore {
     const updated = await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      const renamed = changes.username !== undefined && usernameKey(changes.username) !== usernameKey(current.username);
-      const index: IndexChanges = renamed
-        ? [
-            { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
-            { op: 'hset', key: keys.usernameIndex, field: usernameKey(changes.username!), value: '$id' },
-          ]
-        : [];
-      // A new spelling (even one of the same key: `alice` to `ALICE`) may have other skeletons.
-      const skeletons = changes.username === undefined ? [] : usernameSkeletons(changes.username);
-      if (changes.username !== undefined) {
-        const kept = new Set(skeletons);
-        for (const old of usernameSkeletons(current.username)) if (!kept.has(old)) index.push({ op: 'hdel', ...skeletonField(old) });
-        for (const field of skeletons) index.push({ op: 'hset', ...skeletonField(field), value: '$id' });
-      }
+      // A new spelling, even of the same name (`alice` to `ALICE`), may have other skeletons.
+      const name = changes.username === undefined ? { unique: [], index: [] } : nameForRename(current.username, changes.username);
+      const index: IndexChanges = [...name.index];
       const set = encodeFields(codec, changes);
       const revoke = changes.password_hash !== undefined || (changes.status !== undefined && changes.status !== 1 && current.status === 1);
       if (revoke) {
@@ -132,14 +102,14 @@ export class UserStore {
         key: keys.user(id),
         id: String(id),
         expect: { username: current.username, access_token_hash: current.access_token_hash },
-        unique: [...(renamed ? [{ key: keys.usernameIndex, field: usernameKey(changes.username!) }] : []), ...skeletons.map(skeletonField)],
+        unique: name.unique,
         set,
         index,
       });
       if (result.ok) return (await this.get(id))!;
       if (result.reason === 'stale') return 'stale';
       if (result.reason === 'not_found') throw notFound(`no user with id ${id}`);
-      throw await this.nameConflict(changes.username!);
+      throw await nameConflict(this.redis, changes.username!);
     });
     // API-key caches hold the user's status and group.
     await this.redis.publish(keys.invalidations, `user:${id}`);
@@ -151,8 +121,7 @@ export class UserStore {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
       const index: IndexChanges = [
-        { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
-        ...usernameSkeletons(current.username).map((field) => ({ op: 'hdel' as const, ...skeletonField(field) })),
+        ...nameForDelete(current.username),
         { op: 'zrem', key: keys.users },
       ];
       if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
@@ -256,9 +225,6 @@ export class UserStore {
     return readRecords(this.redis, keys.user, ids, decodeUser);
   }
 }
-
-/** A skeleton's entry in the skeleton index. */
-const skeletonField = (field: string) => ({ key: keys.usernameSkeletonIndex, field });
 
 /** Records written before a field existed read as its empty value. */
 function decodeUser(hash: Record<string, string>): StoredUser {
