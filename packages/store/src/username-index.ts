@@ -52,9 +52,14 @@ export async function nameConflict(redis: Redis, username: string): Promise<Gate
  * its holder. Returns how many entries it added.
  */
 export async function indexSkeletons(redis: Redis, users: { id: number; username: string }[]): Promise<number> {
-  let added = 0;
+  // One pipeline: every key of it is in the store's slot, so it runs on a Redis Cluster too.
+  const pipeline = redis.pipeline();
   for (const user of users) {
-    for (const field of usernameSkeletons(user.username)) added += await redis.hsetnx(keys.usernameSkeletonIndex, field, String(user.id));
+    for (const field of usernameSkeletons(user.username)) pipeline.hsetnx(keys.usernameSkeletonIndex, field, String(user.id));
   }
-  return added;
+  const results = (await pipeline.exec()) ?? [];
+  return results.reduce((added, [error, value]) => {
+    if (error) throw error;
+    return added + Number(value);
+  }, 0);
 }
