@@ -73,16 +73,15 @@ export class LoginThrottle {
 
   /**
    * Counts the attempt against the existing user `userId` across addresses. Past the overall
-   * limit, an address that has failed for this user before is refused (and the attempt taken
-   * back); one that has not still gets its password checked, so the user's own sign-in from
-   * anywhere else goes through however many addresses an attacker has.
+   * limit, an address that has failed for this user before is refused (the caller then takes
+   * the attempt back with `withdraw`); one that has not still gets its password checked, so the
+   * user's own sign-in from anywhere else goes through however many addresses an attacker has.
    */
   async forUser(attempt: SignInAttempt, userId: number): Promise<void> {
     const userKey = `gw:login-fail:user-id:${userId}`;
     const [[, count]] = (await this.redis.multi().incr(userKey).expire(userKey, this.options.windowSeconds, 'NX').exec()) as [[null, number]];
     attempt.userKey = userKey;
     if (count <= this.options.failuresPerUserOverall || !attempt.failedHereBefore) return;
-    await this.release(attempt, 'undo');
     throw this.tooMany(await this.redis.pttl(userKey));
   }
 
@@ -91,7 +90,7 @@ export class LoginThrottle {
     await this.release(attempt, 'clear');
   }
 
-  /** Takes back an attempt whose password could not be checked. */
+  /** Takes back an attempt whose password was not checked. */
   async withdraw(attempt: SignInAttempt): Promise<void> {
     await this.release(attempt, 'undo');
   }

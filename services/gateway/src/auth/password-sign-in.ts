@@ -30,13 +30,17 @@ export class PasswordSignIn {
    */
   async verify(username: string, password: string, address: string): Promise<StoredUser> {
     const attempt = await this.throttle.attempt(username, address);
-    const user = await this.users.findByUsername(username);
-    if (user) await this.throttle.forUser(attempt, user.id);
-    const valid = await this.lane.verify(password, user?.password_hash || (await unknownUserHash)).catch(async (error: unknown) => {
-      // Not checked (the lane is full: 503): the attempt is no failure.
-      await this.throttle.withdraw(attempt);
+    let user: StoredUser | null;
+    let valid: boolean;
+    try {
+      user = await this.users.findByUsername(username);
+      if (user) await this.throttle.forUser(attempt, user.id);
+      valid = await this.lane.verify(password, user?.password_hash || (await unknownUserHash));
+    } catch (error) {
+      // Not checked (past the overall limit, the lane full, Redis failing): no failure to count.
+      await this.throttle.withdraw(attempt).catch(() => {});
       throw error;
-    });
+    }
     if (!user || !valid || user.status !== 1) throw unauthenticated('invalid username or password');
     await this.throttle.succeeded(attempt);
     return user;
