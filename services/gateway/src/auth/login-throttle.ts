@@ -77,8 +77,11 @@ export class LoginThrottle {
    * the attempt back with `withdraw`); one that has not still gets its password checked, so the
    * user's own sign-in from anywhere else goes through however many addresses an attacker has.
    */
-  async forUser(attempt: SignInAttempt, userId: number): Promise<void> {
-    const userKey = `gw:login-fail:user-id:${userId}`;
+  async forUser(attempt: SignInAttempt, userId: number | undefined): Promise<void> {
+    const userKey = `gw:login-fail:user-id:${userId ?? 0}`;
+    // No user: no count (unknown names cost nothing), but one round trip all the same, so the
+    // answer takes as long for a name that does not exist.
+    if (userId === undefined) return void (await this.redis.pttl(userKey));
     const [[, count]] = (await this.redis.multi().incr(userKey).expire(userKey, this.options.windowSeconds, 'NX').exec()) as [[null, number]];
     attempt.userKey = userKey;
     if (count <= this.options.failuresPerUserOverall || !attempt.failedHereBefore) return;

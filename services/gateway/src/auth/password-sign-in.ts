@@ -34,7 +34,7 @@ export class PasswordSignIn {
     let valid: boolean;
     try {
       user = await this.users.findByUsername(username);
-      if (user) await this.throttle.forUser(attempt, user.id);
+      await this.throttle.forUser(attempt, user?.id);
       valid = await this.lane.verify(password, user?.password_hash || (await unknownUserHash));
     } catch (error) {
       // Not checked (past the overall limit, the lane full, Redis failing): no failure to count.
