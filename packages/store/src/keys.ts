@@ -12,6 +12,8 @@ export const keys = {
   userSeq: `${STORE_PREFIX}seq:user`,
   users: `${STORE_PREFIX}users`,
   usernameIndex: `${STORE_PREFIX}idx:username`,
+  /** Each user's name's confusable skeletons (UTS #39), so no new name looks like another. */
+  usernameSkeletonIndex: `${STORE_PREFIX}idx:username-skeleton`,
   accessTokenIndex: `${STORE_PREFIX}idx:access-token`,
 
   channel: (id: number | string) => `${STORE_PREFIX}channel:${id}`,

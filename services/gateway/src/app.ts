@@ -10,6 +10,7 @@ import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
+import { rootCredentialCheck } from './auth/root-credential.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -56,6 +57,8 @@ export interface GatewayDeps {
   dashboardPayloads: 'truncated' | 'full' | 'none';
   /** A queue backlog this long is refused outright (admission control). */
   maxBacklog: number;
+  /** ADMIN_TOKEN, when this gateway's environment sets it: `/readyz` waits until it is root's. */
+  adminToken?: string;
 }
 
 export interface Gateway {
@@ -124,7 +127,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // management envelope. Each API plugin sets its own.
   useErrorFormat(app, adminFormat);
 
-  app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
+  app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping, notYetServing: rootCredentialCheck(deps.store.users, deps.adminToken) });
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));

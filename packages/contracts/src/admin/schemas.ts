@@ -3,6 +3,7 @@
  * worker parses its job payload with the same schemas.
  */
 import { z } from 'zod';
+import { username } from './username.ts';
 
 const id = z.coerce.number().int().positive();
 const nonNegative = z.number().int().min(0);
@@ -48,36 +49,6 @@ const modelMapping = z.union([
 
 const role = z.union([z.literal(1), z.literal(10), z.literal(100)]);
 
-/**
- * A username as people see it: NFKC-normalised (so look-alike encodings of one name are one
- * name), unique without regard to case (`usernameKey`), with no control or format characters
- * (NUL, newlines, U+202E…), no space at either end, and no mix of the Latin, Greek and Cyrillic
- * scripts (`rооt` with Cyrillic o's is not `root`).
- */
-const username = z.string().transform((raw, ctx) => {
-  const name = raw.normalize('NFKC');
-  const problem =
-    [...name].length < 1 || [...name].length > 20 ? 'must be 1 to 20 characters'
-      : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(name) ? 'must not hold control or format characters'
-        : name.trim() !== name ? 'must not begin or end with a space'
-          : mixesScripts(name) ? 'must not mix Latin, Greek and Cyrillic letters'
-            : undefined;
-  if (problem) {
-    ctx.addIssue({ code: 'custom', message: problem });
-    return z.NEVER;
-  }
-  return name;
-});
-
-/** The alphabets a homoglyph attack mixes; a name may use one of them. */
-const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u];
-
-function mixesScripts(name: string): boolean {
-  return CONFUSABLE_SCRIPTS.filter((script) => script.test(name)).length > 1;
-}
-
-/** The key under which a username is unique: its NFKC form, lower-cased. */
-export const usernameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 const password = z.string().min(8, 'must be 8 to 64 characters').max(64, 'must be 8 to 64 characters');
 const group = z.string().trim().min(1).max(64);
 
