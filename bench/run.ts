@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, tenants
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
  *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
@@ -27,7 +27,7 @@ const costRequests = 3000;
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const burstUpstreamMs = 20;
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,tenants').split(','));
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
 
@@ -208,9 +208,9 @@ try {
   const key = (await admin('POST', '/api/token/', { name: 'bench', unlimited_quota: true })).key as string;
 
   const body = (model: string) => JSON.stringify({ model, prompt: 'Say this is a test', max_tokens: 16 });
-  const through = (model: string, extra: Record<string, string> = {}) => ({
+  const through = (model: string, extra: Record<string, string> = {}, withKey = key) => ({
     url: `${gateway.url}/v1/completions`, method: 'POST', body: body(model),
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extra },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${withKey}`, ...extra },
   });
   const viaPortkey = (model: string) => ({
     url: `${portkey.url}/v1/completions`, method: 'POST', body: body(model),
@@ -413,6 +413,36 @@ try {
     );
     figures.burst = { direct: { ...burstDirect, upstream: upstreamAfterDirect }, gateway: { ...burstGateway, upstream: upstreamAfterGateway }, interactive: interactiveResult, physicalS, cpuSeconds: Object.fromEntries(burstCpu) };
     figures.memory = { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter };
+  }
+
+  if (parts.has('tenants')) {
+    // Two tenants (users of their own) on the burst's channel (32 slots, 20 ms): one bursts
+    // 5,000 interactive requests at once, the other sends one request at a time throughout. The
+    // steady one's latency beside the burst, against its own baseline on the same channel alone.
+    const tenantKey = async (name: string) => {
+      const user = await admin('POST', '/api/user/', { username: name, password: 'bench-tenant-password' });
+      return (await admin('POST', '/api/token/', { name, user_id: user.id, unlimited_quota: true })).key as string;
+    };
+    const [hogKey, steadyKey] = [await tenantKey('bench-hog'), await tenantKey('bench-steady')];
+    await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+    await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
+    progress('two tenants: the steady one alone…');
+    const baseline = await load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 5 }).done;
+    progress(`two tenants: one bursting ${burstSize} at once, the other steady beside it…`);
+    const steady = load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 600 });
+    const hog = await load({ ...through('burst-model', {}, hogKey), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+    steady.stop();
+    const beside = await steady.done;
+    const upstream = await limited.control({ cmd: 'stats' });
+    await limited.control({ cmd: 'reset' });
+    const physicalS = (burstSize / burstLimit) * burstUpstreamMs / 1000;
+    const scenario = `two tenants: ${burstSize} at once beside a steady one, limit ${burstLimit}`;
+    rows.push(
+      { scenario, path: 'steady tenant alone (baseline)', 'req/s': baseline.rps, 'p50 ms': baseline.p50, 'p99 ms': baseline.p99, errors: baseline.non2xx + baseline.errors, note: 'one request at a time on the burst channel' },
+      { scenario, path: 'steady tenant beside the burst', 'req/s': beside.rps, 'p50 ms': beside.p50, 'p99 ms': beside.p99, errors: beside.non2xx + beside.errors, note: `p99 ${overhead(baseline.p99, beside.p99)} ms over its baseline (target: within 100 ms)` },
+      { scenario, path: 'bursting tenant', 'req/s': Math.round(burstSize / (hog.durationMs / 1000)), 'p50 ms': hog.p50, 'p99 ms': hog.p99, errors: burstSize - hog.ok, note: `${(100 * hog.ok / burstSize).toFixed(1)}% ok (${JSON.stringify(hog.statusCodes)}), ${upstream.overLimit} over-limit, last reply ${(hog.durationMs / 1000).toFixed(2)} s (${(100 * (hog.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)` },
+    );
+    figures.tenants = { baseline, beside, hog: { ...hog, upstream }, physicalS };
   }
 
   const round = (value: unknown, digits: number) => (typeof value === 'number' ? Number(value.toFixed(digits)) : value);

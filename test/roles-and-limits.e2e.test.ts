@@ -125,6 +125,51 @@ describe('usernames', () => {
   });
 });
 
+describe('usernames that look like another', () => {
+  it("are refused by Unicode's confusable skeleton (UTS #39) on create and rename, with invisible characters and stray marks", async () => {
+    const create = (username: string) => stack.admin('POST', '/api/user/', { username, password: 'password-123' });
+    // Armenian o's, Kannada, Gujarati and Devanagari zeros, small capitals, ideographic zeros, digit zeros.
+    for (const username of ['r\u0585\u0585t', 'r\u0CE6\u0CE6t', 'r\u0AE6\u0AE6t', 'r\u0966\u0966t', 'r\u1D0F\u1D0Ft', 'r\u3007\u3007t', 'R00T']) {
+      const answer = await create(username);
+      expect(answer.status, JSON.stringify(username)).toBe(409);
+      expect(answer.body.message).toMatch(/looks like the name of an existing user/);
+    }
+    // Blanks and fillers: braille blank, Hangul fillers (full and half width, choseong), a combining grapheme joiner, a variation selector.
+    for (const username of ['root\u2800', 'root\u3164', 'ro\uFFA0ot', '\u115Froot', 'root\u034F', 'root\uFE0F']) {
+      const answer = await create(username);
+      expect(answer.status, JSON.stringify(username)).toBe(400);
+      expect(answer.body.message).toMatch(/invisible or blank/);
+    }
+    for (const username of ['root\u0301', 'r\u0332oot', '\u0301root']) {
+      const answer = await create(username);
+      expect(answer.status, JSON.stringify(username)).toBe(400);
+      expect(answer.body.message).toMatch(/combining mark/);
+    }
+    // Other scripts keep their marks: Hindi is a name.
+    expect((await create('\u0939\u093F\u0928\u094D\u0926\u0940')).status).toBe(200);
+
+    // Rename: not into another's look-alike; into a spelling of one's own, yes.
+    const kim = await stack.adminData('POST', '/api/user/', { username: 'kim', password: 'password-123' });
+    const renamed = await stack.admin('PUT', '/api/user/', { id: kim.id, username: 'r\u0585\u0585t' });
+    expect(renamed.status).toBe(409);
+    expect(renamed.body.message).toMatch(/looks like the name of an existing user/);
+    expect((await stack.admin('PUT', '/api/user/', { id: kim.id, username: 'KIM' })).status).toBe(200);
+    expect((await stack.admin('PUT', '/api/user/', { id: kim.id, username: 'kirn' })).status).toBe(200);
+    // `kirn` and `kim` have one skeleton (m is r + n): the user may move between them, and
+    // nobody else may now take `kim`; a name that only resembles it loosely is free.
+    expect((await create('kim')).status).toBe(409);
+    expect((await create('kin')).status).toBe(200);
+  });
+
+  it('are checked atomically: of 8 look-alikes created at once, exactly one is made', async () => {
+    const spellings = ['hello', 'hel1o', 'heIlo', 'he1lo', 'hell\u0AE6', 'hell\u1D0F', 'hell\u0585', 'hel|o'];
+    const answers = await Promise.all(spellings.map((username) => stack.admin('POST', '/api/user/', { username, password: 'password-123' })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(7);
+  });
+});
+
 describe('job payloads on the dashboard', () => {
   it('are cut to 200 characters by default, and hidden with DASHBOARD_PAYLOADS=none', async () => {
     const audio = new Queue(QueueName.audio, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });

@@ -109,9 +109,15 @@ export const configSchema = z.object({
   UPSTREAM_MAX_EVENT_BYTES: integer(64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   /** Channels may point at private and loopback addresses (self-hosted models). */
   CHANNEL_ALLOW_PRIVATE_ADDRESSES: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
-  /** Failed logins before a name, or a client address, must wait; counted per window across gateways. */
+  /**
+   * Failed logins, counted per window across gateways: for one name from one client address (an
+   * IPv6 /64), before that address must wait for that name; from one address, whatever the
+   * names; and for one existing user from all addresses, past which only addresses that have
+   * failed for it must wait (so an attacker cannot lock a user out from elsewhere).
+   */
   LOGIN_FAILURES_PER_USER: integer(5, 1, 1_000_000),
   LOGIN_FAILURES_PER_ADDRESS: integer(20, 1, 1_000_000),
+  LOGIN_FAILURES_PER_USER_OVERALL: integer(100, 1, 1_000_000),
   LOGIN_WINDOW_SECONDS: integer(900, 1, 86_400),
   /** Password hashes (scrypt) one gateway computes at once; more wait their turn. */
   PASSWORD_HASH_CONCURRENCY: integer(2, 1, 64),

@@ -78,3 +78,7 @@ export const notFound = (message: string) => new GatewayError({ status: 404, cod
 export const forbidden = (message: string) => new GatewayError({ status: 403, code: 'permission_denied', message });
 export const unauthenticated = (message: string) => new GatewayError({ status: 401, code: 'unauthenticated', message });
 export const conflict = (message: string) => new GatewayError({ status: 409, code: 'conflict', message });
+/** 429 that waiting cures: a rate limit, a cap on requests in flight, quota held by requests in flight. */
+export const rateLimited = (message: string, retryAfter: number) => new GatewayError({ status: 429, code: 'rate_limited', message, retryAfter });
+/** 429 that waiting does not cure: the quota is used up (x-should-retry: false). */
+export const insufficientQuota = (message: string) => new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });

@@ -13,5 +13,16 @@ export interface JobEnvelope<P> {
   stream?: boolean;
   /** BullMQ priority it was enqueued with (unset: interactive; higher: later). */
   priority?: number;
+  /** Whose work it is (model jobs): the worker that takes it frees its place in the tenant's fair line. */
+  tenant?: { userId: number; tokenId: number };
   payload: P;
 }
+
+/**
+ * Batch work ranks after every interactive job: batch jobs' BullMQ priorities start here
+ * (`FairShares`). BullMQ's priorities go up to 2^21; interactive ranks stay below this.
+ */
+export const BATCH_RANK_BASE = 1_000_000;
+
+/** Whether a job's BullMQ priority is batch work's. */
+export const isBatchRank = (priority: number | undefined) => (priority ?? 0) >= BATCH_RANK_BASE;

@@ -10,6 +10,11 @@ export interface ModelCaller {
   userId: number;
   /** The user's group; a channel serves the caller only if its `group` list includes it. */
   group: string;
+  /**
+   * The request's hold on its key's and user's quota and in-flight slots, made by the gateway
+   * (`QuotaHolds`); the worker gives it back once the request's charge is written.
+   */
+  hold?: string;
 }
 
 /** Payload of a job on the completion queue. */

@@ -11,3 +11,4 @@ export { shardPrefixes } from './queue-shards.ts';
 export { CancelListener } from './cancel-listener.ts';
 export { startJobWorker, type JobContext, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
 export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';
+export { FairShares, type FairPlace, type Tenant } from './fair-shares.ts';

@@ -3,6 +3,7 @@ import { Queue } from 'bullmq';
 import { GatewayError, clientCancelled, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
+import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
 
@@ -16,8 +17,12 @@ export interface RequestOptions {
    * behind: the worker pauses the job until it resolves.
    */
   onChunk?: (chunk: string) => void | Promise<void>;
-  /** BullMQ priority: 0 is served first, higher numbers later. */
+  /** BullMQ priority: 0 is served first, higher numbers later (see `FairShares`). */
   priority?: number;
+  /** Whose work the job is, so the worker that takes it frees its place in its tenant's line. */
+  tenant?: Tenant;
+  /** Called when the job will never run: it could not be enqueued, or was removed while it waited. */
+  onUnrun?: () => void;
 }
 
 
@@ -92,6 +97,7 @@ export class JobClient {
       deadline,
       stream: options.onChunk !== undefined,
       ...(options.priority ? { priority: options.priority } : {}),
+      ...(options.tenant ? { tenant: options.tenant } : {}),
       payload,
     };
     const reply = this.inbox.expect(jobId, options.onChunk && this.withFlowControl(jobId, options.onChunk));
@@ -115,13 +121,14 @@ export class JobClient {
       try {
         await queue.add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
       } catch {
+        options.onUnrun?.();
         throw redisUnavailableError();
       }
       return await Promise.race([reply, givenUp]);
     } catch (error) {
       this.inbox.forget(jobId);
       const failure = GatewayError.from(error);
-      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queue, jobId);
+      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queue, jobId, options.onUnrun);
       throw failure;
     } finally {
       clearTimeout(timer);
@@ -145,9 +152,9 @@ export class JobClient {
   }
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
-  cancel(queue: Queue, jobId: string): void {
+  cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
     this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
-    queue.remove(jobId).catch(() => {});
+    queue.remove(jobId).then((removed) => { if (removed) onUnrun?.(); }, () => {});
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@ import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
+import { FairShares } from './fair-shares.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey } from './reply-keys.ts';
@@ -140,9 +141,12 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     }
   };
 
+  const fairShares = new FairShares(redis);
   const process = async (job: Job<JobEnvelope<P>>) => {
     const envelope = job.data;
     const jobId = job.id!;
+    // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
+    if (envelope.tenant && envelope.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, envelope.tenant, envelope.priority);
     const fields = { reqId: envelope.requestId, jobId };
     const dropped = await whyDrop(envelope);
     if (dropped) {

@@ -155,11 +155,11 @@ describe('waiting for a lease', () => {
     const ch = channel(1);
     let lease: Lease | undefined = (await a.leases.tryAcquire(ch.id, 1)).leases[0];
     const order: string[] = [];
-    const queued = (name: string, priority: number) =>
-      a.queue.acquire([ch], { ...wait(), priority }).then((slot) => { order.push(name); return slot; });
-    const batch = [queued('batch-1', 10), queued('batch-2', 10)];
+    const queued = (name: string, batch: boolean) =>
+      a.queue.acquire([ch], { ...wait(), batch }).then((slot) => { order.push(name); return slot; });
+    const batch = [queued('batch-1', true), queued('batch-2', true)];
     await vi.waitFor(() => expect(a.queue.waiting).toBe(2));
-    const interactive = queued('interactive', 0);
+    const interactive = queued('interactive', false);
     await vi.waitFor(() => expect(a.queue.waiting).toBe(3));
     await a.leases.release(lease!);
     ({ lease } = await interactive);

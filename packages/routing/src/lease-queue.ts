@@ -1,5 +1,6 @@
 import { GatewayError, clientCancelled, type Channel } from '@gateway/contracts';
 import type { ChannelLeases, Lease } from './channel-leases.ts';
+import { FairOrder } from './fair-order.ts';
 
 /** A channel to call, with the lease that allows it (none for a channel without a limit). */
 export interface ChannelSlot {
@@ -12,11 +13,13 @@ export interface LeaseWait {
   signal: AbortSignal;
   /** Epoch ms after which waiting is pointless. */
   deadline: number;
+  /** Batch work waits behind every interactive request. Default false. */
+  batch?: boolean;
   /**
-   * Lower is served first (BullMQ's convention: interactive work before batch work); requests
-   * of equal priority first come, first served. Default 0.
+   * Whose request it is: a channel's line is fair between users, then between each user's keys
+   * (`FairOrder`). Requests without one share one tenant: first come, first served.
    */
-  priority?: number;
+  tenant?: { userId: number; tokenId: number };
 }
 
 export interface LeaseQueueOptions {
@@ -36,8 +39,9 @@ export interface LeaseQueueOptions {
  * and is served by whichever frees first.
  *
  * Each channel's line keeps these invariants, which are all a reader has to check:
- * 1. Order: waiters are kept sorted by priority (lower first), then arrival, and leases go to
- *    them in that order. A newcomer takes a lease directly only when nobody as urgent waits.
+ * 1. Order: waiters are kept in fair order (interactive before batch; inside each, round robin
+ *    between users and their keys: `FairOrder`), and leases go to them in that order. A newcomer
+ *    takes a lease directly only when nobody as urgent waits.
  * 2. One attempt at a time: at most one `tryAcquire` per channel is in flight in this process,
  *    and it asks for as many leases as requests wait, so a release costs one round trip however
  *    many wait. A wake-up during an attempt makes it run again once it ends.
@@ -67,13 +71,13 @@ export class LeaseQueue {
    * for whichever frees first, up to the deadline (504) or the abort.
    */
   async acquire(order: readonly Channel[], wait: LeaseWait): Promise<ChannelSlot> {
-    const priority = wait.priority ?? 0;
+    const batch = wait.batch ?? false;
     for (const channel of order) {
       const line = this.lines.get(channel.id);
       // The channel record this request brings (a newer table) reaches those already waiting.
       line?.see(channel);
       if (channel.max_concurrency <= 0) return { channel };
-      if (line?.hasWaitersBefore(priority)) continue;
+      if (line?.hasWaitersAsUrgentAs(batch)) continue;
       const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency);
       if (leases[0]) return { channel, lease: leases[0] };
     }
@@ -97,7 +101,7 @@ export class LeaseQueue {
     return all.size;
   }
 
-  private wait(order: readonly Channel[], { signal, deadline, priority = 0 }: LeaseWait): Promise<ChannelSlot> {
+  private wait(order: readonly Channel[], { signal, deadline, batch = false, tenant = NO_TENANT }: LeaseWait): Promise<ChannelSlot> {
     return new Promise<ChannelSlot>((resolve, reject) => {
       const lines: WaitingLine[] = [];
       const leave = () => {
@@ -107,7 +111,9 @@ export class LeaseQueue {
         for (const line of lines) line.remove(waiter);
       };
       const waiter: Waiter = {
-        priority,
+        batch,
+        userId: tenant.userId,
+        tokenId: tenant.tokenId,
         settled: false,
         grant: (channelId, lease) => {
           const channel = order.find((c) => c.id === channelId);
@@ -145,8 +151,12 @@ export class LeaseQueue {
   }
 }
 
+const NO_TENANT = { userId: 0, tokenId: 0 };
+
 interface Waiter {
-  priority: number;
+  batch: boolean;
+  userId: number;
+  tokenId: number;
   settled: boolean;
   /** Hands the request a lease; false when it no longer wants one. */
   grant(channelId: number, lease: Lease | undefined): boolean;
@@ -154,8 +164,8 @@ interface Waiter {
 
 /** The requests of this process waiting for one channel, and its attempts to take leases. */
 class WaitingLine {
-  /** Sorted by priority, then arrival (invariant 1). */
-  readonly waiters: Waiter[] = [];
+  /** In fair order (invariant 1). */
+  readonly waiters = new FairOrder<Waiter>();
   private channel: Channel;
   private attempting = false;
   private again = false;
@@ -175,9 +185,9 @@ class WaitingLine {
     this.backoffMs = pollMs;
   }
 
-  /** Whether a request as urgent as `priority`, or more, waits already. */
-  hasWaitersBefore(priority: number): boolean {
-    return this.waiters.length > 0 && this.waiters[0]!.priority <= priority;
+  /** Whether a request as urgent as a newcomer of this class, or more, waits already. */
+  hasWaitersAsUrgentAs(batch: boolean): boolean {
+    return this.waiters.hasWaitingAsUrgentAs(batch);
   }
 
   /**
@@ -190,12 +200,11 @@ class WaitingLine {
     if (changed) this.tryNow();
   }
 
-  /** Joins the line behind everyone as urgent or more; the newest channel record wins. */
+  /** Joins the line at its fair place; the newest channel record wins. */
   add(waiter: Waiter, channel: Channel): void {
     this.channel = channel;
     const wasEmpty = this.waiters.length === 0;
-    const behind = this.waiters.findIndex((w) => w.priority > waiter.priority);
-    this.waiters.splice(behind === -1 ? this.waiters.length : behind, 0, waiter);
+    this.waiters.add(waiter);
     // A line already trying or scheduled serves the newcomer too; only an idle one starts now,
     // or again right after an attempt made for nobody.
     if (this.attempting) this.again ||= wasEmpty;
@@ -203,9 +212,7 @@ class WaitingLine {
   }
 
   remove(waiter: Waiter): void {
-    const at = this.waiters.indexOf(waiter);
-    if (at === -1) return;
-    this.waiters.splice(at, 1);
+    if (!this.waiters.remove(waiter)) return;
     // An attempt in flight closes the line when it ends, so the line stays the channel's one
     // until then and a newcomer joins it rather than starting a second attempt (invariant 2).
     if (this.waiters.length === 0 && !this.attempting) this.close();
@@ -259,9 +266,11 @@ class WaitingLine {
     return retryInMs;
   }
 
-  /** Gives the lease to the first waiter that still wants one. */
+  /** Gives the lease to the first waiter that still wants one; the line's turn moves past it. */
   private grantFirst(lease: Lease): boolean {
-    for (const waiter of [...this.waiters]) {
+    for (let waiter = this.waiters.first(); waiter; waiter = this.waiters.first()) {
+      // Its turn here: its tenant goes to the back of this line's round before it leaves every line.
+      this.waiters.remove(waiter, true);
       if (waiter.grant(lease.channelId, lease)) return true;
     }
     return false;

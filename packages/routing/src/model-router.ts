@@ -1,4 +1,4 @@
-import { GatewayError, clientCancelled, redactUpstreamBody, redactUpstreamText, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { GatewayError, clientCancelled, isBatchRank, redactUpstreamBody, redactUpstreamText, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
@@ -139,6 +139,15 @@ export class ModelRouter {
    * return its answer or decide what its failure means for the next turn.
    */
   async run<T>(request: ModelRequest, call: ChannelCall<T>): Promise<T> {
+    try {
+      return await this.serve(request, call);
+    } finally {
+      // Charged and its hold on the quota given back in one step, before the answer leaves.
+      await this.ledger.settle(request.caller);
+    }
+  }
+
+  private async serve<T>(request: ModelRequest, call: ChannelCall<T>): Promise<T> {
     await this.ledger.assertQuota(request.caller);
     const attempts = new Attempts(await this.candidatesFor(request), this.retryAfter);
     for (;;) {
@@ -147,7 +156,10 @@ export class ModelRouter {
       if (!ready) continue;
       const { channel, lease } = await this.leaseQueue.acquire(
         channelOrder(ready, (id) => this.health.isCoolingDown(id)),
-        { signal: request.signal, deadline: request.deadline, priority: request.priority },
+        {
+          signal: request.signal, deadline: request.deadline, batch: isBatchRank(request.priority),
+          tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId },
+        },
       );
       if (attempts.restingUntil(channel.id, Date.now()) > Date.now()) {
         // It answered 429 to another request while this one waited for its lease.

@@ -1,6 +1,6 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { GatewayError, type ModelCaller } from '@gateway/contracts';
-import { keys } from '@gateway/store';
+import { keys, QuotaHolds } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
 
@@ -72,6 +72,9 @@ export class UsageLedger {
   private tokens = new Map<number, number>();
   private users = new Map<number, UserCharge>();
   private channels = new Map<number, ChannelCharge>();
+  /** Holds (of requests a gateway held quota for) → the quota their answer used, until settled. */
+  private readonly held = new Map<string, number>();
+  private readonly holds: QuotaHolds;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
   private readonly quotaCacheMs: number;
@@ -84,6 +87,29 @@ export class UsageLedger {
     this.flushMs = options.flushMs ?? 100;
     this.onFlushError = options.onFlushError ?? (() => {});
     this.quotaCacheMs = options.quotaCacheMs ?? 250;
+    this.holds = new QuotaHolds(redis);
+  }
+
+  /**
+   * The request has ended. One the gateway held quota for has its key and user charged and its
+   * hold given back at once, in one step (awaited: its next request must find its in-flight slot
+   * free); should that fail, the charge waits for the next flush like any other, and the hold runs
+   * out at its expiry. Never throws.
+   */
+  async settle(caller: ModelCaller): Promise<void> {
+    if (!caller.hold) return;
+    const quota = this.held.get(caller.hold);
+    this.held.delete(caller.hold);
+    try {
+      await this.holds.settle(caller.tokenId, caller.userId, caller.hold, quota === undefined ? undefined : { quota });
+    } catch (error) {
+      if (quota !== undefined) {
+        this.addToken(caller.tokenId, quota);
+        this.addUser(caller.userId, { quota, requests: 1 });
+        this.schedule();
+      }
+      this.onFlushError(error as Error);
+    }
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
@@ -140,10 +166,19 @@ export class UsageLedger {
       snapshot.remain -= quota;
       snapshot.used += quota;
     }
-    this.addToken(charge.caller.tokenId, quota);
-    this.addUser(charge.caller.userId, { quota, requests: 1 });
+    if (charge.caller.hold) {
+      // Charged with its hold's release when the request settles.
+      this.held.set(charge.caller.hold, (this.held.get(charge.caller.hold) ?? 0) + quota);
+    } else {
+      this.addToken(charge.caller.tokenId, quota);
+      this.addUser(charge.caller.userId, { quota, requests: 1 });
+    }
     const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
     this.addChannel(charge.channelId, { quota, responseTimeMs, healthy: charge.healthy !== false }, true);
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (this.flushMs === 0) void this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), this.flushMs);
   }

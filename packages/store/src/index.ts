@@ -19,6 +19,7 @@ import { alreadyWritten, type WriteOnce } from './record-write.ts';
 export { migrateKeyLayout } from './key-layout.ts';
 export { SessionStore } from './session-store.ts';
 export { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
+export { QuotaHolds, type HoldSubject, type HoldRefusal } from './quota-holds.ts';
 export { InvalidationFeed, EVERYTHING, touchesCallers, touchesChannels } from './invalidation-feed.ts';
 
 export interface Store {

@@ -12,6 +12,8 @@ export const keys = {
   userSeq: `${STORE_PREFIX}seq:user`,
   users: `${STORE_PREFIX}users`,
   usernameIndex: `${STORE_PREFIX}idx:username`,
+  /** Each user's name's confusable skeletons (UTS #39), so no new name looks like another. */
+  usernameSkeletonIndex: `${STORE_PREFIX}idx:username-skeleton`,
   accessTokenIndex: `${STORE_PREFIX}idx:access-token`,
 
   channel: (id: number | string) => `${STORE_PREFIX}channel:${id}`,
@@ -29,6 +31,12 @@ export const keys = {
 
   /** The record id a management job wrote, kept while the job could still run again (record-write.ts). */
   appliedJob: (jobId: string) => `${STORE_PREFIX}applied:${jobId}`,
+  /**
+   * Holds of the requests in flight on a key's or a user's quota (quota-holds.ts): a sorted set
+   * of `<id>:<amount>` scored by expiry, and the sum of their amounts.
+   */
+  holds: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}holds:${of}:${id}`,
+  heldSum: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}held-sum:${of}:${id}`,
 
   /** Pub/sub channel on which writers announce changes that caches must drop. */
   invalidations: 'gw:invalidate',

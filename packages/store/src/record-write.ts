@@ -16,6 +16,8 @@ export interface RecordWrite {
   expect?: Record<string, string>;
   /** Index hashes in which `field` must be free (or already point at this record). */
   unique?: { key: string; field: string }[];
+  /** On create: a set (an index) that must hold fewer than `max` members. */
+  limit?: { key: string; max: number };
   set?: Record<string, string>;
   delete?: boolean;
   /** Index changes; a `value` of `$id` is the record's id. */
@@ -52,7 +54,8 @@ export type RecordWriteResult =
   | { ok: true; id: number }
   | { ok: false; reason: 'not_found' }
   | { ok: false; reason: 'stale'; field: string }
-  | { ok: false; reason: 'conflict'; field: string };
+  | { ok: false; reason: 'conflict'; field: string }
+  | { ok: false; reason: 'limit' };
 
 type Scripted = Redis & { gwRecordWrite(routingKey: string, json: string): Promise<string[]> };
 
@@ -67,6 +70,7 @@ export async function writeRecord(redis: Redis, write: RecordWrite): Promise<Rec
   }
   if (status === 'NOT_FOUND') return { ok: false, reason: 'not_found' };
   if (status === 'STALE') return { ok: false, reason: 'stale', field: detail! };
+  if (status === 'LIMIT') return { ok: false, reason: 'limit' };
   return { ok: false, reason: 'conflict', field: detail! };
 }
 

@@ -28,6 +28,26 @@ describe('users', () => {
     expect(await store.users.get(user.id)).toBeNull();
   });
 
+  it("keeps the skeleton index in step with renames and deletes, and indexes older users' names", async () => {
+    const user = await store.users.create({ username: 'dirk', password_hash: 'x' });
+    expect(await redis.hget(keys.usernameSkeletonIndex, 'dirk')).toBe(String(user.id));
+    await expect(store.users.create({ username: 'd\u0131rk', password_hash: 'x' })).rejects.toMatchObject({ status: 409 });
+    await store.users.update(user.id, { username: 'dolf' });
+    expect(await redis.hget(keys.usernameSkeletonIndex, 'dirk')).toBeNull();
+    expect(await redis.hget(keys.usernameSkeletonIndex, 'dolf')).toBe(String(user.id));
+    await store.users.delete(user.id);
+    expect(await redis.hget(keys.usernameSkeletonIndex, 'dolf')).toBeNull();
+
+    // A user written before the index existed: indexed at the admin worker's start, once.
+    const old = await store.users.create({ username: 'olga', password_hash: 'x' });
+    await redis.hdel(keys.usernameSkeletonIndex, 'olga');
+    expect(await store.users.indexSkeletons()).toBe(1);
+    expect(await store.users.indexSkeletons()).toBe(0);
+    await expect(store.users.create({ username: '\u1D0Flga', password_hash: 'x' }))
+      .rejects.toMatchObject({ status: 409, message: expect.stringMatching(/looks like the name of an existing user/) });
+    expect(await redis.hget(keys.usernameSkeletonIndex, 'olga')).toBe(String(old.id));
+  });
+
   it('refuses a taken username with 409, on create and on rename', async () => {
     await store.users.create({ username: 'bob', password_hash: 'x' });
     const carl = await store.users.create({ username: 'carl', password_hash: 'x' });
@@ -168,8 +188,8 @@ describe('a write keyed by its job (a job run again after its worker died)', () 
 
     const tokenOnce = writeOnce('job-create-3', Date.now() + 60_000);
     const { issued } = issueApiKey();
-    const { token } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, tokenOnce);
-    const { token: same } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, tokenOnce);
+    const { token } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, undefined, tokenOnce);
+    const { token: same } = await store.tokens.create({ name: 'k', user_id: user.id }, issued, undefined, tokenOnce);
     expect(same.id).toBe(token.id);
     expect(await store.tokens.idsOfUser(user.id)).toEqual([token.id]);
   });

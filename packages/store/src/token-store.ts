@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { notFound, type Page, type Token } from '@gateway/contracts';
+import { conflict, notFound, type Page, type Token } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
@@ -14,12 +14,12 @@ export interface StoredToken extends Omit<Token, 'key'> {
 const codec: Codec<StoredToken> = {
   id: 'int', user_id: 'int', name: 'string', key_hash: 'string', key_preview: 'string', status: 'int',
   remain_quota: 'int', unlimited_quota: 'bool', used_quota: 'int', expired_time: 'int', models: 'json',
-  rpm_limit: 'int', priority: 'string', created_time: 'int', accessed_time: 'int',
+  rpm_limit: 'int', priority: 'string', max_in_flight: 'int', created_time: 'int', accessed_time: 'int',
 };
 
 export type NewToken = Pick<Token, 'user_id' | 'name'> &
-  Partial<Pick<Token, 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority'>>;
-export type TokenChanges = Partial<Pick<Token, 'name' | 'status' | 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority'>>;
+  Partial<Pick<Token, 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight'>>;
+export type TokenChanges = Partial<Pick<Token, 'name' | 'status' | 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight'>>;
 
 export function publicToken(token: StoredToken): Token {
   const { key_hash: _h, key_preview, ...rest } = token;
@@ -42,11 +42,14 @@ export class TokenStore {
   /**
    * Records a key issued by the caller (`issueApiKey`, in the gateway): only its digest and
    * preview reach the store, never the key.
+   * `maxKeys`: the user's key count this one may not pass (checked in the same atomic write, so
+   * keys created in parallel cannot pass it either); 409 past it. `once`: the job making it, so that
+   * a job run again after its worker died gets its key's record back, not a second key.
    */
-  async create(input: NewToken, issued: IssuedKey, once?: WriteOnce): Promise<{ token: StoredToken }> {
+  async create(input: NewToken, issued: IssuedKey, maxKeys?: number, once?: WriteOnce): Promise<{ token: StoredToken }> {
     const keyHash = issued.key_hash;
     const record: Partial<StoredToken> = {
-      remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive',
+      remain_quota: 0, unlimited_quota: false, expired_time: -1, models: [], rpm_limit: 0, priority: 'interactive', max_in_flight: 0,
       ...input,
       key_hash: keyHash, key_preview: issued.key_preview, status: 1, used_quota: 0,
       created_time: nowSeconds(), accessed_time: 0,
@@ -54,6 +57,7 @@ export class TokenStore {
     const result = await writeRecord(this.redis, {
       create: { seq: keys.tokenSeq, prefix: keys.tokenPrefix },
       unique: [{ key: keys.tokenKeyIndex, field: keyHash }],
+      ...(maxKeys === undefined ? {} : { limit: { key: keys.userTokens(input.user_id), max: maxKeys } }),
       set: encodeFields(codec, record),
       index: [
         { op: 'hset', key: keys.tokenKeyIndex, field: keyHash, value: '$id' },
@@ -63,6 +67,7 @@ export class TokenStore {
       // Run again after its worker died, the job gets its key's record back, not a conflict.
       once,
     });
+    if (!result.ok && result.reason === 'limit') throw conflict(`this user already holds ${maxKeys} API keys, its most: delete one, or ask an administrator to raise its max_keys`);
     if (!result.ok) throw new Error(`token create failed: ${result.reason}`);
     return { token: (await this.get(result.id))! };
   }

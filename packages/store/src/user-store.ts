@@ -1,8 +1,9 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { conflict, notFound, usernameKey, Role, UserStatus, type Page, type User } from '@gateway/contracts';
+import { notFound, usernameKey, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
+import { indexSkeletons, nameConflict, nameForCreate, nameForDelete, nameForRename } from './username-index.ts';
 import { sameDigest, sha256 } from './secrets.ts';
 
 /** A user as stored, with the secrets that never leave the store's callers. */
@@ -20,12 +21,16 @@ const codec: Codec<StoredUser> = {
   id: 'int', username: 'string', display_name: 'string', role: 'int', status: 'int', quota: 'int',
   used_quota: 'int', request_count: 'int', group: 'string', created_time: 'int',
   password_hash: 'string', access_token_hash: 'string', env_token_hash: 'string', session_epoch: 'int',
+  rpm_limit: 'int', models: 'json', priority: 'string', max_keys: 'int', max_in_flight: 'int',
 };
+
+/** The limits an administrator sets on a user (they bind every key of the user). */
+type UserLimits = Pick<User, 'rpm_limit' | 'models' | 'priority' | 'max_keys' | 'max_in_flight'>;
 
 type IndexChanges = NonNullable<Parameters<typeof writeRecord>[1]['index']>;
 
-export type NewUser = Pick<StoredUser, 'username' | 'password_hash'> & Partial<Pick<User, 'display_name' | 'role' | 'quota' | 'group' | 'status'>>;
-export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' | 'display_name' | 'role' | 'status' | 'quota' | 'group'>>;
+export type NewUser = Pick<StoredUser, 'username' | 'password_hash'> & Partial<Pick<User, 'display_name' | 'role' | 'quota' | 'group' | 'status'> & UserLimits>;
+export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' | 'display_name' | 'role' | 'status' | 'quota' | 'group'> & UserLimits>;
 
 /** The public view of a user: no password hash, no access token hash. */
 export function publicUser(user: StoredUser): User {
@@ -42,21 +47,25 @@ export class UserStore {
   /** `once`: the job making it, so that a job run again after its worker died makes no second user (nor a 409). */
   async create(input: NewUser, once?: WriteOnce): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
-      display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default', ...input,
+      display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default',
+      rpm_limit: 0, models: [], priority: 'interactive', max_keys: DEFAULT_MAX_KEYS, max_in_flight: 0, ...input,
       used_quota: 0, request_count: 0, created_time: nowSeconds(), access_token_hash: '', env_token_hash: '', session_epoch: 0,
     };
+    const name = nameForCreate(input.username);
     const result = await writeRecord(this.redis, {
       create: { seq: keys.userSeq, prefix: keys.userPrefix },
-      unique: [{ key: keys.usernameIndex, field: usernameKey(input.username) }],
+      unique: name.unique,
       set: encodeFields(codec, record),
-      index: [
-        { op: 'hset', key: keys.usernameIndex, field: usernameKey(input.username), value: '$id' },
-        { op: 'zadd', key: keys.users },
-      ],
+      index: [...name.index, { op: 'zadd', key: keys.users }],
       once,
     });
-    if (!result.ok) throw conflict(`username "${input.username}" is already taken`);
+    if (!result.ok) throw await nameConflict(this.redis, input.username);
     return (await this.get(result.id))!;
+  }
+
+  /** Indexes the confusable skeletons of users written before that index existed (at start-up). */
+  async indexSkeletons(): Promise<number> {
+    return indexSkeletons(this.redis, await this.getMany(await this.redis.zrange(keys.users, 0, -1)));
   }
 
   async get(id: number): Promise<StoredUser | null> {
@@ -79,13 +88,9 @@ export class UserStore {
     const updated = await withRetry(async () => {
       const current = await this.get(id);
       if (!current) throw notFound(`no user with id ${id}`);
-      const renamed = changes.username !== undefined && usernameKey(changes.username) !== usernameKey(current.username);
-      const index: IndexChanges = renamed
-        ? [
-            { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
-            { op: 'hset', key: keys.usernameIndex, field: usernameKey(changes.username!), value: '$id' },
-          ]
-        : [];
+      // A new spelling, even of the same name (`alice` to `ALICE`), may have other skeletons.
+      const name = changes.username === undefined ? { unique: [], index: [] } : nameForRename(current.username, changes.username);
+      const index: IndexChanges = [...name.index];
       const set = encodeFields(codec, changes);
       const revoke = changes.password_hash !== undefined || (changes.status !== undefined && changes.status !== 1 && current.status === 1);
       if (revoke) {
@@ -99,7 +104,7 @@ export class UserStore {
         key: keys.user(id),
         id: String(id),
         expect: { username: current.username, access_token_hash: current.access_token_hash },
-        unique: renamed ? [{ key: keys.usernameIndex, field: usernameKey(changes.username!) }] : [],
+        unique: name.unique,
         set,
         index,
         // A new password bumps session_epoch: run twice, it would end sessions opened in between.
@@ -108,7 +113,7 @@ export class UserStore {
       if (result.ok) return (await this.get(id))!;
       if (result.reason === 'stale') return 'stale';
       if (result.reason === 'not_found') throw notFound(`no user with id ${id}`);
-      throw conflict(`username "${changes.username}" is already taken`);
+      throw await nameConflict(this.redis, changes.username!);
     });
     // API-key caches hold the user's status and group.
     await this.redis.publish(keys.invalidations, `user:${id}`);
@@ -121,7 +126,7 @@ export class UserStore {
       if (!current && (await alreadyWritten(this.redis, once))) return true;
       if (!current) throw notFound(`no user with id ${id}`);
       const index: IndexChanges = [
-        { op: 'hdel', key: keys.usernameIndex, field: usernameKey(current.username) },
+        ...nameForDelete(current.username),
         { op: 'zrem', key: keys.users },
       ];
       if (current.access_token_hash) index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.access_token_hash });
@@ -230,6 +235,9 @@ export class UserStore {
 /** Records written before a field existed read as its empty value. */
 function decodeUser(hash: Record<string, string>): StoredUser {
   const user = decodeFields(codec, hash);
+  user.models ??= [];
+  user.priority ||= 'interactive';
+  if (hash.max_keys === undefined) user.max_keys = DEFAULT_MAX_KEYS;
   user.env_token_hash ??= '';
   user.session_epoch ??= 0;
   user.access_token_hash ??= '';

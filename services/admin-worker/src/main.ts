@@ -16,6 +16,8 @@ await waitForRedis(redis, 30_000);
 const moved = await migrateKeyLayout(redis);
 if (moved > 0) log.info({ keys: moved }, 'store keys moved to their {store}-tagged names');
 const store = createStore(redis);
+const skeletons = await store.users.indexSkeletons();
+if (skeletons > 0) log.info({ entries: skeletons }, "existing usernames' confusable skeletons indexed");
 await ensureRootUser(store, config, log);
 
 const worker = await startJobWorker<AdminJobPayload>({

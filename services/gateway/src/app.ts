@@ -3,13 +3,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { GatewayError, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
-import type { JobClient, Redis, ReplyInbox } from '@gateway/queue';
+import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
-import type { ChannelKeyCipher, Store } from '@gateway/store';
+import { QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
+import { rootCredentialCheck } from './auth/root-credential.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -59,6 +60,8 @@ export interface GatewayDeps {
   dashboardPayloads: 'truncated' | 'full' | 'none';
   /** A queue backlog this long is refused outright (admission control). */
   maxBacklog: number;
+  /** ADMIN_TOKEN, when this gateway's environment sets it: `/readyz` waits until it is root's. */
+  adminToken?: string;
 }
 
 export interface Gateway {
@@ -130,7 +133,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // management envelope. Each API plugin sets its own.
   useErrorFormat(app, adminFormat);
 
-  app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping });
+  app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping, notYetServing: rootCredentialCheck(deps.store.users, deps.adminToken) });
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
@@ -150,7 +153,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     const modelApi = {
       jobs: deps.jobs,
       apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
-      admission: new ModelAdmission(new KeyRateLimit(deps.redis), models.queueBacklog),
+      admission: new ModelAdmission({
+        rateLimit: new KeyRateLimit(deps.redis), backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
+      }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,

@@ -42,6 +42,7 @@ const gateway = buildGateway({
   loginThrottle: {
     failuresPerUser: config.LOGIN_FAILURES_PER_USER,
     failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS,
+    failuresPerUserOverall: config.LOGIN_FAILURES_PER_USER_OVERALL,
     windowSeconds: config.LOGIN_WINDOW_SECONDS,
   },
   passwordHashConcurrency: config.PASSWORD_HASH_CONCURRENCY,
@@ -49,6 +50,7 @@ const gateway = buildGateway({
   dashboardPayloads: config.DASHBOARD_PAYLOADS,
   trustProxy: config.TRUST_PROXY,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
+  adminToken: config.ADMIN_TOKEN,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST });

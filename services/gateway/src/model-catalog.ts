@@ -20,13 +20,14 @@ export class ModelCatalog {
   }
 
   async list(holder: KeyHolder, type: ChannelType): Promise<ServedModel[]> {
+    if (holder.models !== 'all' && holder.models.length === 0) return [];
     const snapshot = await this.channels.current();
-    return servedModels(snapshot.channels, { type, group: holder.group, allowed: holder.models });
+    return servedModels(snapshot.channels, { type, group: holder.group, allowed: holder.models === 'all' ? [] : holder.models });
   }
 
   /** One model, if the key may use it: the list's rules for that one name, without the list. */
   async find(holder: KeyHolder, type: ChannelType, model: string): Promise<ServedModel | undefined> {
-    if (holder.models.length > 0 && !holder.models.includes(model)) return undefined;
+    if (holder.models !== 'all' && !holder.models.includes(model)) return undefined;
     const snapshot = await this.channels.current();
     return servedModels(snapshot.channels, { type, group: holder.group, allowed: [model] })[0];
   }

@@ -5,10 +5,12 @@
  * payload and its `EventStreamFormat`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, type QueueName } from '@gateway/contracts';
+import { GatewayError, type ModelCaller, type QueueName } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
-import type { AdmissionSubject, ModelAdmission } from './admission/model-admission.ts';
+import type { ModelAdmission } from './admission/model-admission.ts';
+import type { KeyHolder } from './auth/api-key.ts';
+import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';
 
 /** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
@@ -34,17 +36,27 @@ export function serverSentEvents(errorFormat: ErrorFormat, options: { doneMarker
   };
 }
 
-export interface ModelRelayOptions<P> {
+export interface ModelRelayOptions<P extends { caller: ModelCaller }> {
   jobs: JobClient;
   queue: QueueName;
   payload: P;
   timeoutMs: number;
-  /** Decides priority, rate limit and backlog before the job is enqueued. */
+  /** Decides priority, rate limits, backlog and the quota held before the job is enqueued. */
   admission: ModelAdmission;
   /** The caller, from its API key. */
-  holder: AdmissionSubject;
+  holder: KeyHolder;
+  /** The most quota the request may use (held on its key's and user's quota while it runs). */
+  worstCase: number;
   /** Set to relay the reply as a stream in this format; unset for one JSON reply. */
   stream?: EventStreamFormat;
+}
+
+/**
+ * A model route's `onRequest` hook, after its authentication: a key or user that may not start a
+ * request now (quota used up, requests in flight at their cap) is refused before its body is read.
+ */
+export function admissionGate(admission: ModelAdmission) {
+  return async (request: FastifyRequest): Promise<void> => admission.gate(keyHolderOf(request));
 }
 
 const streamHeaders = {
@@ -65,13 +77,24 @@ const streamHeaders = {
  * over); after it, the stream ends with an error event. A client that goes away cancels the job,
  * which aborts the worker's upstream call.
  */
-export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
-  const priority = await options.admission.admit(request.headers, options.holder, options.queue);
-  const signal = clientGoneSignal(request);
+export async function relayModelJob<P extends { caller: ModelCaller }>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
+  const { holder } = options;
+  const admitted = await options.admission.admit(request.headers, holder, options.queue, options.worstCase, Date.now() + options.timeoutMs);
+  // The priority the request runs at, which X-Priority may have lowered but never raised.
+  reply.header('x-priority', admitted.batch ? 'batch' : 'interactive');
+  const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
+  const enqueue = {
+    requestId: request.id,
+    timeoutMs: options.timeoutMs,
+    signal: clientGoneSignal(request),
+    priority: admitted.priority,
+    tenant: { userId: holder.userId, tokenId: holder.tokenId },
+    onUnrun: admitted.unrun,
+  };
   const format = options.stream;
   if (!format) {
     // The worker's JSON goes to the client as it is: no parse and serialisation in between.
-    const json = await options.jobs.requestText(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });
+    const json = await options.jobs.requestText(options.queue, payload, enqueue);
     return reply.type('application/json; charset=utf-8').send(json);
   }
 
@@ -100,11 +123,8 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
     raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...headers });
   };
   try {
-    await options.jobs.requestText(options.queue, options.payload, {
-      requestId: request.id,
-      priority,
-      timeoutMs: options.timeoutMs,
-      signal,
+    await options.jobs.requestText(options.queue, payload, {
+      ...enqueue,
       onChunk: (chunk) => {
         begin();
         // A client that reads slower than the upstream writes pauses the job (backpressure)

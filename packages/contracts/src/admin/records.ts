@@ -20,7 +20,16 @@ export interface User {
   request_count: number;
   group: string;
   created_time: number;
+  /** Limits that bind every key of the user (see the admin schemas' `userLimits`). */
+  rpm_limit: number;
+  models: string[];
+  priority: Priority;
+  max_keys: number;
+  max_in_flight: number;
 }
+
+/** API keys a user may hold unless an administrator sets its `max_keys`. */
+export const DEFAULT_MAX_KEYS = 100;
 
 export interface Channel {
   id: number;
@@ -63,6 +72,7 @@ export interface Token {
   models: string[];
   rpm_limit: number;
   priority: Priority;
+  max_in_flight: number;
   created_time: number;
   accessed_time: number;
 }

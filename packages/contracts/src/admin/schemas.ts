@@ -3,6 +3,7 @@
  * worker parses its job payload with the same schemas.
  */
 import { z } from 'zod';
+import { username } from './username.ts';
 
 const id = z.coerce.number().int().positive();
 const nonNegative = z.number().int().min(0);
@@ -12,6 +13,18 @@ const nameList = z.union([
   z.array(z.string().trim().min(1)),
   z.string().transform((s) => s.split(',').map((m) => m.trim()).filter(Boolean)),
 ]);
+
+/**
+ * The models a key or a user is limited to: a name list bounded in count and in size, since
+ * every key a user makes is kept in Redis (see MAX_MODEL_LIST_*: a user's keys cannot grow the
+ * store by more than their count times this).
+ */
+export const MAX_MODEL_LIST_ENTRIES = 64;
+export const MAX_MODEL_LIST_CHARACTERS = 4096;
+const modelList = nameList.refine(
+  (names) => names.length <= MAX_MODEL_LIST_ENTRIES && names.reduce((n, name) => n + name.length, 0) <= MAX_MODEL_LIST_CHARACTERS,
+  `must name at most ${MAX_MODEL_LIST_ENTRIES} models, ${MAX_MODEL_LIST_CHARACTERS} characters in all`,
+);
 
 /** Text that is valid Unicode (no lone UTF-16 surrogate), for what is parsed from a JSON string. */
 const wellFormed = z.string().refine((s) => s.isWellFormed(), 'must be valid Unicode text');
@@ -36,36 +49,6 @@ const modelMapping = z.union([
 
 const role = z.union([z.literal(1), z.literal(10), z.literal(100)]);
 
-/**
- * A username as people see it: NFKC-normalised (so look-alike encodings of one name are one
- * name), unique without regard to case (`usernameKey`), with no control or format characters
- * (NUL, newlines, U+202E…), no space at either end, and no mix of the Latin, Greek and Cyrillic
- * scripts (`rооt` with Cyrillic o's is not `root`).
- */
-const username = z.string().transform((raw, ctx) => {
-  const name = raw.normalize('NFKC');
-  const problem =
-    [...name].length < 1 || [...name].length > 20 ? 'must be 1 to 20 characters'
-      : /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(name) ? 'must not hold control or format characters'
-        : name.trim() !== name ? 'must not begin or end with a space'
-          : mixesScripts(name) ? 'must not mix Latin, Greek and Cyrillic letters'
-            : undefined;
-  if (problem) {
-    ctx.addIssue({ code: 'custom', message: problem });
-    return z.NEVER;
-  }
-  return name;
-});
-
-/** The alphabets a homoglyph attack mixes; a name may use one of them. */
-const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u];
-
-function mixesScripts(name: string): boolean {
-  return CONFUSABLE_SCRIPTS.filter((script) => script.test(name)).length > 1;
-}
-
-/** The key under which a username is unique: its NFKC form, lower-cased. */
-export const usernameKey = (name: string) => name.normalize('NFKC').toLowerCase();
 const password = z.string().min(8, 'must be 8 to 64 characters').max(64, 'must be 8 to 64 characters');
 const group = z.string().trim().min(1).max(64);
 
@@ -87,12 +70,30 @@ export const sessionDeleteJob = z.strictObject({ session_hash: digest });
 /** A password hash made by the gateway (scrypt), never a password. */
 const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');
 
+/**
+ * Limits an administrator sets on a user. They bind every key of the user, whatever the key
+ * says: the key's own settings can only narrow them further.
+ */
+const userLimits = {
+  /** Requests a minute across all the user's keys; 0: none. */
+  rpm_limit: nonNegative.optional(),
+  /** Models the user's keys may use; empty: all. */
+  models: modelList.optional(),
+  /** batch: every request of the user's keys waits behind interactive work. */
+  priority: z.enum(['interactive', 'batch']).optional(),
+  /** API keys the user may hold at once. */
+  max_keys: z.number().int().min(0).max(10_000).optional(),
+  /** Requests of the user's keys in flight at once; 0: none. */
+  max_in_flight: nonNegative.optional(),
+};
+
 const newUser = {
   username,
   display_name: z.string().max(64).optional(),
   role: role.optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
+  ...userLimits,
 };
 export const createUserBody = z.strictObject({ ...newUser, password });
 export const createUserJob = z.strictObject({ ...newUser, password_hash: passwordHash });
@@ -105,6 +106,7 @@ const userChanges = {
   status: z.union([z.literal(1), z.literal(2)]).optional(),
   quota: nonNegative.optional(),
   group: group.optional(),
+  ...userLimits,
 };
 export const updateUserBody = z.strictObject({ ...userChanges, password: password.optional() });
 export const updateUserJob = z.strictObject({ ...userChanges, password_hash: passwordHash.optional() });
@@ -175,9 +177,11 @@ const tokenSettings = {
   remain_quota: nonNegative.optional(),
   unlimited_quota: z.boolean().optional(),
   expired_time: expiredTime.optional(),
-  models: nameList.optional(),
+  models: modelList.optional(),
   rpm_limit: nonNegative.optional(),
   priority: z.enum(['interactive', 'batch']).optional(),
+  /** Requests of this key in flight at once; 0: none (the user's cap still applies). */
+  max_in_flight: nonNegative.optional(),
 };
 
 export const createTokenBody = z.strictObject({

@@ -1,6 +1,6 @@
 -- One record and its indexes written atomically (record-write.ts). KEYS: a key in the store's
 -- slot. ARGV: the RecordWrite as JSON. Returns {'OK', id}, {'NOT_FOUND'}, {'STALE', field} or
--- {'CONFLICT', field}.
+-- {'CONFLICT', field} or {'LIMIT'}.
 local op = cjson.decode(ARGV[1])
 -- KEYS[1] only routes the script to the store's slot; every key it touches is in that slot.
 -- `once` names the job this write belongs to: a job that already wrote (and was run again after
@@ -15,6 +15,7 @@ if op.create then
   for _, u in ipairs(op.unique or {}) do
     if redis.call('HEXISTS', u.key, u.field) == 1 then return {'CONFLICT', u.field} end
   end
+  if op.limit and redis.call('SCARD', op.limit.key) >= op.limit.max then return {'LIMIT'} end
   id = tostring(redis.call('INCR', op.create.seq))
   key = op.create.prefix .. id
 else

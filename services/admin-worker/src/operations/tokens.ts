@@ -28,8 +28,11 @@ async function ownedToken(store: Store, actor: Actor, id: number, action: 'see' 
 export async function createToken(store: Store, actor: Actor, input: AdminJobInput<'token.create'>, once: WriteOnce) {
   const userId = input.user_id ?? actor.id;
   await assertMayManageKeysOf(store, actor, userId, 'edit');
+  const owner = await store.users.get(userId);
+  if (!owner) throw notFound(`no user with id ${userId}`);
   const { user_id: _u, key_hash, key_preview, ...fields } = input;
-  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview }, once);
+  // The owner's max_keys bounds what it holds in the store, whoever creates the key.
+  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview }, owner.max_keys, once);
   return publicToken(token);
 }
 
@@ -87,4 +90,8 @@ function assertOnlyTightens(current: StoredToken, changes: TokenChanges): void {
     if (lifts) refuse('rpm_limit', "raise or lift a key's rate limit");
   }
   if (changes.priority === 'interactive' && current.priority === 'batch') refuse('priority', 'raise a key to interactive');
+  if (changes.max_in_flight !== undefined) {
+    const lifts = changes.max_in_flight === 0 ? current.max_in_flight > 0 : current.max_in_flight > 0 && changes.max_in_flight > current.max_in_flight;
+    if (lifts) refuse('max_in_flight', "raise or lift a key's cap on requests in flight");
+  }
 }

@@ -28,8 +28,13 @@ export async function createUser(store: Store, actor: Actor, input: AdminJobInpu
     role,
     quota: input.quota ?? 0,
     group: input.group ?? 'default',
+    ...definedOnly({ rpm_limit: input.rpm_limit, models: input.models, priority: input.priority, max_keys: input.max_keys, max_in_flight: input.max_in_flight }),
   }, once);
   return publicUser(user);
+}
+
+function definedOnly<T extends object>(fields: T): Partial<T> {
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 export async function updateUser(store: Store, actor: Actor, input: AdminJobInput<'user.update'>, once: WriteOnce) {

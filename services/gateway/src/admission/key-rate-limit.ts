@@ -23,19 +23,28 @@ export class KeyRateLimit {
   }
 
   /** Throws a 429 with Retry-After when the key is over `rpmLimit`; 0 means no limit. */
-  async check(tokenId: number, rpmLimit: number, now = Date.now()): Promise<void> {
+  check(tokenId: number, rpmLimit: number, now = Date.now()): Promise<void> {
+    return this.count(String(tokenId), rpmLimit, 'this API key', now);
+  }
+
+  /** The same for all the keys of a user together. */
+  checkUser(userId: number, rpmLimit: number, now = Date.now()): Promise<void> {
+    return this.count(`user:${userId}`, rpmLimit, 'your account', now);
+  }
+
+  private async count(scope: string, rpmLimit: number, whose: string, now: number): Promise<void> {
     if (!rpmLimit) return;
     const minute = Math.floor(now / 60_000);
     const elapsed = (now % 60_000) / 60_000;
     const refused = await this.redis.gwKeyRateLimit(
       // Both minutes of one key in one Redis Cluster slot (the hash tag).
-      `gw:rpm:{${tokenId}}:${minute}`, `gw:rpm:{${tokenId}}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
+      `gw:rpm:{${scope}}:${minute}`, `gw:rpm:{${scope}}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
     );
     if (refused) {
       throw new GatewayError({
         status: 429,
         code: 'rate_limited',
-        message: `rate limit reached for this API key: ${rpmLimit} requests per minute`,
+        message: `rate limit reached for ${whose}: ${rpmLimit} requests per minute`,
         retryAfter: Math.max(1, Math.ceil(((1 - elapsed) * 60_000) / Math.max(1, rpmLimit) / 1000)),
       });
     }

@@ -1,43 +1,120 @@
-import { badRequest, type QueueName } from '@gateway/contracts';
+import { badRequest, GatewayError, insufficientQuota, rateLimited, type QueueName } from '@gateway/contracts';
+import type { HoldRefusal, QuotaHolds } from '@gateway/store';
+import type { KeyHolder } from '../auth/api-key.ts';
 import type { BacklogAdmission } from './backlog-admission.ts';
+import type { FairShares } from '@gateway/queue';
 import type { KeyRateLimit } from './key-rate-limit.ts';
 
-/** What admission needs to know of the caller (from its API key). */
-export interface AdmissionSubject {
-  tokenId: number;
-  rpmLimit: number;
-  priority: 'interactive' | 'batch';
+/** What admission decided for a request: how to enqueue it, and what it holds until it ends. */
+export interface Admission {
+  /** BullMQ priority: the request's place among every tenant's waiting work (`FairShares`). */
+  priority: number;
+  /** Whether it runs as batch work (the key's or user's priority, or lowered by `X-Priority`). */
+  batch: boolean;
+  /** Its hold on its key's and user's quota and in-flight slots, if it needed one. */
+  hold?: string;
+  /** When the job never ran (not enqueued, or removed while waiting): gives back what it held. */
+  unrun(): void;
 }
 
-/** BullMQ serves jobs without a priority before prioritized ones: batch waits for interactive. */
-const BATCH_PRIORITY = 10;
+export interface ModelAdmissionOptions {
+  rateLimit: KeyRateLimit;
+  backlog: BacklogAdmission;
+  holds: QuotaHolds;
+  fairShares: FairShares;
+  /** A hold outlives its request's deadline by this much before it runs out by itself. */
+  holdGraceMs?: number;
+}
 
 /**
- * Everything decided before a model request is enqueued: its priority (`X-Priority: batch`
- * or the key's default), the key's requests-per-minute limit (429), and whether the queue can
- * still serve it within the time-out (503).
+ * Everything decided before a model request is enqueued, so nothing is accepted that will be
+ * refused: its priority (`X-Priority` may only lower the key's), whether the queue can still
+ * serve it in time (503), the key's and the user's requests per minute (429), their caps on
+ * requests in flight (429), and its worst case held on their quota (429). A key or user with no
+ * limit costs no Redis call for them.
  */
 export class ModelAdmission {
-  private readonly rateLimit: KeyRateLimit;
-  private readonly backlog: BacklogAdmission;
+  private readonly options: ModelAdmissionOptions;
 
-  constructor(rateLimit: KeyRateLimit, backlog: BacklogAdmission) {
-    this.rateLimit = rateLimit;
-    this.backlog = backlog;
+  constructor(options: ModelAdmissionOptions) {
+    this.options = options;
   }
 
-  /** Admits the request or throws; resolves with the BullMQ priority to enqueue it with. */
-  async admit(headers: Record<string, string | string[] | undefined>, subject: AdmissionSubject, queue: QueueName): Promise<number | undefined> {
-    const priority = priorityOf(headers['x-priority'], subject.priority);
-    this.backlog.admit(queue);
-    await this.rateLimit.check(subject.tokenId, subject.rpmLimit);
-    return priority === 'batch' ? BATCH_PRIORITY : undefined;
+  /**
+   * The part decidable from the headers, before the body is read: a key or user whose quota is
+   * used up, or whose requests in flight are at their cap, is refused without its body.
+   */
+  async gate(holder: KeyHolder): Promise<void> {
+    if (!needsHold(holder)) return;
+    const refusal = await this.options.holds.check(holder);
+    if (refusal) throw refusalError(refusal);
+  }
+
+  /** Admits the request or throws. `worstCase`: the most quota it may use; `deadline`: epoch ms. */
+  async admit(headers: Record<string, string | string[] | undefined>, holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number): Promise<Admission> {
+    const batch = priorityOf(headers['x-priority'], holder.priority) === 'batch';
+    this.options.backlog.admit(queue);
+    await this.options.rateLimit.check(holder.tokenId, holder.rpmLimit);
+    await this.options.rateLimit.checkUser(holder.userId, holder.userRpmLimit);
+    let hold: string | undefined;
+    if (needsHold(holder)) {
+      const ttlMs = Math.max(0, deadline - Date.now()) + (this.options.holdGraceMs ?? 60_000);
+      const held = await this.options.holds.reserve(holder, holder.quotaLimited ? worstCase : 0, ttlMs);
+      if (!('hold' in held)) throw refusalError(held);
+      hold = held.hold;
+    }
+    let place;
+    try {
+      place = await this.options.fairShares.join(queue, holder, batch);
+    } catch (error) {
+      if (hold) void this.release(holder, hold);
+      throw error;
+    }
+    return {
+      priority: place.priority,
+      batch,
+      hold,
+      unrun: () => {
+        if (hold) void this.release(holder, hold);
+        place.leave();
+      },
+    };
+  }
+
+  private release(holder: KeyHolder, hold: string): Promise<void> {
+    // A hold that cannot be given back now runs out at its expiry.
+    return this.options.holds.release(holder.tokenId, holder.userId, [hold]).catch(() => {});
   }
 }
 
-function priorityOf(header: string | string[] | undefined, fallback: 'interactive' | 'batch'): 'interactive' | 'batch' {
+function needsHold(holder: KeyHolder): boolean {
+  return holder.quotaLimited || holder.keyInFlightCap > 0 || holder.userInFlightCap > 0;
+}
+
+/** The key's priority, or batch when the header asks for it: a header may lower it, never raise it. */
+function priorityOf(header: string | string[] | undefined, own: 'interactive' | 'batch'): 'interactive' | 'batch' {
   const value = (Array.isArray(header) ? header[0] : header)?.trim().toLowerCase();
-  if (!value) return fallback;
-  if (value === 'batch' || value === 'interactive') return value;
+  if (!value) return own;
+  if (value === 'batch') return 'batch';
+  if (value === 'interactive') return own;
   throw badRequest('X-Priority must be "interactive" or "batch"', 'X-Priority');
+}
+
+function refusalError(refusal: HoldRefusal): GatewayError {
+  switch (refusal.reason) {
+    case 'key_in_flight':
+      return rateLimited(`this API key already has ${refusal.cap} requests in flight, its most: retry when one ends`, 1);
+    case 'user_in_flight':
+      return rateLimited(`your account already has ${refusal.cap} requests in flight, its most: retry when one ends`, 1);
+    case 'key_quota':
+      return refusal.exhausted
+        ? insufficientQuota('this API key has used up its quota; raise its remain_quota or make it unlimited')
+        : rateLimited("the rest of this API key's quota is held by its requests in flight: retry when they end", 1);
+    case 'user_quota':
+      return refusal.exhausted
+        ? insufficientQuota('your account has used up its quota; ask an administrator to raise it')
+        : rateLimited("the rest of your account's quota is held by its requests in flight: retry when they end", 1);
+    default:
+      return new GatewayError({ status: 401, code: 'invalid_api_key', message: 'this API key no longer exists' });
+  }
 }

@@ -35,7 +35,10 @@ const bearer = (key: string) => ({ headers: { authorization: `Bearer ${key}` } }
 describe('API-key authentication', () => {
   it('resolves a key to its holder, from the cache after the first lookup', async () => {
     const { user, token, key } = await newKey();
-    expect(await auth.authenticate(bearer(key))).toEqual({ tokenId: token.id, userId: user.id, group: 'vip', models: [], rpmLimit: 0, priority: 'interactive' });
+    expect(await auth.authenticate(bearer(key))).toEqual({
+      tokenId: token.id, userId: user.id, group: 'vip', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'interactive',
+      keyInFlightCap: 0, userInFlightCap: 0, quotaLimited: false,
+    });
     // Served from memory: no more reads of the token or user records.
     const hgetall = redis.hgetall.bind(redis);
     let reads = 0;
@@ -68,7 +71,7 @@ describe('API-key authentication', () => {
   it('takes x-goog-api-key only where asked to', async () => {
     const { key } = await newKey();
     await expect(auth.authenticate({ headers: { 'x-goog-api-key': key } })).rejects.toMatchObject({ status: 401 });
-    await expect(auth.authenticate({ headers: { 'x-goog-api-key': key }, googleHeader: true })).resolves.toMatchObject({ models: [] });
+    await expect(auth.authenticate({ headers: { 'x-goog-api-key': key }, googleHeader: true })).resolves.toMatchObject({ models: 'all' });
   });
 
   it('stops a disabled or deleted key, and a disabled user, as soon as the change is announced', async () => {

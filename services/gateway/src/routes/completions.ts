@@ -4,16 +4,16 @@
  * model, and relay the completion worker's answer.
  */
 import type { FastifyInstance } from 'fastify';
-import { completionRequestSchema, parseOrThrow, QueueName, type CompletionJobPayload } from '@gateway/contracts';
+import { completionRequestSchema, completionWorstCase, parseOrThrow, QueueName, type CompletionJobPayload } from '@gateway/contracts';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
-import { relayModelJob, serverSentEvents } from '../model-relay.ts';
+import { admissionGate, relayModelJob, serverSentEvents } from '../model-relay.ts';
 
 const openaiEventStream = serverSentEvents(openaiFormat, { doneMarker: '[DONE]' });
 
 export function completionRoutes(app: FastifyInstance, options: ModelApiOptions): void {
-  app.post('/completions', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+  app.post('/completions', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
     const holder = keyHolderOf(request);
     const body = parseOrThrow(completionRequestSchema, request.body);
     options.apiKeys.authorizeModel(holder, body.model);
@@ -28,6 +28,7 @@ export function completionRoutes(app: FastifyInstance, options: ModelApiOptions)
       timeoutMs: options.timeoutMs,
       admission: options.admission,
       holder,
+      worstCase: completionWorstCase(body),
       stream: body.stream === true ? openaiEventStream : undefined,
     });
   });

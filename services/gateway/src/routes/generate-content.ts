@@ -6,11 +6,11 @@
  * same code as the OpenAI path's; this file is only the Gemini adapter.
  */
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { geminiFormat, pathOf } from '../error-formats.ts';
-import { relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
+import { admissionGate, relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
 
 /** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
 const geminiEventStream = serverSentEvents(geminiFormat, { eol: '\r\n\r\n' });
@@ -49,7 +49,7 @@ function modelAndMethod(target: string): { model: string; method: AudioMethod } 
 export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
   // A route like `/v1beta/models/:model:generateContent` would read the colon as a parameter;
   // the wildcard takes `{model}:{method}` whole and it is split here.
-  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes }, async (request, reply) => {
+  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
       throw new GatewayError({
@@ -76,6 +76,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
       timeoutMs: options.timeoutMs,
       admission: options.admission,
       holder,
+      worstCase: speechWorstCase(body),
       stream,
     });
   });

@@ -5,11 +5,13 @@ export interface HealthOptions {
   redis: Redis;
   /** True once the gateway has begun to shut down. */
   isStopping: () => boolean;
+  /** Why the management API cannot serve yet (ADMIN_TOKEN not yet root's), or undefined. */
+  notYetServing?: () => Promise<string | undefined>;
 }
 
 /**
- * `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, not stopping), and why
- * not when it cannot. Not @fastify/under-pressure: its status route answers a failed check
+ * `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, ADMIN_TOKEN is root's,
+ * not stopping), and why not when it cannot. Not @fastify/under-pressure: its status route answers a failed check
  * without the reason, and its load shedding would refuse requests on event-loop delay, which
  * the backlog admission (`admission/`) already decides with the queue's own figures.
  */
@@ -25,11 +27,16 @@ export async function healthRoutes(app: FastifyInstance, options: HealthOptions)
           timer = setTimeout(() => reject(new Error('Redis did not answer within 1 s')), 1000);
         }),
       ]);
-      return { status: 'ok' };
     } catch (error) {
       return reply.status(503).send({ status: 'unavailable', reason: `redis: ${(error as Error).message}` });
     } finally {
       clearTimeout(timer);
+    }
+    try {
+      const reason = await options.notYetServing?.();
+      return reason ? reply.status(503).send({ status: 'unavailable', reason }) : { status: 'ok' };
+    } catch (error) {
+      return reply.status(503).send({ status: 'unavailable', reason: `redis: ${(error as Error).message}` });
     }
   });
 }

@@ -1,0 +1,74 @@
+import { join } from 'node:path';
+import { defineLuaScripts, luaScripts } from '@gateway/config';
+import { BATCH_RANK_BASE, isBatchRank, type QueueName } from '@gateway/contracts';
+import type { Redis } from './redis-connection.ts';
+
+/** `gwFairJoin`, `gwFairLeave`, from `commands/`. */
+const scripts = luaScripts(join(import.meta.dirname, 'commands'));
+
+type Scripted = Redis & {
+  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number): Promise<number>;
+  gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number): Promise<number>;
+};
+
+/** Whose work a job is: fair shares go to users first, then to each user's keys. */
+export interface Tenant {
+  userId: number;
+  tokenId: number;
+}
+
+/** A job's place among the waiting work: its BullMQ priority, and how to give the place up. */
+export interface FairPlace {
+  priority: number;
+  /** Once, when the job leaves the queue (taken by a worker, or removed unrun). */
+  leave(): void;
+}
+
+const MOST_RANK = BATCH_RANK_BASE - 1;
+
+/**
+ * Fair shares of a queue between tenants, with BullMQ's own priorities: each job is enqueued
+ * with a rank, the virtual time of the queue plus its place in its tenant's line (a round robin
+ * between users, and between each user's keys), so BullMQ hands jobs out round robin between
+ * the tenants waiting (start-time fair queueing) instead of first come, first served. A tenant
+ * with 1,500 jobs waiting takes ranks far ahead; another tenant's next job takes the queue's
+ * current rank and is served next. Batch ranks all follow interactive ones. The counts live in
+ * one hash tag per queue (one slot on a Redis Cluster), and run out an hour after their last
+ * use, so a process that died between a join and its leave skews a tenant's rank for no longer.
+ */
+export class FairShares {
+  private readonly redis: Scripted;
+
+  constructor(redis: Redis) {
+    defineLuaScripts(redis, scripts);
+    this.redis = redis as Scripted;
+  }
+
+  async join(queue: QueueName, tenant: Tenant, batch: boolean): Promise<FairPlace> {
+    const kind = batch ? 'b' : 'i';
+    const rank = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK);
+    // BullMQ's priority 0 skips the priorities: ranks start at 1.
+    const priority = Math.max(1, rank) + (batch ? BATCH_RANK_BASE : 0);
+    let left = false;
+    return {
+      priority,
+      leave: () => {
+        if (left) return;
+        left = true;
+        void this.leave(queue, tenant, priority);
+      },
+    };
+  }
+
+  /** The job with this priority left the queue (the worker's side of `FairPlace.leave`). */
+  async leave(queue: QueueName, tenant: Tenant, priority: number): Promise<void> {
+    const batch = isBatchRank(priority);
+    const kind = batch ? 'b' : 'i';
+    const rank = priority - (batch ? BATCH_RANK_BASE : 0);
+    // A count left behind skews one tenant's ranks until it runs out; nothing else depends on it.
+    await this.redis.gwFairLeave(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, rank).catch(() => {});
+  }
+}
+
+const lineKey = (queue: QueueName) => `gw:{fair:${queue}}:line`;
+const tenantKey = (queue: QueueName, kind: string, userId: number) => `gw:{fair:${queue}}:${kind}:user:${userId}`;

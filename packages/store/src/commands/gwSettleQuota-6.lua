@@ -1,0 +1,24 @@
+-- A request with a hold ends (quota-holds.ts): its usage is charged to its key and user and its
+-- hold given back in one step, so at no moment is it neither held nor charged. Only a hold still
+-- held is charged: a job run again (its worker died after settling) is not charged twice.
+-- KEYS: token record, user record, token holds, token held sum, user holds, user held sum.
+-- ARGV: the hold, the quota used, requests answered (0 or 1), now (s).
+local amount = tonumber(string.match(ARGV[1], ':(%d+)$')) or 0
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
+redis.call('DECRBY', KEYS[4], amount)
+if redis.call('ZREM', KEYS[5], ARGV[1]) == 1 then redis.call('DECRBY', KEYS[6], amount) end
+for i = 3, 5, 2 do
+  if redis.call('ZCARD', KEYS[i]) == 0 then redis.call('DEL', KEYS[i], KEYS[i + 1]) end
+end
+local quota = tonumber(ARGV[2])
+if tonumber(ARGV[3]) == 0 then return 1 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then redis.call('HINCRBY', KEYS[1], 'remain_quota', -quota) end
+  redis.call('HINCRBY', KEYS[1], 'used_quota', quota)
+  redis.call('HSET', KEYS[1], 'accessed_time', ARGV[4])
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('HINCRBY', KEYS[2], 'used_quota', quota)
+  redis.call('HINCRBY', KEYS[2], 'request_count', ARGV[3])
+end
+return 1

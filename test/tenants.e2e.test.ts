@@ -1,0 +1,214 @@
+/**
+ * One tenant's burst never hurts another (issue 18): fair shares of a channel's slots and of a
+ * worker's concurrency between users and their keys, quota held before a job exists so a burst
+ * cannot overspend, refusals decided before a body is read, and limits an administrator sets on
+ * a user binding every key the user makes. Real gateway, workers and Redis; the openai SDK.
+ */
+import { request as httpRequest } from 'node:http';
+import { describe, expect } from 'vitest';
+import OpenAI from 'openai';
+import { stackTest } from '@gateway/testkit/fixtures';
+import type { Stack } from '@gateway/testkit';
+
+/** Four worker slots, so a hog's burst waits in the queue as well as in the worker. */
+const it = stackTest({
+  workers: ['completion-worker'],
+  env: { COMPLETION_CONCURRENCY: '4', REQUEST_TIMEOUT_MS: '60000' },
+  channelDefaults: { timeout_ms: 30_000 },
+});
+
+let seq = 0;
+const uniqueModel = () => `tenant-${++seq}`;
+
+const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
+
+/** Status (200, or the error's), with the error's code and Retry-After. */
+async function complete(stack: Stack, key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  try {
+    const { data, response } = await client(stack, key).completions.create({ prompt: 'hi', ...body } as never, { headers }).withResponse();
+    return { status: 200, usage: (data as OpenAI.Completion).usage, priority: response.headers.get('x-priority') };
+  } catch (error) {
+    if (!(error instanceof OpenAI.APIError)) throw error;
+    return { status: error.status ?? 0, code: (error.error as { code?: string } | undefined)?.code, retryAfter: error.headers?.get('retry-after') ?? null };
+  }
+}
+
+/** A user of its own (role 1), as root makes it, with limits; and a key of it made by root. */
+async function tenant(stack: Stack, limits: Record<string, unknown> = {}, keyFields: Record<string, unknown> = {}) {
+  const user = await stack.adminData('POST', '/api/user/', { username: `t${++seq}`, password: 'tenant-password', ...limits });
+  const { key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true, ...keyFields });
+  return { user, key };
+}
+
+async function timed<T>(work: Promise<T>): Promise<{ ms: number; value: T }> {
+  const started = performance.now();
+  const value = await work;
+  return { ms: performance.now() - started, value };
+}
+
+describe('fair shares', () => {
+  it("lets another tenant's first request through within a turn while a hog has 60 waiting on a 2-slot channel", async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 300 });
+    const model = uniqueModel();
+    await channel(mock, [model], { max_concurrency: 2 });
+    const hog = await tenant(stack);
+    const steady = await tenant(stack);
+    const burst = Array.from({ length: 60 }, () => complete(stack, hog.key, { model }));
+    await expect.poll(() => mock.inFlight).toBe(2);
+    // First come, first served, this request would wait for 58 hog requests at 2 a turn: 8.7 s.
+    const { ms, value } = await timed(complete(stack, steady.key, { model }));
+    console.log(`[fair] another tenant's request beside a hog's 60 on a 2-slot, 300 ms channel: ${Math.round(ms)} ms`);
+    expect(value.status).toBe(200);
+    expect(ms).toBeLessThan(2000);
+    expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
+    expect(mock.maxInFlight).toBe(2);
+  });
+
+  it("shares the worker's slots too: a user bursting from two keys on an unlimited channel holds up nobody else", async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 400 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const hog = await tenant(stack);
+    const second = await stack.adminData('POST', '/api/token/', { name: 'k2', user_id: hog.user.id, unlimited_quota: true });
+    const steady = await tenant(stack);
+    const burst = [hog.key, second.key].flatMap((key) => Array.from({ length: 30 }, () => complete(stack, key, { model })));
+    // The worker's 4 slots are all the hog's; 56 of its requests wait in the queue.
+    await expect.poll(() => mock.inFlight).toBe(4);
+    const { ms, value } = await timed(complete(stack, steady.key, { model }));
+    console.log(`[fair] another tenant's request beside a hog's 60 holding all 4 worker slots, 400 ms upstream: ${Math.round(ms)} ms`);
+    expect(value.status).toBe(200);
+    // First come, first served would be 14 turns of 400 ms.
+    expect(ms).toBeLessThan(2000);
+    expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
+  });
+
+  it('still runs batch work after interactive work, whichever tenant sends it', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 200 });
+    const model = uniqueModel();
+    await channel(mock, [model], { max_concurrency: 1 });
+    const [busy, batchUser, other] = [await tenant(stack), await tenant(stack), await tenant(stack)];
+    const finished: string[] = [];
+    const track = (name: string, work: ReturnType<typeof complete>) => work.then((r) => { finished.push(name); return r; });
+    const interactive = Array.from({ length: 6 }, (_, i) => track(`busy-${i}`, complete(stack, busy.key, { model })));
+    await expect.poll(() => mock.inFlight).toBe(1);
+    const batch = track('batch', complete(stack, batchUser.key, { model }, { 'x-priority': 'batch' }));
+    const late = track('other', complete(stack, other.key, { model }));
+    expect((await Promise.all([...interactive, batch, late])).every((r) => r.status === 200)).toBe(true);
+    expect(finished.at(-1)).toBe('batch');
+    // The late interactive tenant went ahead of the end of the busy one's line.
+    expect(finished.indexOf('other')).toBeLessThan(finished.indexOf('busy-5'));
+  });
+});
+
+describe('quota held before a job exists', () => {
+  it('keeps a burst of 200 within a key quota of 100, give or take one request', async ({ stack, upstream, channel, apiKey }) => {
+    // 1 prompt token + 19 completion tokens = 20 a request, the worst case it holds (max_tokens 19).
+    const mock = await upstream.openai({ delayMs: 50, text: Array.from({ length: 19 }, () => 'w').join(' ') });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 100 });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => complete(stack, key, { model, prompt: 'hi', max_tokens: 19 })));
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    expect(ok.length).toBeLessThanOrEqual(5);
+    for (const refused of answers.filter((a) => a.status !== 200)) {
+      expect(refused.status).toBe(429);
+      expect(['rate_limited', 'insufficient_quota']).toContain(refused.code);
+    }
+    await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(ok.length * 20);
+    const token = (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id);
+    expect(token.remain_quota).toBeGreaterThanOrEqual(0);
+    // The quota is spent: the next request is refused for good, not asked to retry.
+    expect(await complete(stack, key, { model })).toMatchObject({ status: 429, code: 'insufficient_quota' });
+  });
+
+  it("holds a user's allowance across all its keys, bursting from three at once", async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 50, text: Array.from({ length: 9 }, () => 'w').join(' ') });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { user, key } = await tenant(stack, { quota: 100 });
+    const keys = [key];
+    for (let i = 0; i < 2; i++) keys.push((await stack.adminData('POST', '/api/token/', { name: `k${i}`, user_id: user.id, unlimited_quota: true })).key);
+    const answers = await Promise.all(keys.flatMap((k) => Array.from({ length: 50 }, () => complete(stack, k, { model, max_tokens: 9 }))));
+    const ok = answers.filter((a) => a.status === 200).length;
+    expect(ok).toBeGreaterThanOrEqual(1);
+    await expect.poll(async () => (await stack.adminData('GET', `/api/user/${user.id}`)).used_quota).toBe(ok * 10);
+    expect((await stack.adminData('GET', `/api/user/${user.id}`)).used_quota).toBeLessThanOrEqual(100);
+  });
+
+  it('refuses a key with no quota left before reading its body, while another tenant is served', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key: empty } = await apiKey({ unlimited_quota: false, remain_quota: 0 });
+    const { key: fine } = await apiKey();
+    const url = new URL(`${stack.gateway.url}/v1/completions`);
+    // Each announces a 10 MB body but sends only its first kilobyte: the answer must not wait for the rest.
+    const refusedEarly = () => new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest({
+        host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+        headers: { authorization: `Bearer ${empty}`, 'content-type': 'application/json', 'content-length': String(10 * 1024 * 1024) },
+      }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body });
+          req.destroy();
+        });
+      });
+      req.on('error', reject);
+      req.write(`{"model":"${model}","prompt":"${'x'.repeat(1000)}`);
+    });
+    const answers = await Promise.all(Array.from({ length: 20 }, refusedEarly));
+    for (const answer of answers) {
+      expect(answer.status).toBe(429);
+      expect(JSON.parse(answer.body).error.code).toBe('insufficient_quota');
+    }
+    expect(mock.requests.length).toBe(0);
+    expect((await complete(stack, fine, { model })).status).toBe(200);
+  });
+});
+
+describe('limits an administrator sets on a user', () => {
+  it('bind a key the user mints after them, and X-Priority cannot lift them', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 500 });
+    const [allowed, other] = [uniqueModel(), uniqueModel()];
+    await channel(mock, [allowed, other]);
+    const { user } = await tenant(stack);
+    await stack.adminData('PUT', '/api/user/', { id: user.id, models: [allowed], rpm_limit: 3, priority: 'batch', max_in_flight: 1, max_keys: 2 });
+    const { access_token } = await stack.adminData('POST', '/api/user/login', { username: user.username, password: 'tenant-password' });
+    // The user's own new key, with nothing limited on it.
+    const { key } = await stack.adminData('POST', '/api/token/', { name: 'mine', unlimited_quota: true }, access_token);
+    expect(await complete(stack, key, { model: other })).toMatchObject({ status: 403 });
+    const [first, second] = await Promise.all([
+      complete(stack, key, { model: allowed }, { 'x-priority': 'interactive' }),
+      new Promise((r) => setTimeout(r, 100)).then(() => complete(stack, key, { model: allowed })),
+    ]);
+    expect(first, JSON.stringify(first)).toMatchObject({ status: 200, priority: 'batch' });
+    expect(second).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: '1' });
+    // The user's 3 requests a minute: the one refused before its body was read did not count.
+    expect((await complete(stack, key, { model: allowed })).status).toBe(200);
+    expect((await complete(stack, key, { model: allowed })).status).toBe(200);
+    const over = await complete(stack, key, { model: allowed });
+    expect(over).toMatchObject({ status: 429, code: 'rate_limited' });
+    expect(Number(over.retryAfter)).toBeGreaterThan(0);
+    // Its most keys: the one root made and this one.
+    const third = await stack.admin('POST', '/api/token/', { name: 'third', unlimited_quota: true }, access_token);
+    expect(third.status).toBe(409);
+    expect(third.body.message).toMatch(/max_keys/);
+  });
+
+  it('keeps what one user can hold in Redis bounded: a key count, and a bounded models list', async ({ stack }) => {
+    const { user } = await tenant(stack, { max_keys: 5 });
+    const { access_token } = await stack.adminData('POST', '/api/user/login', { username: user.username, password: 'tenant-password' });
+    const tooLong = await stack.admin('POST', '/api/token/', { name: 'big', models: Array.from({ length: 1000 }, (_, i) => `model-${i}`) }, access_token);
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.message).toMatch(/models/);
+    const few = await stack.admin('POST', '/api/token/', { name: 'big', models: ['x'.repeat(5000)] }, access_token);
+    expect(few.status).toBe(400);
+    // Made in parallel, they still stop at the count (one key already exists).
+    const made = await Promise.all(Array.from({ length: 20 }, (_, i) => stack.admin('POST', '/api/token/', { name: `p${i}` }, access_token)));
+    expect(made.filter((m) => m.status === 200)).toHaveLength(4);
+    expect(made.filter((m) => m.status === 409)).toHaveLength(16);
+  });
+});
