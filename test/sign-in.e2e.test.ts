@@ -93,7 +93,7 @@ describe('a disabled user', () => {
     expect(right.text).toBe(wrongOne.text);
     // The same through the dashboard's form.
     const form = (password: string) => fetch(`${stack.gateway.url}/admin/queues/login`, {
-      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: 'Erin', password }),
+      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.gateway.url }, body: new URLSearchParams({ username: 'Erin', password }),
     }).then(async (r) => ({ status: r.status, says: /invalid username or password|disabled/.exec(await r.text())?.[0] }));
     expect(await form('erin-password')).toEqual({ status: 401, says: 'invalid username or password' });
     expect(await form('not-erin-password')).toEqual({ status: 401, says: 'invalid username or password' });
