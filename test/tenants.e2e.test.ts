@@ -136,6 +136,34 @@ describe('quota held before a job exists', () => {
     expect((await stack.adminData('GET', `/api/user/${user.id}`)).used_quota).toBeLessThanOrEqual(100);
   });
 
+  it('holds every completion a batched prompt asks for: a burst of 10-prompt requests stays within one request of the quota', async ({ stack, upstream, channel, apiKey }) => {
+    // An array of prompts gets max_tokens for each prompt (times n): modelled as 19 words per prompt word.
+    const mock = await upstream.openai({ delayMs: 200, text: (prompt) => Array.from({ length: 19 * prompt.split(' ').length }, () => 'w').join(' ') });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    for (const prompt of [Array.from({ length: 10 }, () => 'hi'), Array.from({ length: 10 }, (_, i) => [i + 1])]) {
+      const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 100 });
+      const answers = await Promise.all(Array.from({ length: 20 }, () => complete(stack, key, { model, prompt, max_tokens: 19 })));
+      const ok = answers.filter((a) => a.status === 200);
+      // Each uses 10 + 10 × 19 = 200: the first one admitted passes the quota by itself.
+      expect(ok.map((a) => a.usage?.total_tokens)).toEqual([200]);
+      await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(200);
+    }
+  });
+
+  it('holds a prompt by what it may cost, not by four characters a token: short words cannot overspend', async ({ stack, upstream, channel, apiKey }) => {
+    // 'a a a …' is a token a word (two characters a token): the mock counts words as tokens.
+    const mock = await upstream.openai({ delayMs: 200, text: 'w' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 300 });
+    const prompt = 'a '.repeat(200);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => complete(stack, key, { model, prompt, max_tokens: 1 })));
+    const ok = answers.filter((a) => a.status === 200);
+    expect(ok.map((a) => a.usage?.total_tokens)).toEqual([201]);
+    await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(201);
+  });
+
   it('refuses a key with no quota left before reading its body, while another tenant is served', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai();
     const model = uniqueModel();

@@ -1,8 +1,9 @@
 /**
  * The most quota a request may use, decided from its body before it is enqueued: what it holds
- * on its key's and user's quota while in flight (see @gateway/store's QuotaHolds). Prompts are
- * counted at about four characters a token, the rule of thumb the workers also charge by when an
- * upstream reports no usage.
+ * on its key's and user's quota while in flight (see @gateway/store's QuotaHolds). A hold counts
+ * a prompt's text at a token a UTF-8 byte, the most a byte-level tokenizer makes of it: the
+ * client picks the text, and four characters a token (the rule of thumb the workers charge by
+ * when an upstream reports no usage) is a guess a prompt of short words or rare characters beats.
  */
 import type { GeminiGenerateRequest } from './wire/gemini-generate.ts';
 import { geminiRequestText } from './wire/gemini-generate.ts';
@@ -24,13 +25,36 @@ export function estimatePromptTokens(prompt: unknown): number {
   return total;
 }
 
+/** The most tokens text may make: one a UTF-8 byte. */
+export function tokensAtMost(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
+/** The most tokens a prompt (one, or an array of prompts) may make. */
+function promptTokensAtMost(prompt: CompletionRequest['prompt']): number {
+  if (typeof prompt === 'string') return tokensAtMost(prompt);
+  let total = 0;
+  for (const item of prompt) total += typeof item === 'number' ? 1 : typeof item === 'string' ? tokensAtMost(item) : item.length;
+  return total;
+}
+
+/** How many prompts a request sends: an array of strings or of token-id arrays is one per item. */
+function promptCount(prompt: CompletionRequest['prompt']): number {
+  return Array.isArray(prompt) && prompt.some((item) => typeof item !== 'number') ? prompt.length : 1;
+}
+
 /** OpenAI's default `max_tokens` for legacy completions. */
 export const COMPLETION_DEFAULT_MAX_TOKENS = 16;
 
-/** The prompt, plus `max_tokens` (16 when unset) for each of the `best_of` or `n` completions made. */
+/**
+ * The prompts (and a `suffix`, sent with each), plus `max_tokens` (16 when unset) for each of the
+ * `best_of` or `n` completions made of each prompt.
+ */
 export function completionWorstCase(request: CompletionRequest): number {
-  const completions = Math.max(request.n ?? 1, request.best_of ?? 1);
-  return estimatePromptTokens(request.prompt) + (request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS) * completions;
+  const prompts = promptCount(request.prompt);
+  const completions = Math.max(request.n ?? 1, request.best_of ?? 1) * prompts;
+  const suffix = request.suffix ? tokensAtMost(request.suffix) * prompts : 0;
+  return promptTokensAtMost(request.prompt) + suffix + (request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS) * completions;
 }
 
 /**
@@ -39,7 +63,13 @@ export function completionWorstCase(request: CompletionRequest): number {
  */
 export const SPEECH_MAX_OUTPUT_TOKENS = 16_384;
 
+/**
+ * The text, the system instruction and the tools (all counted as prompt by the upstream), plus
+ * the output for each of the `candidateCount` candidates.
+ */
 export function speechWorstCase(request: GeminiGenerateRequest): number {
-  const output = Math.min(request.generationConfig.maxOutputTokens ?? SPEECH_MAX_OUTPUT_TOKENS, SPEECH_MAX_OUTPUT_TOKENS);
-  return Math.max(1, estimateTokens(geminiRequestText(request))) + output;
+  const { generationConfig: config, systemInstruction, tools, toolConfig } = request;
+  const output = Math.min(config.maxOutputTokens ?? SPEECH_MAX_OUTPUT_TOKENS, SPEECH_MAX_OUTPUT_TOKENS) * (config.candidateCount ?? 1);
+  const around = systemInstruction || tools || toolConfig ? tokensAtMost(JSON.stringify({ systemInstruction, tools, toolConfig })) : 0;
+  return Math.max(1, tokensAtMost(geminiRequestText(request))) + around + output;
 }
