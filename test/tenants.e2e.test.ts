@@ -164,6 +164,27 @@ describe('quota held before a job exists', () => {
     await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(201);
   });
 
+  it('gives back the hold of a client that left before its job was enqueued: its in-flight slot is free at once', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey({ unlimited_quota: false, remain_quota: 1_000_000, max_in_flight: 1 });
+    const url = new URL(`${stack.gateway.url}/v1/completions`);
+    // Each sends its whole body and goes at once: the gateway admits it (holds) with the client already gone.
+    const sendAndLeave = () => new Promise<void>((resolve) => {
+      const body = JSON.stringify({ model, prompt: 'hi' });
+      const req = httpRequest({
+        host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(body.length) },
+      });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      req.end(body, () => req.destroy());
+    });
+    for (let i = 0; i < 5; i++) await sendAndLeave();
+    await expect.poll(async () => (await complete(stack, key, { model })).status, { timeout: 5_000 }).toBe(200);
+  });
+
   it('refuses a key with no quota left before reading its body, while another tenant is served', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai();
     const model = uniqueModel();

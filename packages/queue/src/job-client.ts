@@ -86,9 +86,11 @@ export class JobClient {
    * (no parse and re-serialisation on the way through).
    */
   async requestText<P>(queueName: QueueName, payload: P, options: RequestOptions): Promise<string> {
-    // A client already gone gets no job at all.
-    if (options.signal?.aborted) throw clientCancelled();
-    if (this.redis.status !== 'ready') throw redisUnavailableError();
+    // A client already gone gets no job at all, and what was held for it is given back.
+    if (options.signal?.aborted || this.redis.status !== 'ready') {
+      options.onUnrun?.();
+      throw options.signal?.aborted ? clientCancelled() : redisUnavailableError();
+    }
     const jobId = randomUUID();
     const deadline = Date.now() + options.timeoutMs;
     const envelope: JobEnvelope<P> = {
