@@ -185,6 +185,16 @@ describe('quota held before a job exists', () => {
     await expect.poll(async () => (await complete(stack, key, { model })).status, { timeout: 5_000 }).toBe(200);
   });
 
+  it('charges an echoed prompt once when the upstream reports no usage', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'w', omitUsage: true });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 1_000 });
+    // 400 characters of prompt (100 by estimate) and one of completion, whose text repeats the prompt.
+    expect(await complete(stack, key, { model, prompt: 'x'.repeat(400), echo: true, max_tokens: 1 })).toMatchObject({ status: 200 });
+    await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(101);
+  });
+
   it('refuses a key with no quota left before reading its body, while another tenant is served', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai();
     const model = uniqueModel();

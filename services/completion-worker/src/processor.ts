@@ -42,7 +42,10 @@ async function completeWhole(target: RouteTarget, request: CompletionRequest): P
   if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
     // The upstream reported no usage: estimate it, for the client and for the charge.
     const prompt = estimatePromptTokens(request.prompt);
-    const completion = estimateTokens(response.choices.map((c) => c.text ?? '').join(''));
+    // An echoed prompt is in each choice's text, but counted once, as prompt.
+    const echoed = request.echo === true && typeof request.prompt === 'string' ? request.prompt : '';
+    const text = (c: { text?: string }) => (echoed && c.text?.startsWith(echoed) ? c.text.slice(echoed.length) : c.text ?? '');
+    const completion = estimateTokens(response.choices.map(text).join(''));
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
   target.reportUsage({ totalTokens: response.usage.total_tokens });
