@@ -7,7 +7,7 @@ import type { Redis } from './redis-connection.ts';
 const scripts = luaScripts(join(import.meta.dirname, 'commands'));
 
 type Scripted = Redis & {
-  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number): Promise<number>;
+  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number): Promise<number>;
   gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number): Promise<number>;
 };
 
@@ -24,7 +24,13 @@ export interface FairPlace {
   leave(): void;
 }
 
-const MOST_RANK = BATCH_RANK_BASE - 1;
+const MOST_RANK = BATCH_RANK_BASE - 2;
+/**
+ * The virtual time stops here under a backlog that never empties (it rises by about one a job
+ * served), leaving room above it for places: a tenant's place is at most its backlog, which
+ * admission bounds (ADMISSION_MAX_BACKLOG, 100,000 by default).
+ */
+const MOST_VIRTUAL = 800_000;
 
 /**
  * Fair shares of a queue between tenants, with BullMQ's own priorities: each job is enqueued
@@ -33,8 +39,9 @@ const MOST_RANK = BATCH_RANK_BASE - 1;
  * the tenants waiting (start-time fair queueing) instead of first come, first served. A tenant
  * with 1,500 jobs waiting takes ranks far ahead; another tenant's next job takes the queue's
  * current rank and is served next. Batch ranks all follow interactive ones. The counts live in
- * one hash tag per queue (one slot on a Redis Cluster), and run out an hour after their last
- * use, so a process that died between a join and its leave skews a tenant's rank for no longer.
+ * one hash tag per queue (one slot on a Redis Cluster), and run out an hour after they were last
+ * renewed, so a process that died between a join and its leave skews a tenant's rank for no
+ * longer.
  */
 export class FairShares {
   private readonly redis: Scripted;
@@ -46,9 +53,9 @@ export class FairShares {
 
   async join(queue: QueueName, tenant: Tenant, batch: boolean): Promise<FairPlace> {
     const kind = batch ? 'b' : 'i';
-    const rank = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK);
-    // BullMQ's priority 0 skips the priorities: ranks start at 1.
-    const priority = Math.max(1, rank) + (batch ? BATCH_RANK_BASE : 0);
+    const rank = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL);
+    // BullMQ's priority 0 skips the priorities: priorities start at 1.
+    const priority = 1 + rank + (batch ? BATCH_RANK_BASE : 0);
     let left = false;
     return {
       priority,
@@ -64,7 +71,7 @@ export class FairShares {
   async leave(queue: QueueName, tenant: Tenant, priority: number): Promise<void> {
     const batch = isBatchRank(priority);
     const kind = batch ? 'b' : 'i';
-    const rank = priority - (batch ? BATCH_RANK_BASE : 0);
+    const rank = priority - 1 - (batch ? BATCH_RANK_BASE : 0);
     // A count left behind skews one tenant's ranks until it runs out; nothing else depends on it.
     await this.redis.gwFairLeave(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, rank).catch(() => {});
   }
