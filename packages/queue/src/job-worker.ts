@@ -49,6 +49,8 @@ export interface JobWorkerOptions<P> {
   log: Logger;
   /** Command connection to share with the handler's store; one is opened when absent. */
   redis?: Redis;
+  /** Told of a job dropped unrun (its deadline passed, or its gateway is gone), to give back what it held. */
+  onJobDropped?: (payload: P) => void;
   /** Told of every finished job, for metrics. */
   onJobDone?: (outcome: JobOutcome, seconds: number) => void;
   /** How long a crashed worker's job stays locked before another worker takes it over. */
@@ -151,6 +153,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     const dropped = await whyDrop(envelope);
     if (dropped) {
       options.log.warn({ ...fields, queue: options.queue }, `job dropped: ${dropped[1]}`);
+      options.onJobDropped?.(envelope.payload);
       options.onJobDone?.(dropped[0], 0);
       finished++;
       return;

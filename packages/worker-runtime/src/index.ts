@@ -5,7 +5,7 @@
  * handler of one job.
  */
 import { loadServiceConfig, onShutdown, requireSecretKey, type Config } from '@gateway/config';
-import type { QueueName } from '@gateway/contracts';
+import type { ModelCaller, QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
@@ -13,7 +13,7 @@ import { redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/pr
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 
-export interface ModelWorkerSpec<P> {
+export interface ModelWorkerSpec<P extends { caller: ModelCaller }> {
   service: string;
   queue: QueueName;
   /** The jobs one process runs at once, from the configuration. */
@@ -21,7 +21,7 @@ export interface ModelWorkerSpec<P> {
   handler: (deps: { router: ModelRouter }) => JobHandler<P>;
 }
 
-export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void> {
+export async function runModelWorker<P extends { caller: ModelCaller }>(spec: ModelWorkerSpec<P>): Promise<void> {
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
@@ -58,6 +58,8 @@ export async function runModelWorker<P>(spec: ModelWorkerSpec<P>): Promise<void>
     replyCoalesceMs: config.REPLY_COALESCE_MS,
     shards: config.QUEUE_SHARDS,
     handler: spec.handler({ router }),
+    // A job nobody waits for gives its hold on the quota back at once, uncharged.
+    onJobDropped: (payload) => void router.ledger.settle(payload.caller),
     onJobDone: countJobs(metrics, spec.queue),
     log,
   });
