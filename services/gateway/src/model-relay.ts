@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, type QueueName } from '@gateway/contracts';
-import type { JobClient } from '@gateway/queue';
+import { beforeDeadline, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { AdmissionSubject, ModelAdmission } from './admission/model-admission.ts';
 import type { ErrorFormat } from './error-formats.ts';
@@ -66,12 +66,15 @@ const streamHeaders = {
  * which aborts the worker's upstream call.
  */
 export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
-  const priority = await options.admission.admit(request.headers, options.holder, options.queue);
+  // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
+  const deadline = Date.now() + options.timeoutMs;
+  const priority = await beforeDeadline(options.admission.admit(request.headers, options.holder, options.queue), deadline);
+  const timeoutMs = Math.max(1, deadline - Date.now());
   const signal = clientGoneSignal(request);
   const format = options.stream;
   if (!format) {
     // The worker's JSON goes to the client as it is: no parse and serialisation in between.
-    const json = await options.jobs.requestText(options.queue, options.payload, { requestId: request.id, timeoutMs: options.timeoutMs, signal, priority });
+    const json = await options.jobs.requestText(options.queue, options.payload, { requestId: request.id, timeoutMs, signal, priority });
     return reply.type('application/json; charset=utf-8').send(json);
   }
 
@@ -103,7 +106,7 @@ export async function relayModelJob<P>(request: FastifyRequest, reply: FastifyRe
     await options.jobs.requestText(options.queue, options.payload, {
       requestId: request.id,
       priority,
-      timeoutMs: options.timeoutMs,
+      timeoutMs,
       signal,
       onChunk: (chunk) => {
         begin();
