@@ -1,10 +1,11 @@
 import { Worker, type Job } from 'bullmq';
 import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
-import { DEFAULT_FAILOVER_WAIT_MS, type RedisTarget } from '@gateway/config';
+import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
+import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey } from './reply-keys.ts';
 import { ReplySender } from './reply-sender.ts';
@@ -16,22 +17,6 @@ import { ReplySender } from './reply-sender.ts';
  * the next job), with the same throughput.
  */
 export const LANE_CONCURRENCY = 256;
-
-/** How soon a lane tries again after a failed fetch or finish (BullMQ's `runRetryDelay`). */
-const RUN_RETRY_DELAY_MS = 500;
-
-/**
- * Seconds an idle lane blocks waiting for a job (BullMQ's `drainDelay`, default 5). BullMQ drops
- * and reopens a blocking connection that has not answered a second past it; on a cluster, a
- * wait caught by a failover is still being retried by ioredis then, and the reopened connection
- * was measured to leave the dead master's shard unserved for 20 s after the failover. So on a
- * cluster it outlasts the failover wait (REDIS_FAILOVER_WAIT_MS); a job added wakes it at once
- * either way.
- */
-function drainDelayOf(target: RedisTarget): number {
-  if (typeof target === 'string') return 5;
-  return Math.max(5, Math.ceil((target.failoverWaitMs ?? DEFAULT_FAILOVER_WAIT_MS) / 1000));
-}
 
 /** What a job handler gets: its payload, and the means to stream and to notice cancellation. */
 export interface JobContext<P> {
@@ -201,12 +186,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       maxStalledCount: 1,
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
-      // A fetch or a finish that failed (Redis down, or its cluster master failing over for
-      // longer than ioredis retries) is tried again after this, not BullMQ's 15 s: measured in
-      // test/redis-cluster.e2e.test.ts, the dead master's shard then sat idle for 15 s after the
-      // failover and its waiting requests ran into their deadline.
-      runRetryDelay: RUN_RETRY_DELAY_MS,
-      drainDelay: drainDelayOf(options.redisTarget),
+      ...laneTimingOf(options.redisTarget),
     });
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
     lanes.push(worker);
