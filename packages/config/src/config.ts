@@ -63,6 +63,12 @@ export const configSchema = z.object({
   /** Password (AUTH) for the cluster's nodes; a REDIS_URL carries its own. */
   REDIS_PASSWORD: z.string().min(1).optional(),
   REDIS_TLS: z.enum(['true', 'false']).default('false').transform((v) => v === 'true'),
+  /**
+   * On a Redis Cluster, how long a command waits out a failover (its master unreachable, or the
+   * cluster answering CLUSTERDOWN or TRYAGAIN) before it fails; a request never waits past its
+   * own deadline. Longer than the cluster's failover (cluster-node-timeout plus a few seconds).
+   */
+  REDIS_FAILOVER_WAIT_MS: integer(30_000, 0, 600_000),
   PORT: integer(3000, 0, 65535),
   HOST: z.string().min(1).default('127.0.0.1'),
   ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),

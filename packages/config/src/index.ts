@@ -9,7 +9,7 @@
 export { loadConfig, configSchema, ConfigError, type Config } from './config.ts';
 export { loadServiceConfig, onShutdown, requireSecretKey } from './lifecycle.ts';
 export { nodeFlagsOf, serviceNodeFlags } from './node-flags.ts';
-export { createRedis, createRedisBeside, waitForRedis, type ConnectionOptions } from './redis-connection.ts';
+export { createRedis, createRedisBeside, waitForRedis, DEFAULT_FAILOVER_WAIT_MS, type ConnectionOptions } from './redis-connection.ts';
 export { redisTargetOf, describeRedisTarget, type RedisTarget, type RedisClient, type ClusterSeed } from './redis-target.ts';
 export { freePort } from './free-port.ts';
 export { luaScripts, defineLuaScripts, type LuaScript } from './lua-scripts.ts';

@@ -25,21 +25,36 @@ function serverOptions({ name, blocking = false, failFast = false }: ConnectionO
   };
 }
 
-/** The settings of a cluster connection around its nodes' `redisOptions`. */
-function clusterOptions(redisOptions: RedisOptions): ClusterOptions {
+/** How often a command caught by a failover is retried (ioredis's retryDelayOn… settings). */
+export const FAILOVER_RETRY_DELAY_MS = 200;
+/** REDIS_FAILOVER_WAIT_MS's default: longer than a failover at cluster-node-timeout 15 s (Redis's default). */
+export const DEFAULT_FAILOVER_WAIT_MS = 30_000;
+
+/**
+ * The settings of a cluster connection around its nodes' `redisOptions`. A command whose master
+ * is unreachable, or that the cluster answers CLUSTERDOWN or TRYAGAIN, is retried by ioredis
+ * every FAILOVER_RETRY_DELAY_MS (refreshing the slot table each time) until a replica has taken
+ * over, for about `failoverWaitMs`: ioredis counts the budget in tries (`maxRedirections`), and
+ * before the master is marked failed a try costs two (the slot's owner refuses the connection,
+ * then a node answers MOVED back to it); once it is, one (CLUSTERDOWN). So a command caught by a
+ * failover costs latency, not an error. Callers with a deadline stop waiting at it (JobClient).
+ */
+function clusterOptions(redisOptions: RedisOptions, failoverWaitMs = DEFAULT_FAILOVER_WAIT_MS): ClusterOptions {
   return {
     redisOptions,
     // Off on a cluster: measured in test/redis-cluster.e2e.test.ts, about one start in two left
     // the first BullMQ script call (EVALSHA answered NOSCRIPT, retried as EVAL inside an
     // auto-pipeline) waiting forever; with it off, none did.
     enableAutoPipelining: false,
+    // Off for the gateway (failFast): a cluster none of whose nodes answers fails commands at
+    // once, as one Redis down does. A node of a live cluster always queues (ioredis forces it).
     enableOfflineQueue: redisOptions.enableOfflineQueue,
     enableReadyCheck: true,
     clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
-    // While a master fails over, commands for its slots wait and are retried.
-    retryDelayOnFailover: 100,
-    retryDelayOnClusterDown: 100,
-    retryDelayOnTryAgain: 100,
+    retryDelayOnFailover: FAILOVER_RETRY_DELAY_MS,
+    retryDelayOnClusterDown: FAILOVER_RETRY_DELAY_MS,
+    retryDelayOnTryAgain: FAILOVER_RETRY_DELAY_MS,
+    maxRedirections: Math.max(16, 2 * Math.ceil(failoverWaitMs / FAILOVER_RETRY_DELAY_MS)),
     // TLS certificates of managed clusters name the hosts given, not the addresses they resolve to.
     dnsLookup: (address, callback) => callback(null, address),
   };
@@ -56,12 +71,13 @@ function quiet<T extends RedisClient>(redis: T): T {
  * (commands of concurrent requests share round trips) and unlimited reconnects with a short
  * back-off, so every process heals by itself when Redis comes back. On a Redis Cluster, an
  * ioredis Cluster with the same settings, which follows MOVED and ASK redirections, refreshes
- * its slot table, and retries a command while a failover promotes a replica.
+ * its slot table, and retries a command while a failover promotes a replica (see clusterOptions).
  */
 export function createRedis(target: RedisTarget, options: ConnectionOptions): RedisClient {
   const settings = serverOptions(options);
   if (typeof target === 'string') return quiet(new Server(target, settings));
-  return quiet(new Cluster(target.cluster, clusterOptions({ ...settings, password: target.password, tls: target.tls ? {} : undefined })));
+  const nodeSettings = { ...settings, password: target.password, tls: target.tls ? {} : undefined };
+  return quiet(new Cluster(target.cluster, clusterOptions(nodeSettings, target.failoverWaitMs)));
 }
 
 /**
@@ -71,7 +87,10 @@ export function createRedis(target: RedisTarget, options: ConnectionOptions): Re
  */
 export function createRedisBeside(redis: RedisClient, options: ConnectionOptions): RedisClient {
   const settings = serverOptions(options);
-  if (redis instanceof Cluster) return quiet(redis.duplicate([], clusterOptions({ ...redis.options.redisOptions, ...settings })));
+  if (redis instanceof Cluster) {
+    const duplicated = clusterOptions({ ...redis.options.redisOptions, ...settings });
+    return quiet(redis.duplicate([], { ...duplicated, maxRedirections: redis.options.maxRedirections }));
+  }
   return quiet(redis.duplicate(settings));
 }
 

@@ -7,15 +7,17 @@ export interface ClusterSeed {
 }
 
 /** Where the services find Redis: one server (its URL), or a Redis Cluster (its seed nodes). */
-export type RedisTarget = string | { cluster: ClusterSeed[]; password?: string; tls: boolean };
+export type RedisTarget = string | { cluster: ClusterSeed[]; password?: string; tls: boolean; failoverWaitMs?: number };
 
 /**
  * The Redis the configuration names: REDIS_CLUSTER_NODES, when set, takes precedence over
  * REDIS_URL (with REDIS_PASSWORD and REDIS_TLS); undefined when neither is set.
  */
-export function redisTargetOf(config: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD' | 'REDIS_TLS'>): RedisTarget | undefined {
+export function redisTargetOf(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'REDIS_PASSWORD' | 'REDIS_TLS'> & Partial<Pick<Config, 'REDIS_FAILOVER_WAIT_MS'>>,
+): RedisTarget | undefined {
   if (config.REDIS_CLUSTER_NODES) {
-    return { cluster: config.REDIS_CLUSTER_NODES, password: config.REDIS_PASSWORD, tls: config.REDIS_TLS };
+    return { cluster: config.REDIS_CLUSTER_NODES, password: config.REDIS_PASSWORD, tls: config.REDIS_TLS, failoverWaitMs: config.REDIS_FAILOVER_WAIT_MS };
   }
   return config.REDIS_URL;
 }

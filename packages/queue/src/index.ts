@@ -3,7 +3,7 @@
  * per-ingress reply stream the workers append to, and cancellation back to them).
  * Redis connections are made by @gateway/config's `createRedis`, re-exported here.
  */
-export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, type Redis, type ConnectionOptions } from './redis-connection.ts';
+export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, beforeDeadline, type Redis, type ConnectionOptions } from './redis-connection.ts';
 export { ReplyInbox } from './reply-inbox.ts';
 export { ReplySender } from './reply-sender.ts';
 export { JobClient, defaultJobOptions, type RequestOptions } from './job-client.ts';

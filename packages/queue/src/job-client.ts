@@ -107,7 +107,8 @@ export class JobClient {
     let onAbort: (() => void) | undefined;
     const givenUp = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms` }));
+        // Retry-After: a job lost with a Redis Cluster master it was on, or a slow upstream, may do better next time.
+        reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms`, retryAfter: 1 }));
       }, options.timeoutMs);
       if (options.signal) {
         onAbort = () => reject(clientCancelled());
@@ -119,18 +120,30 @@ export class JobClient {
     reply.catch(() => {});
     givenUp.catch(() => {});
     const queue = this.nextShard(queueName);
+    // On a cluster the add waits out a failover of its shard's master (see createRedis), within
+    // the deadline: a job that could not be queued in time is a 503 with Retry-After.
+    const added = queue.add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
+    added.catch(() => {});
+    let abandoned = false;
     try {
       try {
-        await queue.add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
-      } catch {
-        options.onUnrun?.();
+        await Promise.race([added, givenUp]);
+      } catch (error) {
+        abandoned = error instanceof GatewayError;
+        if (abandoned && (error as GatewayError).code === 'cancelled') throw error;
+        // The add failed: the job will never run.
+        if (!abandoned) options.onUnrun?.();
         throw redisUnavailableError();
       }
       return await Promise.race([reply, givenUp]);
     } catch (error) {
       this.inbox.forget(jobId);
       const failure = GatewayError.from(error);
-      if (failure.code === 'timeout' || failure.code === 'cancelled') this.cancel(queue, jobId, options.onUnrun);
+      // A job given up on is removed once it is queued (an add still waiting may land later); one
+      // removed unrun, or never queued, gives back what it held.
+      if (abandoned || failure.code === 'timeout' || failure.code === 'cancelled') {
+        void added.then(() => this.cancel(queue, jobId, options.onUnrun), () => options.onUnrun?.());
+      }
       throw failure;
     } finally {
       clearTimeout(timer);

@@ -6,6 +6,7 @@ import { CancelListener } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { FairShares } from './fair-shares.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
+import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey } from './reply-keys.ts';
 import { ReplySender } from './reply-sender.ts';
@@ -192,6 +193,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       maxStalledCount: 1,
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
+      ...laneTimingOf(options.redisTarget),
     });
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
     lanes.push(worker);

@@ -23,3 +23,20 @@ export function isRedisUnavailable(error: unknown): boolean {
 /** The 503 a request gets when Redis cannot be reached, or a cluster is failing over. */
 export const redisUnavailableError = () =>
   new GatewayError({ status: 503, code: 'overloaded', message: 'Redis is unavailable for a moment (or failing over); try again shortly', retryAfter: 1 });
+
+/**
+ * `work` (Redis commands, which on a cluster wait out a failover), or a 503 with Retry-After
+ * once `deadline` (epoch ms) has passed first: a request waits for Redis within its deadline,
+ * never past it. A Redis error is passed on as it is.
+ */
+export async function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(redisUnavailableError()), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

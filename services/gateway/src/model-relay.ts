@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, type ModelCaller, type QueueName } from '@gateway/contracts';
-import type { JobClient } from '@gateway/queue';
+import { beforeDeadline, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from './admission/model-admission.ts';
 import type { KeyHolder } from './auth/api-key.ts';
@@ -79,13 +79,21 @@ const streamHeaders = {
  */
 export async function relayModelJob<P extends { caller: ModelCaller }>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const { holder } = options;
-  const admitted = await options.admission.admit(request.headers, holder, options.queue, options.worstCase, Date.now() + options.timeoutMs);
+  // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
+  const deadline = Date.now() + options.timeoutMs;
+  const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
+  // Admitted only after the deadline passed: nothing will run, so what it holds goes back.
+  admitting.catch(() => {});
+  const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
+    void admitting.then((late) => late.unrun(), () => {});
+    throw error;
+  });
   // The priority the request runs at, which X-Priority may have lowered but never raised.
   reply.header('x-priority', admitted.batch ? 'batch' : 'interactive');
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
   const enqueue = {
     requestId: request.id,
-    timeoutMs: options.timeoutMs,
+    timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,
     tenant: { userId: holder.userId, tokenId: holder.tokenId },
