@@ -77,8 +77,17 @@ export const configSchema = z.object({
   /** A client must send its request headers within this time, and the whole request within BODY_TIMEOUT_MS. */
   HEADERS_TIMEOUT_MS: integer(10_000, 1000, 600_000),
   BODY_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),
-  /** Open connections one client address may hold; 0 lifts the cap. */
-  MAX_CONNECTIONS_PER_CLIENT: integer(1024, 0, 1_000_000),
+  /**
+   * A connection with no request in progress is closed after this long. Behind a load balancer,
+   * keep it above the balancer's own idle time-out (60 s on AWS ALB), so the balancer closes first.
+   */
+  KEEP_ALIVE_TIMEOUT_MS: integer(72_000, 1000, 3_600_000),
+  /**
+   * Connections the kernel may hold accepted but not yet taken by the gateway (the listen
+   * backlog); the kernel caps it at net.core.somaxconn. Sized so a burst of thousands of
+   * connections at once waits in it instead of having its handshakes dropped.
+   */
+  LISTEN_BACKLOG: integer(8192, 1, 1_000_000),
   /** AES-256 key for channel keys at rest: 32 bytes as base64 or 64 hex characters. */
   SECRET_KEY: secretKey.optional(),
   /** The key before a rotation: still read, never written. */

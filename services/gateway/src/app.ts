@@ -15,9 +15,9 @@ import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
 import { watchClient } from './client-signal.ts';
-import { capConnectionsPerClient } from './connection-cap.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerJsonBodyParser } from './json-body.ts';
+import { closeSilentConnections } from './silent-connections.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
@@ -42,8 +42,8 @@ export interface GatewayDeps {
   /** A client's headers must arrive within this time, and its whole request within bodyTimeoutMs. */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
-  /** Open connections per client address; 0: no cap. */
-  maxConnectionsPerClient: number;
+  /** A connection with no request in progress is closed after this long (KEEP_ALIVE_TIMEOUT_MS). */
+  keepAliveTimeoutMs: number;
   /** Encrypts channel keys before they are enqueued (SECRET_KEY). */
   cipher: ChannelKeyCipher;
   /** Failed sign-ins before a username or an address must wait, and the window they count in. */
@@ -75,9 +75,14 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: true,
-    // Slow clients: the headers must arrive within headersTimeout and the whole request within
-    // requestTimeout, checked every second (Node checks every 30 s by default).
+    // The front door counts no connections: a burst from one address (or from everyone behind
+    // one load balancer) is read and answered, never reset. It bounds what costs without doing
+    // work: a connection that sends nothing (silent-connections.ts) or trickles its headers
+    // (headersTimeout), one whose body trickles (requestTimeout), both checked every second
+    // (Node checks every 30 s by default), one idle between requests (keepAliveTimeout), and
+    // bytes held (the body budget, admission/body-budget.ts; the reply buffer, model-relay.ts).
     requestTimeout: deps.bodyTimeoutMs,
+    keepAliveTimeout: deps.keepAliveTimeoutMs,
     http: { headersTimeout: deps.headersTimeoutMs, connectionsCheckingInterval: 1000 },
     // A URL Fastify cannot decode gets the route family's error format, never an echo of the
     // URL (its query string may hold a key).
@@ -86,7 +91,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       void sendError(reply, new GatewayError({ status: 400, code: 'invalid_request', message }), formatForUrl(request.url));
     },
   });
-  capConnectionsPerClient(app.server, deps.maxConnectionsPerClient);
+
+  closeSilentConnections(app.server, deps.headersTimeoutMs);
 
   // JSON only: anything else is a 415, not a body the routes would misread.
   app.removeContentTypeParser(['text/plain']);
