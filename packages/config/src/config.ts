@@ -82,6 +82,10 @@ export const configSchema = z.object({
    * keep it above the balancer's own idle time-out (60 s on AWS ALB), so the balancer closes first.
    */
   KEEP_ALIVE_TIMEOUT_MS: integer(72_000, 1000, 3_600_000),
+  /** A client that takes no byte of its answer for this long is dropped (its job cancelled). */
+  CLIENT_STALL_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),
+  /** Bytes of one answer (whole or streamed) the gateway buffers for a client that reads slowly. */
+  RESPONSE_BUFFER_BYTES: integer(4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
   /**
    * Connections the kernel may hold accepted but not yet taken by the gateway (the listen
    * backlog); the kernel caps it at net.core.somaxconn. Sized so a burst of thousands of

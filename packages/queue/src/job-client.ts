@@ -4,7 +4,7 @@ import { GatewayError, clientCancelled, type JobEnvelope, type QueueName } from 
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
-import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
+import { CANCEL_CHANNEL, ControlMessage, PAUSE_RENEW_MS } from './reply-keys.ts';
 
 export interface RequestOptions {
   requestId: string;
@@ -129,15 +129,23 @@ export class JobClient {
     }
   }
 
-  /** `onChunk`, pausing the job while the promise it returns (its client catching up) is pending. */
+  /**
+   * `onChunk`, pausing the job while the promise it returns (its client catching up) is pending.
+   * The pause is renewed while it lasts (a worker lets an unrenewed pause lapse), so a client that
+   * stops reading holds its job paused until it reads again or is dropped.
+   */
   private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<void>): (chunk: string) => void {
     let paused = false;
+    const pause = () => this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
     return (chunk) => {
       const caughtUp = onChunk(chunk);
       if (!caughtUp || paused) return;
       paused = true;
-      this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
+      pause();
+      const renew = setInterval(pause, PAUSE_RENEW_MS);
+      renew.unref();
       void caughtUp.then(() => {
+        clearInterval(renew);
         paused = false;
         this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
       });

@@ -18,6 +18,7 @@ import { watchClient } from './client-signal.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { closeSilentConnections } from './silent-connections.ts';
+import { dropStalledReaders } from './stalled-readers.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
@@ -44,6 +45,10 @@ export interface GatewayDeps {
   bodyTimeoutMs: number;
   /** A connection with no request in progress is closed after this long (KEEP_ALIVE_TIMEOUT_MS). */
   keepAliveTimeoutMs: number;
+  /** A client that takes no byte of its answer for this long is dropped (CLIENT_STALL_TIMEOUT_MS). */
+  clientStallTimeoutMs: number;
+  /** Bytes of one answer the gateway buffers for its client (RESPONSE_BUFFER_BYTES). */
+  responseBufferBytes: number;
   /** Encrypts channel keys before they are enqueued (SECRET_KEY). */
   cipher: ChannelKeyCipher;
   /** Failed sign-ins before a username or an address must wait, and the window they count in. */
@@ -93,6 +98,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   });
 
   closeSilentConnections(app.server, deps.headersTimeoutMs);
+  dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 
   // JSON only: anything else is a 415, not a body the routes would misread.
   app.removeContentTypeParser(['text/plain']);
@@ -154,6 +160,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
+      responseBufferBytes: deps.responseBufferBytes,
     };
     await models.register(openaiApi, { ...modelApi, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });

@@ -38,6 +38,8 @@ const gateway = buildGateway({
   headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
   bodyTimeoutMs: config.BODY_TIMEOUT_MS,
   keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS,
+  clientStallTimeoutMs: config.CLIENT_STALL_TIMEOUT_MS,
+  responseBufferBytes: config.RESPONSE_BUFFER_BYTES,
   cipher: new ChannelKeyCipher(secretKey, config.SECRET_KEY_PREVIOUS),
   loginThrottle: {
     failuresPerUser: config.LOGIN_FAILURES_PER_USER,

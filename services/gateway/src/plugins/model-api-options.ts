@@ -13,4 +13,6 @@ export interface ModelApiOptions {
   timeoutMs: number;
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** Bytes of one answer buffered for its client (RESPONSE_BUFFER_BYTES). */
+  responseBufferBytes: number;
 }
