@@ -60,6 +60,13 @@ export const configSchema = z.object({
   REPLY_COALESCE_MS: integer(0, 0, 100),
   REQUEST_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
   BODY_LIMIT_BYTES: integer(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  /**
+   * Bytes of model request bodies one API key, and the whole gateway, may have in flight
+   * (received, queued or running); past them 429 and 503 with Retry-After. A key with nothing in
+   * flight may always send one body up to BODY_LIMIT_BYTES.
+   */
+  BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   METRICS_PORT: integer(0, 0, 65535),
   CHANNEL_FAILURES_BEFORE_COOLDOWN: integer(3, 1, 1000),
   CHANNEL_COOLDOWN_MS: integer(30_000, 0, 3_600_000),

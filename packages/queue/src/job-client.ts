@@ -21,10 +21,15 @@ export interface RequestOptions {
 }
 
 
-/** Failed jobs stay visible (for the dashboard) for an hour; completed ones go at once. */
+/**
+ * A job leaves Redis when it ends, however it ends: completed, or failed (which only a job that
+ * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
+ * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
+ * set; nobody reads that set, and the worker's log says why the job ended.
+ */
 export const defaultJobOptions = {
   removeOnComplete: true,
-  removeOnFail: { age: 3600, count: 1000 },
+  removeOnFail: true,
   attempts: 1,
 } as const;
 

@@ -10,6 +10,7 @@ import { AdminJobs } from './admin-jobs.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
+import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -47,6 +48,8 @@ export interface GatewayDeps {
   keepAliveTimeoutMs: number;
   /** A client that takes no byte of its answer for this long is dropped (CLIENT_STALL_TIMEOUT_MS). */
   clientStallTimeoutMs: number;
+  /** Bytes of model request bodies in flight, per key and in all (BODY_BUDGET_PER_KEY_BYTES, BODY_BUDGET_BYTES). */
+  bodyBudget: BodyBudgetOptions;
   /** Bytes of one answer the gateway buffers for its client (RESPONSE_BUFFER_BYTES). */
   responseBufferBytes: number;
   /** Encrypts channel keys before they are enqueued (SECRET_KEY). */
@@ -161,6 +164,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
       responseBufferBytes: deps.responseBufferBytes,
+      bodyBudget: new BodyBudget(deps.bodyBudget),
     };
     await models.register(openaiApi, { ...modelApi, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
