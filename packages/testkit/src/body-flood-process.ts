@@ -3,14 +3,15 @@
  * as a child process (`fork`) so that the test process, which times another tenant's requests,
  * does not also spend its event loop writing a gigabyte and parsing what the upstream receives.
  *
- * Messages: sends `{ upstream }` once listening; on `{ url, key, model, count, bytes, chunked }`
- * sends the same count of bodies at once and answers `{ answers: [{ status, retryAfter?, error? }] }`.
+ * Messages: sends `{ upstream }` once listening; on `{ url, key, model, count, bytes, chunked, body? }`
+ * sends `count` bodies at once (`body`, or a prompt of `bytes`) and answers `{ answers }`.
  */
 import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-interface Flood { url: string; key: string; model: string; count: number; bytes: number; chunked: boolean }
-export interface FloodAnswer { status: number; retryAfter?: string; error?: string }
+import type { FloodAnswer } from './body-flood.ts';
+
+interface Flood { url: string; key: string; model: string; count: number; bytes: number; chunked: boolean; body?: string }
 
 const server = createServer((req, res) => {
   req.resume();
@@ -46,13 +47,10 @@ function post(flood: Flood, agent: Agent, body: Buffer): Promise<FloodAnswer> {
 }
 
 process.on('message', async (flood: Flood) => {
-  const body = Buffer.from(JSON.stringify({ model: flood.model, prompt: 'x'.repeat(flood.bytes - 100) }));
+  const body = Buffer.from(flood.body ?? JSON.stringify({ model: flood.model, prompt: 'x'.repeat(flood.bytes - 100) }));
   // Keep-alive, as the SDKs: a refused body is read and dropped, and the connection kept.
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
   const answers = await Promise.all(Array.from({ length: flood.count }, () => post(flood, agent, body)));
   agent.destroy();
-  process.send!({ answers }, () => {
-    server.close();
-    process.disconnect();
-  });
+  process.send!({ answers });
 });

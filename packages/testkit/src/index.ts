@@ -26,3 +26,4 @@ export {
 export { twoSpeakers } from './speech-samples.ts';
 export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';
+export { startBodyFlood, type Flood, type FloodAnswer } from './body-flood.ts';
