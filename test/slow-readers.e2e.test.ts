@@ -70,6 +70,7 @@ describe('clients that read nothing', () => {
     await mock.waitFor((m) => m.requests.length === 40, 30_000).catch((e) => { throw new Error(`${e.message}: ${mock.requests.length} received; gateway: ${JSON.stringify(stack.gateway.logs.filter((l) => l.msg === "request").map((l) => l.status))}`); });
     // Past the worker's own pause lapse (10 s): the gateway renews the pause.
     const peak = await peakRss(stack.gateway, 13_000);
+    console.log(`[slow readers] 40 deaf streams: gateway RSS ${before.toFixed(0)} MB → peak ${peak.toFixed(0)} MB`);
     // 960 MB would flow without backpressure; at most RESPONSE_BUFFER_BYTES (4 MiB) each is
     // held (160 MB), whatever comes after the first 10 s.
     expect(peak - before, `RSS ${before.toFixed(0)} MB → ${peak.toFixed(0)} MB`).toBeLessThan(40 * 4 + 100);
@@ -95,6 +96,7 @@ describe('clients that read nothing', () => {
     // replies themselves may take a while to come).
     const clients = Array.from({ length: 10 }, () => deafClient(stack.gateway, key, body));
     const peak = await peakRss(stack.gateway, 10_000);
+    console.log(`[slow readers] 10 deaf whole replies of 16 MB: gateway RSS ${before.toFixed(0)} MB → peak ${peak.toFixed(0)} MB`);
     // Each reply is held once, as the text that came from Redis, and written a slice at a time.
     expect(peak - before, `RSS ${before.toFixed(0)} MB → ${peak.toFixed(0)} MB`).toBeLessThan(10 * 16 * 2 + 100);
     await expectDropped(stack.gateway, droppedBefore, clients, 80_000);

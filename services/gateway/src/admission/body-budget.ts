@@ -85,18 +85,28 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
       held = declared;
       return payload;
     }
+    // Past the budget the rest of the body is read and dropped (not held), and the refusal
+    // sent once it has all come: a client still sending then reads its 429, not a broken pipe.
+    // A body that goes on past the route's limit is cut off at once.
+    let refused: Error | undefined;
+    let dropped = 0;
+    const limit = request.routeOptions.bodyLimit ?? Infinity;
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, done) {
-        try {
-          budget.take(keyId, chunk.length);
-        } catch (error) {
-          // The rest of the body is read and dropped, so the client reads its 429, not a reset.
-          (payload as Readable).unpipe(counted);
-          (payload as Readable).resume();
-          return done(error as Error);
+        if (!refused) {
+          try {
+            budget.take(keyId, chunk.length);
+            held += chunk.length;
+            return done(null, chunk);
+          } catch (error) {
+            refused = error as Error;
+          }
         }
-        held += chunk.length;
-        done(null, chunk);
+        dropped += chunk.length;
+        done(dropped > limit ? refused : null);
+      },
+      flush(done) {
+        done(refused);
       },
     });
     return (payload as Readable).pipe(counted);
