@@ -63,7 +63,8 @@ export const configSchema = z.object({
   /**
    * Bytes of model request bodies one API key, and the whole gateway, may have in flight
    * (received, queued or running); past them 429 and 503 with Retry-After. A key with nothing in
-   * flight may always send one body up to BODY_LIMIT_BYTES.
+   * flight may always send one body up to BODY_LIMIT_BYTES; a chunked body counts as
+   * BODY_LIMIT_BYTES until it ends.
    */
   BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),

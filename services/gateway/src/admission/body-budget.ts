@@ -1,9 +1,9 @@
 /**
  * Bytes of model request bodies in flight: received, held while the job waits and runs, and
  * given back when the answer ends (or the client leaves). Each key may hold `perKeyBytes` (past
- * it, 429) and the whole gateway `totalBytes` (past it, 503), both with Retry-After. Decided from
- * Content-Length before a byte of the body is read; a body without one (chunked) is counted as
- * it arrives and cut off the moment it passes either budget.
+ * it, 429) and the whole gateway `totalBytes` (past it, 503), both with Retry-After. Decided
+ * before a byte of the body is read: from Content-Length, or for a body without one (chunked)
+ * from the route's body limit, the most it may be, until it ends and is counted.
  *
  * Memory follows bytes, not requests: a body is held as text, as its parsed value and as the
  * job's JSON (and in Redis until a worker takes it), so these budgets bound what one key, and
@@ -18,15 +18,19 @@ export interface BodyBudgetOptions {
   perKeyBytes: number;
   /** Body bytes all keys together may have in flight on this gateway (BODY_BUDGET_BYTES). */
   totalBytes: number;
+  /** What a body without a Content-Length takes until it ends, on a route without a limit of its own. */
+  defaultBodyLimit: number;
 }
 
 export class BodyBudget {
   private readonly options: BodyBudgetOptions;
+  readonly defaultBodyLimit: number;
   private total = 0;
   private readonly perKey = new Map<number, number>();
 
   constructor(options: BodyBudgetOptions) {
     this.options = options;
+    this.defaultBodyLimit = options.defaultBodyLimit;
   }
 
   /** Bytes in flight now, in all and for one key (for tests and metrics). */
@@ -85,28 +89,24 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
       held = declared;
       return payload;
     }
-    // Past the budget the rest of the body is read and dropped (not held), and the refusal
-    // sent once it has all come: a client still sending then reads its 429, not a broken pipe.
-    // A body that goes on past the route's limit is cut off at once.
-    let refused: Error | undefined;
-    let dropped = 0;
-    const limit = request.routeOptions.bodyLimit ?? Infinity;
+    // No length: the body may be as large as the route allows, so that much is taken before it
+    // is read, and what it did not use is given back when it ends. Counting it only as it came
+    // would let 100 bodies at once each take a slice of the budget and none get to its end.
+    const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
+    budget.take(keyId, limit);
+    held = limit;
+    let received = 0;
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, done) {
-        if (!refused) {
-          try {
-            budget.take(keyId, chunk.length);
-            held += chunk.length;
-            return done(null, chunk);
-          } catch (error) {
-            refused = error as Error;
-          }
-        }
-        dropped += chunk.length;
-        done(dropped > limit ? refused : null);
+        received += chunk.length;
+        done(null, chunk);
       },
       flush(done) {
-        done(refused);
+        if (held > received) {
+          budget.give(keyId, held - received);
+          held = received;
+        }
+        done();
       },
     });
     return (payload as Readable).pipe(counted);
