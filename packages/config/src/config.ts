@@ -87,6 +87,14 @@ export const configSchema = z.object({
   REPLY_COALESCE_MS: integer(0, 0, 100),
   REQUEST_TIMEOUT_MS: integer(120_000, 100, 3_600_000),
   BODY_LIMIT_BYTES: integer(10 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  /**
+   * Bytes of model request bodies one API key, and the whole gateway, may have in flight
+   * (received, queued or running); past them 429 and 503 with Retry-After. A key with nothing in
+   * flight may always send one body up to BODY_LIMIT_BYTES; a chunked body counts as
+   * BODY_LIMIT_BYTES until it ends.
+   */
+  BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   METRICS_PORT: integer(0, 0, 65535),
   CHANNEL_FAILURES_BEFORE_COOLDOWN: integer(3, 1, 1000),
   CHANNEL_COOLDOWN_MS: integer(30_000, 0, 3_600_000),
@@ -104,8 +112,21 @@ export const configSchema = z.object({
   /** A client must send its request headers within this time, and the whole request within BODY_TIMEOUT_MS. */
   HEADERS_TIMEOUT_MS: integer(10_000, 1000, 600_000),
   BODY_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),
-  /** Open connections one client address may hold; 0 lifts the cap. */
-  MAX_CONNECTIONS_PER_CLIENT: integer(1024, 0, 1_000_000),
+  /**
+   * A connection with no request in progress is closed after this long. Behind a load balancer,
+   * keep it above the balancer's own idle time-out (60 s on AWS ALB), so the balancer closes first.
+   */
+  KEEP_ALIVE_TIMEOUT_MS: integer(72_000, 1000, 3_600_000),
+  /** A client that takes no byte of its answer for this long is dropped (its job cancelled). */
+  CLIENT_STALL_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),
+  /** Bytes of one answer (whole or streamed) the gateway buffers for a client that reads slowly. */
+  RESPONSE_BUFFER_BYTES: integer(4 * 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024),
+  /**
+   * Connections the kernel may hold accepted but not yet taken by the gateway (the listen
+   * backlog); the kernel caps it at net.core.somaxconn. Sized so a burst of thousands of
+   * connections at once waits in it instead of having its handshakes dropped.
+   */
+  LISTEN_BACKLOG: integer(8192, 1, 1_000_000),
   /** AES-256 key for channel keys at rest: 32 bytes as base64 or 64 hex characters. */
   SECRET_KEY: secretKey.optional(),
   /** The key before a rotation: still read, never written. */

@@ -1,11 +1,9 @@
 import type { Redis } from './redis-connection.ts';
-import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
+import { CANCEL_CHANNEL, ControlMessage, PAUSE_LAPSE_MS } from './reply-keys.ts';
 
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
 const REMEMBER_MAX = 10_000;
-/** A pause whose resume was lost (a reconnect) ends by itself after this long. */
-const MAX_PAUSE_MS = 10_000;
 
 /**
  * A worker process's ear for cancellations: aborts the signal of a job it is running when the
@@ -23,8 +21,8 @@ export class CancelListener {
   private readonly running = new Map<string, AbortController>();
   /** Job id → when its cancellation was heard, for jobs not running here (yet). */
   private readonly heard = new Map<string, number>();
-  /** Paused jobs → the end of their pause. */
-  private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  /** Paused jobs → the end of their pause, and the timer that lapses it. */
+  private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void; lapse: NodeJS.Timeout }>();
 
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
@@ -45,11 +43,17 @@ export class CancelListener {
     return this.paused.get(jobId)?.promise;
   }
 
+  /** Pauses the job, or renews its pause: it lapses PAUSE_LAPSE_MS after the last word from its ingress. */
   private pause(jobId: string): void {
-    if (!this.running.has(jobId) || this.paused.has(jobId)) return;
+    if (!this.running.has(jobId)) return;
+    const renewed = this.paused.get(jobId);
+    if (renewed) {
+      renewed.lapse.refresh();
+      return;
+    }
     const { promise, resolve } = Promise.withResolvers<void>();
-    const timer = setTimeout(() => this.resume(jobId), MAX_PAUSE_MS);
-    this.paused.set(jobId, { promise, resolve: () => { clearTimeout(timer); resolve(); } });
+    const lapse = setTimeout(() => this.resume(jobId), PAUSE_LAPSE_MS);
+    this.paused.set(jobId, { promise, lapse, resolve: () => { clearTimeout(lapse); resolve(); } });
   }
 
   private resume(jobId: string): void {

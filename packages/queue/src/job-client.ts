@@ -5,7 +5,7 @@ import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
-import { CANCEL_CHANNEL, ControlMessage } from './reply-keys.ts';
+import { CANCEL_CHANNEL, ControlMessage, PAUSE_RENEW_MS } from './reply-keys.ts';
 
 export interface RequestOptions {
   requestId: string;
@@ -26,10 +26,15 @@ export interface RequestOptions {
 }
 
 
-/** Failed jobs stay visible (for the dashboard) for an hour; completed ones go at once. */
+/**
+ * A job leaves Redis when it ends, however it ends: completed, or failed (which only a job that
+ * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
+ * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
+ * set; nobody reads that set, and the worker's log says why the job ended.
+ */
 export const defaultJobOptions = {
   removeOnComplete: true,
-  removeOnFail: { age: 3600, count: 1000 },
+  removeOnFail: true,
   attempts: 1,
 } as const;
 
@@ -151,15 +156,23 @@ export class JobClient {
     }
   }
 
-  /** `onChunk`, pausing the job while the promise it returns (its client catching up) is pending. */
+  /**
+   * `onChunk`, pausing the job while the promise it returns (its client catching up) is pending.
+   * The pause is renewed while it lasts (a worker lets an unrenewed pause lapse), so a client that
+   * stops reading holds its job paused until it reads again or is dropped.
+   */
   private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<void>): (chunk: string) => void {
     let paused = false;
+    const pause = () => this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
     return (chunk) => {
       const caughtUp = onChunk(chunk);
       if (!caughtUp || paused) return;
       paused = true;
-      this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
+      pause();
+      const renew = setInterval(pause, PAUSE_RENEW_MS);
+      renew.unref();
       void caughtUp.then(() => {
+        clearInterval(renew);
         paused = false;
         this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
       });

@@ -6,6 +6,13 @@ export const replyStreamKey = (ingressId: string) => `gw:replies:${ingressId}`;
  */
 export const CANCEL_CHANNEL = 'gw:cancel';
 export const ControlMessage = { pause: 'pause:', resume: 'resume:' } as const;
+/**
+ * A pause lapses by itself after PAUSE_LAPSE_MS (its resume may be lost to a reconnect, or its
+ * ingress may die); the ingress renews it every PAUSE_RENEW_MS for as long as its client's
+ * socket stays full, so backpressure holds however long the client takes.
+ */
+export const PAUSE_LAPSE_MS = 10_000;
+export const PAUSE_RENEW_MS = 3_000;
 /** An unread reply stream outlives its ingress by this long, then vanishes. */
 export const REPLY_STREAM_TTL_MS = 120_000;
 

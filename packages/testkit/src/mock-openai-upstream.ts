@@ -27,6 +27,8 @@ export interface MockOpenAIBehaviour {
   text?: string | ((prompt: string) => string);
   /** Leave `usage` out of the reply (and the stream's usage chunk). */
   omitUsage?: boolean;
+  /** A stream's usage chunk comes this long after its last text chunk. */
+  usageDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -201,9 +203,14 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const pieces = text.split(' ').map((w, i) => (i === 0 ? prefix + w : ` ${w}`));
     let sent = 0;
-    const send = (chunk: unknown) => {
-      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    // As a real server: a client that reads slowly slows the stream down (TCP backpressure).
+    const send = async (chunk: unknown) => {
       sent++;
+      if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) return;
+      await new Promise<void>((resolve) => {
+        res.once('drain', resolve);
+        res.once('close', resolve);
+      });
     };
     for (let index = 0; index < n; index++) {
       for (const piece of pieces) {
@@ -214,14 +221,18 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
         }
         const chunk: Record<string, unknown> = { id, object: 'text_completion', created, model, choices: [{ text: piece, index, logprobs: null, finish_reason: null }] };
         if (includeUsage) chunk.usage = null;
-        send(chunk);
+        await send(chunk);
         if (b.chunkDelayMs) await sleep(b.chunkDelayMs, gone);
       }
       const last: Record<string, unknown> = { id, object: 'text_completion', created, model, choices: [{ text: '', index, logprobs: null, finish_reason: 'stop' }] };
       if (includeUsage) last.usage = null;
-      send(last);
+      await send(last);
     }
-    if (includeUsage) send({ id, object: 'text_completion', created, model, choices: [], usage });
+    if (includeUsage) {
+      if (b.usageDelayMs) await sleep(b.usageDelayMs, gone);
+      if (gone.aborted) return;
+      await send({ id, object: 'text_completion', created, model, choices: [], usage });
+    }
     res.end('data: [DONE]\n\n');
   };
 

@@ -1,4 +1,5 @@
 import {
+  clientCancelled,
   type CompletionJobPayload,
   type CompletionRequest,
   type CompletionResponse,
@@ -8,6 +9,7 @@ import { callUpstream, openai, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
 import { estimatePromptTokens, estimateTokens } from './usage-estimate.ts';
+import { usageGrace } from './usage-grace.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
@@ -31,7 +33,13 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       log: context.log,
     };
     if (request.stream === true) {
-      return deps.router.run(routed, (target) => relayStream(target, request, context));
+      // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
+      const grace = usageGrace(context.signal);
+      try {
+        return await deps.router.run({ ...routed, signal: grace.signal }, (target) => relayStream(target, request, context, grace.begun));
+      } finally {
+        grace.end();
+      }
     }
     return deps.router.run(routed, (target) => completeWhole(target, request));
   };
@@ -57,16 +65,22 @@ async function completeWhole(target: RouteTarget, request: CompletionRequest): P
  * attempt: the router fails over only before it. The usage chunk reaches the client only when
  * it asked for it (the upstream is always asked, so the request can be charged).
  */
-async function relayStream(target: RouteTarget, request: CompletionRequest, context: JobContext<CompletionJobPayload>): Promise<StreamEnd> {
+async function relayStream(target: RouteTarget, request: CompletionRequest, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<StreamEnd> {
   const includeUsage = request.stream_options?.include_usage === true;
   const promptTokens = estimatePromptTokens(request.prompt);
   let streamedChars = 0;
   let reported = false;
   const chunks = await streamUpstream(openai.completions, target, request);
+  begun();
   for await (const chunk of chunks) {
     if (chunk.usage) {
       target.reportUsage({ totalTokens: chunk.usage.total_tokens });
       reported = true;
+      // The client is gone: this was all it was still read for. The upstream used it: charged.
+      if (context.signal.aborted) {
+        target.commit();
+        throw clientCancelled();
+      }
       if (!includeUsage) {
         if (chunk.choices.length === 0) continue;
         delete chunk.usage;
@@ -74,10 +88,14 @@ async function relayStream(target: RouteTarget, request: CompletionRequest, cont
     } else if (includeUsage) {
       chunk.usage = null;
     }
+    // The client is gone: read on (within the grace) for the usage only; the estimate counts
+    // only what was sent.
+    if (context.signal.aborted) continue;
     for (const choice of chunk.choices) streamedChars += choice.text?.length ?? 0;
     if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4) });
     target.commit();
     await context.sendChunk(JSON.stringify(chunk));
   }
+  if (context.signal.aborted) throw clientCancelled();
   return { done: true };
 }

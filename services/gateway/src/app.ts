@@ -11,15 +11,17 @@ import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
+import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { KeyRateLimit } from './admission/key-rate-limit.ts';
 import { ModelAdmission } from './admission/model-admission.ts';
 import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
 import { watchClient } from './client-signal.ts';
-import { capConnectionsPerClient } from './connection-cap.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerContentDecoding } from './content-encoding.ts';
 import { registerJsonBodyParser } from './json-body.ts';
+import { closeSilentConnections } from './silent-connections.ts';
+import { dropStalledReaders } from './stalled-readers.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
@@ -46,8 +48,14 @@ export interface GatewayDeps {
   /** A client's headers must arrive within this time, and its whole request within bodyTimeoutMs. */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
-  /** Open connections per client address; 0: no cap. */
-  maxConnectionsPerClient: number;
+  /** A connection with no request in progress is closed after this long (KEEP_ALIVE_TIMEOUT_MS). */
+  keepAliveTimeoutMs: number;
+  /** A client that takes no byte of its answer for this long is dropped (CLIENT_STALL_TIMEOUT_MS). */
+  clientStallTimeoutMs: number;
+  /** Bytes of model request bodies in flight, per key and in all (BODY_BUDGET_PER_KEY_BYTES, BODY_BUDGET_BYTES). */
+  bodyBudget: BodyBudgetOptions;
+  /** Bytes of one answer the gateway buffers for its client (RESPONSE_BUFFER_BYTES). */
+  responseBufferBytes: number;
   /** Encrypts channel keys before they are enqueued (SECRET_KEY). */
   cipher: ChannelKeyCipher;
   /** Failed sign-ins before a username or an address must wait, and the window they count in. */
@@ -83,9 +91,14 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: true,
-    // Slow clients: the headers must arrive within headersTimeout and the whole request within
-    // requestTimeout, checked every second (Node checks every 30 s by default).
+    // The front door counts no connections: a burst from one address (or from everyone behind
+    // one load balancer) is read and answered, never reset. It bounds what costs without doing
+    // work: a connection that sends nothing (silent-connections.ts) or trickles its headers
+    // (headersTimeout), one whose body trickles (requestTimeout), both checked every second
+    // (Node checks every 30 s by default), one idle between requests (keepAliveTimeout), and
+    // bytes held (the body budget, admission/body-budget.ts; the reply buffer, model-relay.ts).
     requestTimeout: deps.bodyTimeoutMs,
+    keepAliveTimeout: deps.keepAliveTimeoutMs,
     http: { headersTimeout: deps.headersTimeoutMs, connectionsCheckingInterval: 1000 },
     // A URL Fastify cannot decode gets the route family's error format, never an echo of the
     // URL (its query string may hold a key).
@@ -94,7 +107,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       void sendError(reply, new GatewayError({ status: 400, code: 'invalid_request', message }), formatForUrl(request.url));
     },
   });
-  capConnectionsPerClient(app.server, deps.maxConnectionsPerClient);
+
+  closeSilentConnections(app.server, deps.headersTimeoutMs);
+  dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 
   // JSON only: anything else is a 415, not a body the routes would misread.
   app.removeContentTypeParser(['text/plain']);
@@ -159,6 +174,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
+      responseBufferBytes: deps.responseBufferBytes,
+      bodyBudget: new BodyBudget(deps.bodyBudget),
     };
     await models.register(openaiApi, { ...modelApi, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });

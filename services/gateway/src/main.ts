@@ -37,7 +37,10 @@ const gateway = buildGateway({
   managementBodyLimitBytes: config.MANAGEMENT_BODY_LIMIT_BYTES,
   headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
   bodyTimeoutMs: config.BODY_TIMEOUT_MS,
-  maxConnectionsPerClient: config.MAX_CONNECTIONS_PER_CLIENT,
+  keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS,
+  clientStallTimeoutMs: config.CLIENT_STALL_TIMEOUT_MS,
+  responseBufferBytes: config.RESPONSE_BUFFER_BYTES,
+  bodyBudget: { perKeyBytes: config.BODY_BUDGET_PER_KEY_BYTES, totalBytes: config.BODY_BUDGET_BYTES, defaultBodyLimit: config.BODY_LIMIT_BYTES },
   cipher: new ChannelKeyCipher(secretKey, config.SECRET_KEY_PREVIOUS),
   loginThrottle: {
     failuresPerUser: config.LOGIN_FAILURES_PER_USER,
@@ -53,7 +56,7 @@ const gateway = buildGateway({
   adminToken: config.ADMIN_TOKEN,
 });
 
-await gateway.app.listen({ port: config.PORT, host: config.HOST });
+await gateway.app.listen({ port: config.PORT, host: config.HOST, backlog: config.LISTEN_BACKLOG });
 const address = gateway.app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;
 addressPolicy.forbidden.push(...(await ownAddresses(config.HOST, port)));

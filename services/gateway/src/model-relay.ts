@@ -4,6 +4,7 @@
  * the route's wire format. Shared by the OpenAI and the Gemini paths; each supplies only its
  * payload and its `EventStreamFormat`.
  */
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, type ModelCaller, type QueueName } from '@gateway/contracts';
 import { beforeDeadline, type JobClient } from '@gateway/queue';
@@ -49,6 +50,23 @@ export interface ModelRelayOptions<P extends { caller: ModelCaller }> {
   worstCase: number;
   /** Set to relay the reply as a stream in this format; unset for one JSON reply. */
   stream?: EventStreamFormat;
+  /**
+   * Bytes of the answer buffered for the client (RESPONSE_BUFFER_BYTES): a larger whole reply
+   * is written a slice at a time as the client reads; a stream whose client falls this far
+   * behind, though its job is paused, is dropped.
+   */
+  responseBufferBytes: number;
+}
+
+/** A whole reply's slices: each about `size` UTF-16 units, never splitting a surrogate pair. */
+function* slices(text: string, size: number): Generator<string> {
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(at + size, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff && end < text.length) end++;
+    yield text.slice(at, end);
+    at = end;
+  }
 }
 
 /**
@@ -103,7 +121,12 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
   if (!format) {
     // The worker's JSON goes to the client as it is: no parse and serialisation in between.
     const json = await options.jobs.requestText(options.queue, payload, enqueue);
-    return reply.type('application/json; charset=utf-8').send(json);
+    reply.type('application/json; charset=utf-8');
+    if (json.length <= options.responseBufferBytes) return reply.send(json);
+    // Large: a slice at a time as the socket drains, so the gateway buffers one slice (and the
+    // text it already holds), not a second copy of the whole reply per slow client.
+    reply.header('content-length', Buffer.byteLength(json));
+    return reply.send(Readable.from(slices(json, 64 * 1024), { objectMode: false }));
   }
 
   const raw = reply.raw;
@@ -136,8 +159,16 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
       onChunk: (chunk) => {
         begin();
         // A client that reads slower than the upstream writes pauses the job (backpressure)
-        // instead of having the gateway buffer for it.
-        if (!raw.write(format.chunk(chunk))) return drained();
+        // instead of having the gateway buffer for it. What was already on its way still comes;
+        // past the buffer cap the client is dropped (the job is cancelled as it goes).
+        if (raw.destroyed) return;
+        if (raw.write(format.chunk(chunk))) return;
+        if ((raw.socket?.writableLength ?? raw.writableLength) > options.responseBufferBytes) {
+          request.log.warn({ buffered: raw.socket?.writableLength }, 'a stream\'s client fell too far behind and was dropped');
+          raw.destroy();
+          return;
+        }
+        return drained();
       },
     });
     begin();

@@ -5,15 +5,34 @@
  */
 import { z } from 'zod';
 
-const tokenId = z.number().int().min(0);
+const isTokenId = (value: unknown) => Number.isInteger(value) && (value as number) >= 0;
+const isTokenIds = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every(isTokenId);
 
-/** A string, an array of strings, an array of token ids, or an array of token-id arrays. */
+/**
+ * A string, an array of strings, an array of token ids, or an array of token-id arrays. Token
+ * ids are checked in one plain loop that stops at the first bad one: zod checks every element
+ * of an array and records an issue for each, seconds of a blocked event loop for a
+ * million-token prompt (and for each branch of the union it fails).
+ */
 export const completionPrompt = z.union([
   z.string(),
+  z.custom<number[]>(isTokenIds),
+  z.custom<number[][]>((value) => Array.isArray(value) && value.length > 0 && value.every(isTokenIds)),
   z.array(z.string()).min(1, 'must not be an empty array'),
-  z.array(tokenId).min(1, 'must not be an empty array'),
-  z.array(z.array(tokenId).min(1, 'must not contain an empty array')).min(1, 'must not be an empty array'),
 ], { error: 'must be a string, an array of strings, an array of token ids, or an array of token-id arrays' });
+
+/** OpenAI's own bound on `logit_bias`. */
+export const MAX_LOGIT_BIAS_ENTRIES = 300;
+
+/** Counted before any entry is checked, so a 6 MB map is refused in a moment, not after a walk. */
+const logitBias = z
+  .custom<object>((value) => {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return true;
+    let entries = 0;
+    for (const _ in value) if (++entries > MAX_LOGIT_BIAS_ENTRIES) return false;
+    return true;
+  }, `may hold at most ${MAX_LOGIT_BIAS_ENTRIES} token ids`)
+  .pipe(z.record(z.string().regex(/^\d+$/, 'keys must be token ids'), z.number().min(-100).max(100)));
 
 export const completionStop = z.union([
   z.string(),
@@ -35,7 +54,7 @@ export const completionRequestSchema = z
     logprobs: optional(z.number().int().min(0).max(5)),
     presence_penalty: optional(z.number().min(-2).max(2)),
     frequency_penalty: optional(z.number().min(-2).max(2)),
-    logit_bias: optional(z.record(z.string().regex(/^\d+$/, 'keys must be token ids'), z.number().min(-100).max(100))),
+    logit_bias: optional(logitBias),
     stop: optional(completionStop),
     suffix: optional(z.string()),
     echo: optional(z.boolean()),

@@ -4,6 +4,7 @@
  * Bearer header or Gemini's own `x-goog-api-key` (or `?key=`).
  */
 import type { FastifyInstance } from 'fastify';
+import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { geminiFormat, useErrorFormat } from '../error-formats.ts';
 import { generateContentRoutes } from '../routes/generate-content.ts';
@@ -15,6 +16,7 @@ export async function geminiApi(app: FastifyInstance, options: ModelApiOptions):
   // The key is checked in a context of its own, so an unknown /v1beta path is a 404, not a 401.
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
+    routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     generateContentRoutes(routes, options);
     modelListRoutes(routes, geminiModels, options.catalog);
   });

@@ -1,4 +1,5 @@
 import type { JobClient } from '@gateway/queue';
+import type { BodyBudget } from '../admission/body-budget.ts';
 import type { ModelAdmission } from '../admission/model-admission.ts';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
@@ -13,4 +14,8 @@ export interface ModelApiOptions {
   timeoutMs: number;
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
+  /** Body bytes in flight, per key and in all. */
+  bodyBudget: BodyBudget;
+  /** Bytes of one answer buffered for its client (RESPONSE_BUFFER_BYTES). */
+  responseBufferBytes: number;
 }

@@ -3,6 +3,7 @@
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
 import type { FastifyInstance } from 'fastify';
+import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../error-formats.ts';
 import { completionRoutes } from '../routes/completions.ts';
@@ -14,6 +15,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions):
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
+    routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     completionRoutes(routes, options);
     modelListRoutes(routes, openaiModels, options.catalog);
   });

@@ -26,6 +26,7 @@ export function completionRoutes(app: FastifyInstance, options: ModelApiOptions)
       queue: QueueName.completion,
       payload,
       timeoutMs: options.timeoutMs,
+      responseBufferBytes: options.responseBufferBytes,
       admission: options.admission,
       holder,
       worstCase: completionWorstCase(body),

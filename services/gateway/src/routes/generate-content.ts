@@ -74,6 +74,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
       queue: QueueName.audio,
       payload,
       timeoutMs: options.timeoutMs,
+      responseBufferBytes: options.responseBufferBytes,
       admission: options.admission,
       holder,
       worstCase: speechWorstCase(body),

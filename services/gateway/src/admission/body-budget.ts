@@ -1,0 +1,114 @@
+/**
+ * Bytes of model request bodies in flight: received, held while the job waits and runs, and
+ * given back when the answer ends (or the client leaves). Each key may hold `perKeyBytes` (past
+ * it, 429) and the whole gateway `totalBytes` (past it, 503), both with Retry-After. Decided
+ * before a byte of the body is read: from Content-Length, or for a body without one (chunked)
+ * from the route's body limit, the most it may be, until it ends and is counted.
+ *
+ * Memory follows bytes, not requests: a body is held as text, as its parsed value and as the
+ * job's JSON (and in Redis until a worker takes it), so these budgets bound what one key, and
+ * everyone, can make the gateway and Redis hold, whatever the number of requests.
+ */
+import { Transform, type Readable } from 'node:stream';
+import type { preParsingAsyncHookHandler } from 'fastify';
+import { GatewayError } from '@gateway/contracts';
+
+export interface BodyBudgetOptions {
+  /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
+  perKeyBytes: number;
+  /** Body bytes all keys together may have in flight on this gateway (BODY_BUDGET_BYTES). */
+  totalBytes: number;
+  /** What a body without a Content-Length takes until it ends, on a route without a limit of its own. */
+  defaultBodyLimit: number;
+}
+
+export class BodyBudget {
+  private readonly options: BodyBudgetOptions;
+  readonly defaultBodyLimit: number;
+  private total = 0;
+  private readonly perKey = new Map<number, number>();
+
+  constructor(options: BodyBudgetOptions) {
+    this.options = options;
+    this.defaultBodyLimit = options.defaultBodyLimit;
+  }
+
+  /** Bytes in flight now, in all and for one key (for tests and metrics). */
+  held(keyId?: number): number {
+    return keyId === undefined ? this.total : (this.perKey.get(keyId) ?? 0);
+  }
+
+  /** Takes `bytes` for the key, or throws 429 (the key's budget) or 503 (the gateway's). */
+  take(keyId: number, bytes: number): void {
+    const mine = this.perKey.get(keyId) ?? 0;
+    // A key holding nothing may always send one body up to the body limit, whatever its budget.
+    if (mine > 0 && mine + bytes > this.options.perKeyBytes) {
+      throw new GatewayError({
+        status: 429, code: 'rate_limited', retryAfter: 1,
+        message: `this API key has ${mine} bytes of request bodies in flight; past ${this.options.perKeyBytes} (BODY_BUDGET_PER_KEY_BYTES) wait for some to finish`,
+      });
+    }
+    if (this.total > 0 && this.total + bytes > this.options.totalBytes) {
+      throw new GatewayError({
+        status: 503, code: 'overloaded', retryAfter: 1,
+        message: 'the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly',
+      });
+    }
+    this.perKey.set(keyId, mine + bytes);
+    this.total += bytes;
+  }
+
+  give(keyId: number, bytes: number): void {
+    if (bytes <= 0) return;
+    const left = (this.perKey.get(keyId) ?? 0) - bytes;
+    if (left > 0) this.perKey.set(keyId, left);
+    else this.perKey.delete(keyId);
+    this.total = Math.max(0, this.total - bytes);
+  }
+}
+
+/**
+ * A `preParsing` hook (after the API-key hook): charges the body to the key's and the gateway's
+ * budgets, and gives it back when the response is over.
+ */
+export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
+  return async (request, reply, payload) => {
+    const keyId = request.keyHolder?.tokenId;
+    const length = request.headers['content-length'];
+    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined)) return payload;
+    let held = 0;
+    reply.raw.once('close', () => {
+      budget.give(keyId, held);
+      held = 0;
+    });
+    const declared = Number(length);
+    if (length !== undefined && Number.isSafeInteger(declared)) {
+      // Past the budget this throws before a byte is read; Node reads the refused body and
+      // drops it after the answer, so the client (still sending) reads its 429, not a reset.
+      budget.take(keyId, declared);
+      held = declared;
+      return payload;
+    }
+    // No length: the body may be as large as the route allows, so that much is taken before it
+    // is read, and what it did not use is given back when it ends. Counting it only as it came
+    // would let 100 bodies at once each take a slice of the budget and none get to its end.
+    const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
+    budget.take(keyId, limit);
+    held = limit;
+    let received = 0;
+    const counted = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        received += chunk.length;
+        done(null, chunk);
+      },
+      flush(done) {
+        if (held > received) {
+          budget.give(keyId, held - received);
+          held = received;
+        }
+        done();
+      },
+    });
+    return (payload as Readable).pipe(counted);
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The front door end to end (real Redis, gateway and worker processes, a mock upstream): with
+ * default settings a burst from one address is read and answered, never reset, and connections
+ * that send nothing, or trickle their headers, or sit idle, are closed while real requests go on.
+ */
+import { request as httpRequest, Agent } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { describe, expect } from 'vitest';
+import type { ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
+
+// Default settings: only the worker's concurrency is the stack's usual.
+const it = stackTest({ workers: ['completion-worker'] });
+
+interface Outcome { status: number; retryAfter?: string; error?: string }
+
+/** One completion over its own connection (no pooling: every request is a new connection). */
+function post(gateway: ServiceProcess, agent: Agent, key: string, body: string): Promise<Outcome> {
+  const url = new URL(`${gateway.url}/v1/completions`);
+  return new Promise((resolve) => {
+    const req = httpRequest({
+      host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close' },
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string | undefined }));
+      res.on('error', (error: NodeJS.ErrnoException) => resolve({ status: 0, error: error.code ?? error.message }));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ status: 0, error: error.code ?? error.message }));
+    req.end(body);
+  });
+}
+
+describe('a burst from one address', () => {
+  it('answers every one of 5,000 requests sent at once (200, or 429/503 with Retry-After), none reset', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ delayMs: 5 });
+    await channel(mock, ['front-door-burst']);
+    const { key } = await apiKey();
+    const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+    const body = JSON.stringify({ model: 'front-door-burst', prompt: 'hello', max_tokens: 4 });
+    const outcomes = await Promise.all(Array.from({ length: 5000 }, () => post(stack.gateway, agent, key, body)));
+    agent.destroy();
+    const tally = new Map<string, number>();
+    for (const o of outcomes) tally.set(o.error ?? String(o.status), (tally.get(o.error ?? String(o.status)) ?? 0) + 1);
+    // Every request got an HTTP answer: no reset, no refused connection.
+    expect(outcomes.filter((o) => o.status === 0), JSON.stringify([...tally])).toEqual([]);
+    const refused = outcomes.filter((o) => o.status !== 200);
+    expect(refused.every((o) => (o.status === 429 || o.status === 503) && Number(o.retryAfter) >= 1), JSON.stringify([...tally])).toBe(true);
+    expect(outcomes.filter((o) => o.status === 200).length).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('connections that hold without asking', () => {
+  it('closes connections that send nothing, trickle their headers or sit idle, while real requests keep working', async ({ stack, upstream, channel, apiKey }) => {
+    const gateway = await stack.add('gateway', { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '1500' });
+    const mock = await upstream.openai();
+    await channel(mock, ['front-door-slow']);
+    const { key } = await apiKey();
+    const url = new URL(gateway.url);
+    const opened: Socket[] = [];
+    /** Opens a connection that behaves as `act` says; resolves with how long it stayed open. */
+    const hold = (act: (socket: Socket) => void) => new Promise<number>((resolve) => {
+      const started = Date.now();
+      const socket = connect(Number(url.port), url.hostname, () => act(socket));
+      opened.push(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => resolve(Date.now() - started));
+    });
+    // 300 of each: silent, trickling headers (slowloris), and idle after one answered request.
+    const silent = Array.from({ length: 300 }, () => hold(() => {}));
+    const slowloris = Array.from({ length: 300 }, () => hold((socket) => {
+      socket.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\n');
+      const drip = setInterval(() => socket.write('X-Slow: 1\r\n'), 200);
+      socket.on('close', () => clearInterval(drip));
+    }));
+    const idle = Array.from({ length: 300 }, () => hold((socket) => {
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      socket.resume();
+    }));
+
+    // Meanwhile real requests keep being answered, promptly.
+    const agent = new Agent({ keepAlive: false });
+    const body = JSON.stringify({ model: 'front-door-slow', prompt: 'hello' });
+    for (let i = 0; i < 10; i++) {
+      const started = Date.now();
+      expect((await post(gateway, agent, key, body)).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(1000);
+    }
+    agent.destroy();
+
+    const [silentMs, slowMs, idleMs] = await Promise.all([silent, slowloris, idle].map((held) => Promise.all(held)));
+    // Closed by the gateway within its time-outs (checked every second), not by this test.
+    expect(Math.max(...silentMs!)).toBeLessThan(3500);
+    expect(Math.max(...slowMs!)).toBeLessThan(3500);
+    expect(Math.max(...idleMs!)).toBeLessThan(4000);
+    for (const socket of opened) socket.destroy();
+  }, 30_000);
+});

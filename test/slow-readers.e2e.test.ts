@@ -1,0 +1,104 @@
+/**
+ * Clients that stop reading their answers, end to end (real Redis, gateway and worker processes,
+ * a mock upstream): backpressure holds past the worker's pause lapse for as long as the client
+ * reads nothing, the gateway buffers at most RESPONSE_BUFFER_BYTES per answer, and a client
+ * that takes no byte for CLIENT_STALL_TIMEOUT_MS is dropped, its job cancelled and its upstream
+ * call aborted.
+ */
+import { readFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { describe, expect } from 'vitest';
+import type { ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
+
+const STALL_MS = 16_000;
+const it = stackTest({ workers: ['completion-worker'], env: { CLIENT_STALL_TIMEOUT_MS: String(STALL_MS), REQUEST_TIMEOUT_MS: '120000' } });
+
+/** Clients the gateway dropped: for reading nothing for the stall time, or for falling past the buffer cap. */
+const dropped = (gateway: ServiceProcess) => gateway.logs.filter((l) => /client (that stopped reading|fell too far behind)/.test(String(l.msg))).length;
+
+/** Waits until the gateway has dropped `n` more clients, then lets each socket see it was closed. */
+async function expectDropped(gateway: ServiceProcess, before: number, clients: { socket: Socket; closed: Promise<number> }[], withinMs: number) {
+  await expect.poll(() => dropped(gateway) - before, { timeout: withinMs, interval: 250 })
+    .toBe(clients.length);
+  for (const c of clients) c.socket.resume();
+  await Promise.all(clients.map((c) => c.closed));
+}
+
+const rssMb = (service: ServiceProcess) => {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${service.child.pid}/status`, 'utf8'));
+  return Number(match![1]) / 1024;
+};
+
+/**
+ * A client that sends its request and then reads nothing. A socket that reads nothing does not
+ * see its connection closed either: `closed` resolves once it is resumed.
+ */
+function deafClient(gateway: ServiceProcess, key: string, body: string): { socket: Socket; closed: Promise<number> } {
+  const url = new URL(gateway.url);
+  const started = Date.now();
+  const socket = connect(Number(url.port), url.hostname, () => {
+    socket.write(`POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    socket.pause();
+  });
+  socket.on('error', () => {});
+  return { socket, closed: new Promise((resolve) => socket.on('close', () => resolve(Date.now() - started))) };
+}
+
+/** Samples the gateway's RSS every 500 ms for `ms`; resolves with the highest. */
+async function peakRss(gateway: ServiceProcess, ms: number): Promise<number> {
+  let peak = 0;
+  for (const end = Date.now() + ms; Date.now() < end;) {
+    peak = Math.max(peak, rssMb(gateway));
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return peak;
+}
+
+// One 24 MB text, shared by every request: 6,000 chunks of 4 KB per stream (960 MB for 40).
+const BIG_TEXT = `${"x".repeat(4000)} `.repeat(6000);
+
+describe('clients that read nothing', () => {
+  it('keeps 40 streams paused past the pause lapse with the gateway\'s memory flat, then drops them and aborts their upstream calls', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: () => BIG_TEXT });
+    await channel(mock, ['deaf-stream']);
+    const { key } = await apiKey();
+    const before = rssMb(stack.gateway);
+    const droppedBefore = dropped(stack.gateway);
+    const body = JSON.stringify({ model: 'deaf-stream', prompt: 'hello', stream: true });
+    const clients = Array.from({ length: 40 }, () => deafClient(stack.gateway, key, body));
+    await mock.waitFor((m) => m.requests.length === 40, 30_000).catch((e) => { throw new Error(`${e.message}: ${mock.requests.length} received; gateway: ${JSON.stringify(stack.gateway.logs.filter((l) => l.msg === "request").map((l) => l.status))}`); });
+    // Past the worker's own pause lapse (10 s): the gateway renews the pause.
+    const peak = await peakRss(stack.gateway, 13_000);
+    console.log(`[slow readers] 40 deaf streams: gateway RSS ${before.toFixed(0)} MB → peak ${peak.toFixed(0)} MB`);
+    // 960 MB would flow without backpressure; at most RESPONSE_BUFFER_BYTES (4 MiB) each is
+    // held (160 MB), whatever comes after the first 10 s.
+    expect(peak - before, `RSS ${before.toFixed(0)} MB → ${peak.toFixed(0)} MB`).toBeLessThan(40 * 4 + 100);
+    // Dropped after CLIENT_STALL_TIMEOUT_MS, and their upstream calls with them.
+    await expectDropped(stack.gateway, droppedBefore, clients, 30_000);
+    // None ran to its end: each job was cancelled when its client was dropped, and its upstream
+    // call with it.
+    const cancelled = () => stack.services.filter((s) => s.name === 'completion-worker').flatMap((w) => w.logs).filter((l) => l.msg === 'job' && l.outcome === 'cancelled').length;
+    await expect.poll(cancelled, { timeout: 10_000 }).toBe(40);
+    await mock.waitFor((m) => m.inFlight === 0, 10_000);
+  }, 90_000);
+
+  it('drops clients that read nothing of large whole replies after the stall time, holding no more than the replies', async ({ stack, upstream, channel, apiKey }) => {
+    // 16 MB replies: more than the kernel's socket buffers take, so the rest waits in the gateway.
+    const text = `${'y'.repeat(1000)} `.repeat(16_000);
+    const mock = await upstream.openai({ text: () => text });
+    await channel(mock, ['deaf-whole']);
+    const { key } = await apiKey();
+    const before = rssMb(stack.gateway);
+    const droppedBefore = dropped(stack.gateway);
+    const body = JSON.stringify({ model: 'deaf-whole', prompt: 'hello' });
+    // Each is dropped CLIENT_STALL_TIMEOUT_MS after its reply stops moving (under load, the
+    // replies themselves may take a while to come).
+    const clients = Array.from({ length: 10 }, () => deafClient(stack.gateway, key, body));
+    const peak = await peakRss(stack.gateway, 10_000);
+    console.log(`[slow readers] 10 deaf whole replies of 16 MB: gateway RSS ${before.toFixed(0)} MB → peak ${peak.toFixed(0)} MB`);
+    // Each reply is held once, as the text that came from Redis, and written a slice at a time.
+    expect(peak - before, `RSS ${before.toFixed(0)} MB → ${peak.toFixed(0)} MB`).toBeLessThan(10 * 16 * 2 + 100);
+    await expectDropped(stack.gateway, droppedBefore, clients, 80_000);
+  }, 120_000);
+});
