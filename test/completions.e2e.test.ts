@@ -375,7 +375,8 @@ describe('client disconnect', () => {
       expect(chunk.choices[0]!.text).toBe('w0');
       break; // the SDK aborts the response
     }
-    await mock.waitFor((m) => m.aborted === 1, 2000);
+    // The worker reads on for the usage event alone for up to 2 s (usage-grace.ts), then aborts.
+    await mock.waitFor((m) => m.aborted === 1, 5000);
     expect(mock.inFlight).toBe(0);
   });
 });
