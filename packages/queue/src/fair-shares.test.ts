@@ -33,6 +33,7 @@ describe('fair shares of a queue', () => {
     await expect.poll(async () => Number(await redis.hget('gw:{fair:completion}:line', 'i:v'))).toBe(9);
     const [steady] = await burst(shares, queue, 2, 1);
     expect(steady!.priority).toBe(10);
+    expect([steady!.first, hog[1]!.first]).toEqual([true, false]);
     const [batch] = await burst(shares, queue, 3, 1, true);
     expect(batch!.priority).toBeGreaterThan(BATCH_RANK_BASE);
     for (const place of [...hog.slice(10), steady!, batch!]) place.leave();

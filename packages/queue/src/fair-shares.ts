@@ -7,7 +7,7 @@ import type { Redis } from './redis-connection.ts';
 const scripts = luaScripts(join(import.meta.dirname, 'commands'));
 
 type Scripted = Redis & {
-  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number): Promise<number>;
+  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number): Promise<[number, number]>;
   gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number): Promise<number>;
 };
 
@@ -20,6 +20,11 @@ export interface Tenant {
 /** A job's place among the waiting work: its BullMQ priority, and how to give the place up. */
 export interface FairPlace {
   priority: number;
+  /**
+   * An interactive job whose tenant had nothing else waiting: it ranks with the jobs being taken
+   * now, so it may go on BullMQ's wait list, ahead of every prioritized job (new flows first).
+   */
+  first: boolean;
   /** Once, when the job leaves the queue (taken by a worker, or removed unrun). */
   leave(): void;
 }
@@ -53,12 +58,13 @@ export class FairShares {
 
   async join(queue: QueueName, tenant: Tenant, batch: boolean): Promise<FairPlace> {
     const kind = batch ? 'b' : 'i';
-    const rank = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL);
+    const [rank, place] = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL);
     // BullMQ's priority 0 skips the priorities: priorities start at 1.
     const priority = 1 + rank + (batch ? BATCH_RANK_BASE : 0);
     let left = false;
     return {
       priority,
+      first: !batch && place === 1,
       leave: () => {
         if (left) return;
         left = true;

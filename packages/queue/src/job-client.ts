@@ -17,8 +17,10 @@ export interface RequestOptions {
    * behind: the worker pauses the job until it resolves.
    */
   onChunk?: (chunk: string) => void | Promise<void>;
-  /** BullMQ priority: 0 is served first, higher numbers later (see `FairShares`). */
+  /** Its fair rank as a BullMQ priority: lower served first (see `FairShares`). */
   priority?: number;
+  /** Its tenant had nothing else waiting: BullMQ's wait list, ahead of every prioritized job. */
+  first?: boolean;
   /** Whose work the job is, so the worker that takes it frees its place in its tenant's line. */
   tenant?: Tenant;
   /** Called when the job will never run: it could not be enqueued, or was removed while it waited. */
@@ -127,7 +129,11 @@ export class JobClient {
     const queue = this.nextShard(queueName);
     // On a cluster the add waits out a failover of its shard's master (see createRedis), within
     // the deadline: a job that could not be queued in time is a 503 with Retry-After.
-    const added = queue.add(queueName, envelope, options.priority ? { jobId, priority: options.priority } : { jobId });
+    // A job first of its tenant's line goes on BullMQ's wait list, served before every prioritized
+    // job (a newcomer goes first, as in FairOrder), for three Redis commands less than the
+    // prioritized set; its envelope keeps its rank for the worker.
+    const bullPriority = options.priority && !options.first ? options.priority : undefined;
+    const added = queue.add(queueName, envelope, bullPriority ? { jobId, priority: bullPriority } : { jobId });
     added.catch(() => {});
     let abandoned = false;
     try {

@@ -114,6 +114,7 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,
+    first: admitted.first,
     tenant: { userId: holder.userId, tokenId: holder.tokenId },
     onUnrun: admitted.unrun,
   };

@@ -5,7 +5,7 @@
 -- empty) plus its place in a round robin of its user's keys less one: the sum over the user's
 -- keys of min(that key's waiting jobs, this key's). A tenant with nothing waiting ranks with the
 -- jobs being taken now, ahead of every backlog. Lower ranks are served first.
--- Under a backlog that never empties the virtual time stops at its most, and ranks are then
+-- Returns {rank, place}. Under a backlog that never empties the virtual time stops at its most, and ranks are then
 -- the tenants' places alone: still a round robin, never all equal.
 local mine = redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
 local waiting = redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':n', 1)
@@ -18,4 +18,4 @@ for _, count in ipairs(redis.call('HVALS', KEYS[2])) do
   place = place + math.min(tonumber(count), mine)
 end
 local virtual = math.min(tonumber(redis.call('HGET', KEYS[1], ARGV[1] .. ':v') or '0'), tonumber(ARGV[4]))
-return math.min(virtual + place - 1, tonumber(ARGV[3]))
+return {math.min(virtual + place - 1, tonumber(ARGV[3])), place}
