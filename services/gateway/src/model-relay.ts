@@ -74,7 +74,16 @@ function* slices(text: string, size: number): Generator<string> {
  * request now (quota used up, requests in flight at their cap) is refused before its body is read.
  */
 export function admissionGate(admission: ModelAdmission) {
-  return async (request: FastifyRequest): Promise<void> => admission.gate(keyHolderOf(request));
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    try {
+      await admission.gate(keyHolderOf(request));
+    } catch (error) {
+      // Its body is not wanted: the connection closes after the answer instead of reading
+      // (and dropping) what may be many megabytes first.
+      reply.header('connection', 'close');
+      throw error;
+    }
+  };
 }
 
 const streamHeaders = {
