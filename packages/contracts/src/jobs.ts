@@ -14,7 +14,7 @@ export interface JobEnvelope<P> {
   /** BullMQ priority it was enqueued with (unset: interactive; higher: later). */
   priority?: number;
   /** Whose work it is (model jobs): the worker that takes it frees its place in the tenant's fair line. */
-  tenant?: { userId: number; tokenId: number };
+  tenant?: { userId: number; tokenId: number; listed?: boolean };
   payload: P;
 }
 

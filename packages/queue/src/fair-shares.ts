@@ -7,22 +7,25 @@ import type { Redis } from './redis-connection.ts';
 const scripts = luaScripts(join(import.meta.dirname, 'commands'));
 
 type Scripted = Redis & {
-  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number): Promise<[number, number]>;
-  gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number): Promise<number>;
+  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number, mostListed: number): Promise<[number, number]>;
+  gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number, listed: number): Promise<number>;
 };
 
 /** Whose work a job is: fair shares go to users first, then to each user's keys. */
 export interface Tenant {
   userId: number;
   tokenId: number;
+  /** The job went on BullMQ's wait list rather than by priority (`FairPlace.first`). */
+  listed?: boolean;
 }
 
 /** A job's place among the waiting work: its BullMQ priority, and how to give the place up. */
 export interface FairPlace {
   priority: number;
   /**
-   * An interactive job whose tenant had nothing else waiting: it ranks with the jobs being taken
-   * now, so it may go on BullMQ's wait list, ahead of every prioritized job (new flows first).
+   * An interactive job that goes on BullMQ's wait list, ahead of every prioritized job and
+   * cheaper: its tenant had nothing else waiting (new flows first), or its user is the only one
+   * waiting and fewer than MOST_LISTED jobs are listed (a newcomer waits behind those at most).
    */
   first: boolean;
   /** Once, when the job leaves the queue (taken by a worker, or removed unrun). */
@@ -36,6 +39,13 @@ const MOST_RANK = BATCH_RANK_BASE - 2;
  * admission bounds (ADMISSION_MAX_BACKLOG, 100,000 by default).
  */
 const MOST_VIRTUAL = 800_000;
+/**
+ * A user alone in the queue lists at most this many jobs on the wait list at once: one tenant
+ * alone needs no ranks, and BullMQ's prioritized set is dearer (at c=64, 1,185 req/s against
+ * 1,497 with every job listed, back to back on this machine). Kept small, since a newcomer's
+ * first job waits behind the listed ones.
+ */
+const MOST_LISTED = 4;
 
 /**
  * Fair shares of a queue between tenants, with BullMQ's own priorities: each job is enqueued
@@ -58,17 +68,17 @@ export class FairShares {
 
   async join(queue: QueueName, tenant: Tenant, batch: boolean): Promise<FairPlace> {
     const kind = batch ? 'b' : 'i';
-    const [rank, place] = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL);
+    const [rank, listed] = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL, MOST_LISTED);
     // BullMQ's priority 0 skips the priorities: priorities start at 1.
     const priority = 1 + rank + (batch ? BATCH_RANK_BASE : 0);
     let left = false;
     return {
       priority,
-      first: !batch && place === 1,
+      first: listed === 1,
       leave: () => {
         if (left) return;
         left = true;
-        void this.leave(queue, tenant, priority);
+        void this.leave(queue, { ...tenant, listed: listed === 1 }, priority);
       },
     };
   }
@@ -79,7 +89,7 @@ export class FairShares {
     const kind = batch ? 'b' : 'i';
     const rank = priority - 1 - (batch ? BATCH_RANK_BASE : 0);
     // A count left behind skews one tenant's ranks until it runs out; nothing else depends on it.
-    await this.redis.gwFairLeave(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, rank).catch(() => {});
+    await this.redis.gwFairLeave(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, rank, tenant.listed ? 1 : 0).catch(() => {});
   }
 }
 

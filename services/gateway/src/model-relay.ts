@@ -118,7 +118,7 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     signal: clientGoneSignal(request),
     priority: admitted.priority,
     first: admitted.first,
-    tenant: { userId: holder.userId, tokenId: holder.tokenId },
+    tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.first },
     onUnrun: admitted.unrun,
   };
   const format = options.stream;
