@@ -4,9 +4,10 @@
  * once by `luaScripts` and defined on a client with `defineLuaScripts`, so `redis.gwAcquireLeases(
  * key, …)` runs it by EVALSHA (on a Redis Cluster too: every key of one call shares a slot).
  * A line `--- @include "name"` is replaced by `commands/includes/name.lua`, for fragments that
- * several scripts share.
+ * several scripts of a package share, or failing that by `lua-includes/name.lua` here, for those
+ * every package shares (`now`).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisClient } from './redis-target.ts';
 
@@ -27,10 +28,16 @@ export function luaScripts(folder: string): readonly LuaScript[] {
     const match = FILE.exec(file);
     if (!match) continue;
     const lua = readFileSync(join(folder, file), 'utf8')
-      .replace(INCLUDE, (_, name: string) => readFileSync(join(folder, 'includes', `${name}.lua`), 'utf8'));
+      .replace(INCLUDE, (_, name: string) => readFileSync(includePath(folder, name), 'utf8'));
     scripts.push({ name: match[1]!, numberOfKeys: Number(match[2]), lua });
   }
   return scripts;
+}
+
+/** A fragment of the folder's own, else a shared one (a name in neither fails at start-up). */
+function includePath(folder: string, name: string): string {
+  const own = join(folder, 'includes', `${name}.lua`);
+  return existsSync(own) ? own : join(import.meta.dirname, 'lua-includes', `${name}.lua`);
 }
 
 /** Gives `redis` one command per script; defining a command again on the same client is harmless. */

@@ -34,7 +34,7 @@ describe('fair shares of a queue', () => {
     const [steady] = await burst(shares, queue, 2, 1);
     expect(steady!.priority).toBe(10);
     // On BullMQ's wait list: a tenant's first job, and a lone tenant's first 4; ranked after that.
-    expect([steady!.first, hog[3]!.first, hog[4]!.first]).toEqual([true, true, false]);
+    expect([steady!.listed, hog[3]!.listed, hog[4]!.listed]).toEqual([true, true, false]);
     const [batch] = await burst(shares, queue, 3, 1, true);
     expect(batch!.priority).toBeGreaterThan(BATCH_RANK_BASE);
     for (const place of [...hog.slice(10), steady!, batch!]) place.leave();

@@ -15,7 +15,7 @@ type Scripted = Redis & {
 export interface Tenant {
   userId: number;
   tokenId: number;
-  /** The job went on BullMQ's wait list rather than by priority (`FairPlace.first`). */
+  /** The job went on BullMQ's wait list rather than by priority (`FairPlace.listed`). */
   listed?: boolean;
 }
 
@@ -27,7 +27,7 @@ export interface FairPlace {
    * cheaper: its tenant had nothing else waiting (new flows first), or its user is the only one
    * waiting and fewer than MOST_LISTED jobs are listed (a newcomer waits behind those at most).
    */
-  first: boolean;
+  listed: boolean;
   /** Once, when the job leaves the queue (taken by a worker, or removed unrun). */
   leave(): void;
 }
@@ -74,7 +74,7 @@ export class FairShares {
     let left = false;
     return {
       priority,
-      first: listed === 1,
+      listed: listed === 1,
       leave: () => {
         if (left) return;
         left = true;

@@ -19,9 +19,10 @@ export interface RequestOptions {
   onChunk?: (chunk: string) => void | Promise<void>;
   /** Its fair rank as a BullMQ priority: lower served first (see `FairShares`). */
   priority?: number;
-  /** Its tenant had nothing else waiting: BullMQ's wait list, ahead of every prioritized job. */
-  first?: boolean;
-  /** Whose work the job is, so the worker that takes it frees its place in its tenant's line. */
+  /**
+   * Whose work the job is, so the worker that takes it frees its place in its tenant's line; a
+   * job `listed` goes on BullMQ's wait list, ahead of every prioritized job.
+   */
   tenant?: Tenant;
   /** Called when the job will never run: it could not be enqueued, or was removed while it waited. */
   onUnrun?: () => void;
@@ -132,7 +133,7 @@ export class JobClient {
     // A job first of its tenant's line goes on BullMQ's wait list, served before every prioritized
     // job (a newcomer goes first, as in FairOrder), for three Redis commands less than the
     // prioritized set; its envelope keeps its rank for the worker.
-    const bullPriority = options.priority && !options.first ? options.priority : undefined;
+    const bullPriority = options.priority && !options.tenant?.listed ? options.priority : undefined;
     const added = queue.add(queueName, envelope, bullPriority ? { jobId, priority: bullPriority } : { jobId });
     added.catch(() => {});
     let abandoned = false;

@@ -117,8 +117,7 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,
-    first: admitted.first,
-    tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.first },
+    tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
     onUnrun: admitted.unrun,
   };
   const format = options.stream;

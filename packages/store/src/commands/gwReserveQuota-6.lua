@@ -5,7 +5,7 @@
 -- Returns {'OK'}, {'GONE'}, {'KEY_IN_FLIGHT'|'USER_IN_FLIGHT', cap},
 -- or {'KEY_QUOTA'|'USER_QUOTA', 'exhausted'|'held'}.
 --- @include "now"
---- @include "sweep-holds"
+--- @include "holds"
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return {'GONE'} end
 sweep(KEYS[3], KEYS[4], now)
 sweep(KEYS[5], KEYS[6], now)

@@ -3,13 +3,11 @@
 -- held is charged: a job run again (its worker died after settling) is not charged twice.
 -- KEYS: token record, user record, token holds, token held sum, user holds, user held sum.
 -- ARGV: the hold, the quota used, requests answered (0 or 1), now (s).
-local amount = tonumber(string.match(ARGV[1], ':(%d+)$')) or 0
-if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
-redis.call('DECRBY', KEYS[4], amount)
-if redis.call('ZREM', KEYS[5], ARGV[1]) == 1 then redis.call('DECRBY', KEYS[6], amount) end
-for i = 3, 5, 2 do
-  if redis.call('ZCARD', KEYS[i]) == 0 then redis.call('DEL', KEYS[i], KEYS[i + 1]) end
-end
+--- @include "holds"
+if giveBack(KEYS[3], KEYS[4], ARGV[1]) == 0 then return 0 end
+giveBack(KEYS[5], KEYS[6], ARGV[1])
+dropIfEmpty(KEYS[3], KEYS[4])
+dropIfEmpty(KEYS[5], KEYS[6])
 local quota = tonumber(ARGV[2])
 if tonumber(ARGV[3]) == 0 then return 1 end
 if redis.call('EXISTS', KEYS[1]) == 1 then

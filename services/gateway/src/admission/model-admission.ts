@@ -11,8 +11,8 @@ export interface Admission {
   priority: number;
   /** Whether it runs as batch work (the key's or user's priority, or lowered by `X-Priority`). */
   batch: boolean;
-  /** Its tenant had nothing else waiting (`FairPlace.first`). */
-  first: boolean;
+  /** It goes on BullMQ's wait list rather than by priority (`FairPlace.listed`). */
+  listed: boolean;
   /** Its hold on its key's and user's quota and in-flight slots, if it needed one. */
   hold?: string;
   /** When the job never ran (not enqueued, or removed while waiting): gives back what it held. */
@@ -74,7 +74,7 @@ export class ModelAdmission {
     }
     return {
       priority: place.priority,
-      first: place.first,
+      listed: place.listed,
       batch,
       hold,
       unrun: () => {
