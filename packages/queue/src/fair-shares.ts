@@ -7,7 +7,7 @@ import type { Redis } from './redis-connection.ts';
 const scripts = luaScripts(join(import.meta.dirname, 'commands'));
 
 type Scripted = Redis & {
-  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number, mostListed: number): Promise<[number, number]>;
+  gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number, mostListed: number): Promise<[number, number, number]>;
   gwFairLeave(line: string, keys: string, kind: string, tokenId: number, rank: number, listed: number): Promise<number>;
 };
 
@@ -28,6 +28,8 @@ export interface FairPlace {
    * waiting and fewer than MOST_LISTED jobs are listed (a newcomer waits behind those at most).
    */
   listed: boolean;
+  /** Its tenant (user and key) had nothing else waiting in its class: it ranks with the jobs being taken now. */
+  firstOfTenant: boolean;
   /** Once, when the job leaves the queue (taken by a worker, or removed unrun). */
   leave(): void;
 }
@@ -68,13 +70,14 @@ export class FairShares {
 
   async join(queue: QueueName, tenant: Tenant, batch: boolean): Promise<FairPlace> {
     const kind = batch ? 'b' : 'i';
-    const [rank, listed] = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL, MOST_LISTED);
+    const [rank, listed, place] = await this.redis.gwFairJoin(lineKey(queue), tenantKey(queue, kind, tenant.userId), kind, tenant.tokenId, MOST_RANK, MOST_VIRTUAL, MOST_LISTED);
     // BullMQ's priority 0 skips the priorities: priorities start at 1.
     const priority = 1 + rank + (batch ? BATCH_RANK_BASE : 0);
     let left = false;
     return {
       priority,
       listed: listed === 1,
+      firstOfTenant: place === 1,
       leave: () => {
         if (left) return;
         left = true;

@@ -7,7 +7,7 @@
 -- jobs being taken now, ahead of every backlog. Lower ranks are served first.
 -- Under a backlog that never empties the virtual time stops at its most, and ranks are then
 -- the tenants' places alone: still a round robin, never all equal.
--- Returns {rank, on the wait list (1) or by priority (0)}. An interactive job goes on BullMQ's
+-- Returns {rank, on the wait list (1) or by priority (0), place}. An interactive job goes on BullMQ's
 -- wait list (served first, first come first served, and cheaper) when its tenant has nothing
 -- else waiting, or when its user is the only one waiting and fewer than the most are listed:
 -- a newcomer then waits behind those few at most.
@@ -30,4 +30,4 @@ if ARGV[1] == 'i' then
     redis.call('HINCRBY', KEYS[1], 'i:w', 1)
   end
 end
-return {math.min(virtual + place - 1, tonumber(ARGV[3])), listed}
+return {math.min(virtual + place - 1, tonumber(ARGV[3])), listed, place}

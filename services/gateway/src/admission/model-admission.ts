@@ -55,7 +55,6 @@ export class ModelAdmission {
   /** Admits the request or throws. `worstCase`: the most quota it may use; `deadline`: epoch ms. */
   async admit(headers: Record<string, string | string[] | undefined>, holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number): Promise<Admission> {
     const batch = priorityOf(headers['x-priority'], holder.priority) === 'batch';
-    this.options.backlog.admit(queue);
     await this.options.rateLimit.check(holder.tokenId, holder.rpmLimit);
     await this.options.rateLimit.checkUser(holder.userId, holder.userRpmLimit);
     let hold: string | undefined;
@@ -71,6 +70,17 @@ export class ModelAdmission {
     } catch (error) {
       if (hold) void this.release(holder, hold);
       throw error;
+    }
+    // The queue's backlog refuses the tenants that make it: a tenant with nothing else waiting
+    // is served next whatever the backlog (its rank), so another's burst never refuses it.
+    if (!place.firstOfTenant) {
+      try {
+        this.options.backlog.admit(queue);
+      } catch (error) {
+        if (hold) void this.release(holder, hold);
+        place.leave();
+        throw error;
+      }
     }
     return {
       priority: place.priority,
