@@ -150,6 +150,25 @@ export const configSchema = z.object({
   PASSWORD_HASH_CONCURRENCY: integer(2, 1, 64),
   /** How much of a job's payload (prompts, speech text) the dashboard shows. */
   DASHBOARD_PAYLOADS: z.enum(['truncated', 'full', 'none']).default('truncated'),
+  /**
+   * The PostgreSQL that keeps the Batch API's files, batches and results
+   * (postgres://user:password@host:5432/db). Unset: `npm start` starts an embedded one, with its
+   * data under POSTGRES_DATA_DIR; a gateway without one answers the Files and Batches routes 503.
+   */
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
+  POSTGRES_DATA_DIR: z.string().min(1).default('.data/postgres'),
+  /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */
+  FILE_MAX_BYTES: integer(200 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+  FILE_MAX_LINES: integer(50_000, 1, 1_000_000),
+  /** How long a batch's "24h" completion window really lasts (shorter for tests and trials). */
+  BATCH_COMPLETION_WINDOW_MS: integer(24 * 3_600_000, 1000, 7 * 24 * 3_600_000),
+  /** Lines of one batch in flight at once (queued or running): Redis holds at most this many of its jobs. */
+  BATCH_WINDOW: integer(64, 1, 10_000),
+  /** Batches one batch worker runs at once; the rest wait for it or another batch worker. */
+  BATCH_WORKER_BATCHES: integer(32, 1, 1000),
+  /** How long one line may wait and run before it is tried again (a line is tried BATCH_LINE_ATTEMPTS times). */
+  BATCH_LINE_TIMEOUT_MS: integer(600_000, 1000, 24 * 3_600_000),
+  BATCH_LINE_ATTEMPTS: integer(3, 1, 100),
   /** Proxies whose X-Forwarded-For/-Proto the gateway believes (client address, https): see trustProxy. */
   TRUST_PROXY: trustProxy.default(false),
 });

@@ -15,6 +15,7 @@ export * from './wire/gemini-generate.ts';
 export * from './wire/pcm-audio.ts';
 export * from './model-jobs.ts';
 export * from './wire/openai-completion.ts';
+export * from './wire/openai-batch.ts';
 export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';
 export * from './worst-case-usage.ts';

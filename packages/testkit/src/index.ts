@@ -5,6 +5,7 @@
  */
 /** One free-port helper for the project: `npm start` uses the same (it lives in @gateway/config). */
 export { freePort } from '@gateway/config';
+export { spawnPostgres, type TestPostgres } from './postgres-harness.ts';
 export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis, type TestStore } from './redis-harness.ts';
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { nodeFlagsOf } from '@gateway/config';
 
-export type ServiceName = 'gateway' | 'completion-worker' | 'audio-worker' | 'admin-worker';
+export type ServiceName = 'gateway' | 'completion-worker' | 'audio-worker' | 'admin-worker' | 'batch-worker';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 

@@ -1,9 +1,12 @@
 import type { TestRedisCluster } from './redis-cluster.ts';
 import { useTestRedis, type TestRedis } from './redis-harness.ts';
 import { startService, type ServiceName, type ServiceProcess } from './service-process.ts';
+import { spawnPostgres, type TestPostgres } from './postgres-harness.ts';
 
 export interface Stack {
   redis: TestRedis;
+  /** The stack's PostgreSQL (DATABASE_URL of every service), when asked for with `database`. */
+  postgres?: TestPostgres;
   gateway: ServiceProcess;
   services: ServiceProcess[];
   adminToken: string;
@@ -26,6 +29,8 @@ export interface StackOptions {
    * the stack's own. The test owns the cluster; `stack.redis.url` then names its first node.
    */
   cluster?: TestRedisCluster;
+  /** Start a PostgreSQL of the stack's own (the Files and Batch APIs, and the batch worker, need it). */
+  database?: boolean;
 }
 
 /** A cluster as the stack's `redis`: its first node's URL; stopping it is the test's business. */
@@ -41,9 +46,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const redis = options.cluster ? clusterAsTestRedis(options.cluster) : await useTestRedis();
   const adminToken = 'root-token-for-tests-0123456789';
   const where: Record<string, string> = options.cluster ? { REDIS_CLUSTER_NODES: options.cluster.seeds } : { REDIS_URL: redis.url };
-  const env = { ...where, ADMIN_TOKEN: adminToken, ...options.env };
   const services: ServiceProcess[] = [];
+  let postgres: TestPostgres | undefined;
+  const env: Record<string, string> = { ...where, ADMIN_TOKEN: adminToken, ...options.env };
   try {
+    if (options.database) {
+      postgres = await spawnPostgres();
+      env.DATABASE_URL = postgres.url;
+    }
     services.push(await startService('admin-worker', env));
     const others = (options.workers ?? []).filter((w) => w !== 'admin-worker' && w !== 'gateway');
     services.push(...(await Promise.all(others.map((w) => startService(w, env)))));
@@ -51,6 +61,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     services.push(gateway);
     const stack: Stack = {
       redis,
+      postgres,
       gateway,
       services,
       adminToken,
@@ -83,12 +94,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       async stop() {
         await Promise.all(services.map((s) => s.stop('SIGKILL')));
         await redis.close();
+        await postgres?.close();
       },
     };
     return stack;
   } catch (error) {
     await Promise.all(services.map((s) => s.stop('SIGKILL')));
     await redis.close();
+    await postgres?.close();
     throw error;
   }
 }

@@ -30,6 +30,7 @@ import { geminiApi } from './plugins/gemini-api.ts';
 import { queueBacklog } from './plugins/queue-backlog.ts';
 import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
+import type { Database } from '@gateway/database';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -70,6 +71,12 @@ export interface GatewayDeps {
   maxBacklog: number;
   /** ADMIN_TOKEN, when this gateway's environment sets it: `/readyz` waits until it is root's. */
   adminToken?: string;
+  /** PostgreSQL (DATABASE_URL) for the Files and Batch APIs; without it they answer 503. */
+  database?: Database;
+  /** The largest batch input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
+  files: { maxBytes: number; maxLines: number };
+  /** How long a batch's "24h" window lasts (BATCH_COMPLETION_WINDOW_MS). */
+  batchCompletionWindowMs: number;
 }
 
 export interface Gateway {
@@ -177,7 +184,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       responseBufferBytes: deps.responseBufferBytes,
       bodyBudget: new BodyBudget(deps.bodyBudget),
     };
-    await models.register(openaiApi, { ...modelApi, prefix: '/v1' });
+    const batch = { database: deps.database, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs };
+    await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
   });
   app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads });

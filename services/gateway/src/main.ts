@@ -5,6 +5,7 @@ import { createGatewayMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
 import { ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
+import { createDatabase, migrate } from '@gateway/database';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
@@ -22,6 +23,16 @@ try {
   log.fatal({ err: (error as Error).message }, 'cannot reach Redis (REDIS_URL or REDIS_CLUSTER_NODES)');
   process.exit(1);
 }
+// PostgreSQL keeps the Batch API's files and batches; live requests never wait on it.
+if (config.DATABASE_URL) {
+  try {
+    await migrate(config.DATABASE_URL, (message) => log.debug({ message }, 'migration'));
+  } catch (error) {
+    log.fatal({ err: (error as Error).message }, 'cannot reach or migrate PostgreSQL (DATABASE_URL)');
+    process.exit(1);
+  }
+}
+const database = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-${ingressId}` }) : undefined;
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
@@ -54,6 +65,9 @@ const gateway = buildGateway({
   trustProxy: config.TRUST_PROXY,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
   adminToken: config.ADMIN_TOKEN,
+  database,
+  files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES },
+  batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST, backlog: config.LISTEN_BACKLOG });
@@ -66,6 +80,7 @@ onShutdown(async () => {
   await gateway.app.close(); // waits for requests in flight
   await inbox.stop();
   await jobs.close();
+  await database?.end();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 

@@ -39,6 +39,7 @@ export function useTestGateway(): TestGateway {
       cipher: new ChannelKeyCipher(Buffer.from(TEST_SECRET_KEY, 'base64')),
       loginThrottle: { failuresPerUser: 5, failuresPerAddress: 20, failuresPerUserOverall: 100, windowSeconds: 60 },
       passwordHashConcurrency: 1, addressPolicy: { allowPrivate: true, forbidden: [] }, dashboardPayloads: 'none', maxBacklog: 1000,
+      files: { maxBytes: 1024 * 1024, maxLines: 1000 }, batchCompletionWindowMs: 60_000,
     });
     await app.ready();
     const user = await store.users.create({ username: 'in-process', password_hash: 'x', group: 'default' });

@@ -1,5 +1,6 @@
 /**
- * The OpenAI wire format under `/v1`: text completions and the OpenAI model list. Its errors and
+ * The OpenAI wire format under `/v1`: text completions, the OpenAI model list, and the Files and
+ * Batch APIs. Its errors and
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
 import type { FastifyInstance } from 'fastify';
@@ -8,9 +9,12 @@ import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../error-formats.ts';
 import { completionRoutes } from '../routes/completions.ts';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
+import { batchRoutes } from '../routes/batches.ts';
+import { fileRoutes } from '../routes/files.ts';
+import type { BatchApiOptions } from '../routes/batch-api-options.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
-export async function openaiApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
+export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
   useErrorFormat(app, openaiFormat);
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
@@ -18,5 +22,12 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions):
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     completionRoutes(routes, options);
     modelListRoutes(routes, openaiModels, options.catalog);
+  });
+  // Files and batches: the same key, but no model request's body budget (an upload streams to
+  // PostgreSQL, up to FILE_MAX_BYTES).
+  await app.register(async (routes) => {
+    routes.addHook('onRequest', apiKeyHook(options.apiKeys));
+    fileRoutes(routes, options.batch);
+    batchRoutes(routes, options.batch);
   });
 }

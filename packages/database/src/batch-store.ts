@@ -1,0 +1,127 @@
+import type { BatchCreate, BatchLineError, BatchObject, BatchStatus } from '@gateway/contracts';
+import type { Database } from './connection.ts';
+import { newBatchId, unixNow } from './ids.ts';
+
+/** A batch's row. */
+export interface BatchRow {
+  id: string;
+  user_id: number;
+  token_id: number;
+  endpoint: string;
+  input_file_id: string;
+  completion_window: string;
+  status: BatchStatus;
+  metadata: Record<string, string> | null;
+  errors: BatchLineError[] | null;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  total: number;
+  completed: number;
+  failed: number;
+  created_at: string;
+  expires_at: string;
+  in_progress_at: string | null;
+  finalizing_at: string | null;
+  completed_at: string | null;
+  failed_at: string | null;
+  expired_at: string | null;
+  cancelling_at: string | null;
+  cancelled_at: string | null;
+}
+
+const seconds = (value: string | null) => (value === null ? null : Number(value));
+
+/** The row as OpenAI's Batch object. */
+export function batchObject(row: BatchRow): BatchObject {
+  return {
+    id: row.id,
+    object: 'batch',
+    endpoint: row.endpoint,
+    errors: row.errors ? { object: 'list', data: row.errors } : null,
+    input_file_id: row.input_file_id,
+    completion_window: row.completion_window,
+    status: row.status,
+    output_file_id: row.output_file_id,
+    error_file_id: row.error_file_id,
+    created_at: Number(row.created_at),
+    in_progress_at: seconds(row.in_progress_at),
+    expires_at: seconds(row.expires_at),
+    finalizing_at: seconds(row.finalizing_at),
+    completed_at: seconds(row.completed_at),
+    failed_at: seconds(row.failed_at),
+    expired_at: seconds(row.expired_at),
+    cancelling_at: seconds(row.cancelling_at),
+    cancelled_at: seconds(row.cancelled_at),
+    request_counts: { total: row.total, completed: row.completed, failed: row.failed },
+    metadata: row.metadata,
+  };
+}
+
+/** Statuses from which a batch still runs (a batch worker holds it). */
+export const RUNNING_STATUSES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
+
+/**
+ * Batches as their owners and administrators see them: created, read, listed and cancelled. What
+ * runs them is `BatchRuns`.
+ */
+export class BatchStore {
+  private readonly db: Database;
+
+  constructor(db: Database) {
+    this.db = db;
+  }
+
+  /** A new batch, `validating`, for a batch worker to take; `windowMs` is how long its window lasts. */
+  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number): Promise<BatchObject> {
+    const now = unixNow();
+    const { rows } = await this.db.query<BatchRow>(
+      `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9) RETURNING *`,
+      [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
+        request.metadata ? JSON.stringify(request.metadata) : null, now, now + Math.ceil(windowMs / 1000)],
+    );
+    await this.db.query(`NOTIFY batches`);
+    return batchObject(rows[0]!);
+  }
+
+  /** The batch, if it exists and (when `userId` is given) belongs to that user. */
+  async get(id: string, userId?: number): Promise<BatchObject | undefined> {
+    const { rows } = await this.db.query<BatchRow>(
+      `SELECT * FROM batches WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2)`, [id, userId ?? null]);
+    return rows[0] && batchObject(rows[0]);
+  }
+
+  /**
+   * A page of batches, newest first, after the batch `after` (OpenAI's cursor); every user's
+   * when `userId` is unset (administrators).
+   */
+  async list(options: { userId?: number; after?: string; limit: number }): Promise<{ data: BatchObject[]; hasMore: boolean }> {
+    const { rows } = await this.db.query<BatchRow>(
+      `SELECT * FROM batches b
+       WHERE ($1::integer IS NULL OR b.user_id = $1)
+         AND ($2::text IS NULL OR (b.created_at, b.id) < (SELECT created_at, id FROM batches WHERE id = $2))
+       ORDER BY b.created_at DESC, b.id DESC LIMIT $3`,
+      [options.userId ?? null, options.after ?? null, options.limit + 1],
+    );
+    return { data: rows.slice(0, options.limit).map(batchObject), hasMore: rows.length > options.limit };
+  }
+
+  /**
+   * Asks a batch to stop: `validating` or `in_progress` becomes `cancelling` (its batch worker
+   * stops feeding it, lets its lines in flight end, then marks it `cancelled`). Undefined when it
+   * does not exist for this user; a batch already ending is returned as it is.
+   */
+  async cancel(id: string, userId?: number): Promise<BatchObject | undefined> {
+    const { rows } = await this.db.query<BatchRow>(
+      `UPDATE batches SET status = 'cancelling', cancelling_at = $3
+       WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2) AND status IN ('validating', 'in_progress')
+       RETURNING *`,
+      [id, userId ?? null, unixNow()],
+    );
+    if (rows[0]) {
+      await this.db.query(`NOTIFY batches`);
+      return batchObject(rows[0]);
+    }
+    return this.get(id, userId);
+  }
+}

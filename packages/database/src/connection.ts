@@ -1,0 +1,55 @@
+import pg from 'pg';
+import { GatewayError } from '@gateway/contracts';
+
+export type Database = pg.Pool;
+
+export interface DatabaseOptions {
+  /** Most connections of this process. Default 10. */
+  max?: number;
+  /** The process's name, shown in pg_stat_activity. */
+  name?: string;
+}
+
+/**
+ * A pool of connections to the PostgreSQL named by `url`. An idle connection that breaks (the
+ * server restarted) is dropped from the pool, never thrown at the process: the next query opens
+ * a new one, and fails with a clear error while the server is away.
+ */
+export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    application_name: options.name,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+    // A query the server does not answer (it went away mid-query) fails instead of hanging.
+    query_timeout: 60_000,
+  });
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Error codes of a PostgreSQL that is away, starting, shutting down or unreachable. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
+
+/** Whether an error means the database cannot be reached now (rather than a bad query). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: string }).code;
+  if (code && UNAVAILABLE_CODES.has(code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(error.message);
+}
+
+/** The 503 a client gets while the database is away. */
+export function databaseUnavailableError(): GatewayError {
+  return new GatewayError({ status: 503, code: 'overloaded', message: 'the file and batch store (PostgreSQL) is unavailable; retry shortly', retryAfter: 5 });
+}
+
+/** Runs `query`, turning the database being away into a 503 with Retry-After. */
+export async function orUnavailable<T>(query: Promise<T>): Promise<T> {
+  try {
+    return await query;
+  } catch (error) {
+    throw isDatabaseUnavailable(error) ? databaseUnavailableError() : error;
+  }
+}

