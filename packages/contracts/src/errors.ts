@@ -82,3 +82,17 @@ export const conflict = (message: string) => new GatewayError({ status: 409, cod
 export const rateLimited = (message: string, retryAfter: number) => new GatewayError({ status: 429, code: 'rate_limited', message, retryAfter });
 /** 429 that waiting does not cure: the quota is used up (x-should-retry: false). */
 export const insufficientQuota = (message: string) => new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
+
+const openaiType = (error: GatewayError): string => {
+  if (error.status === 401) return 'invalid_request_error';
+  if (error.status === 403) return 'permission_error';
+  if (error.status === 429) return error.code === 'insufficient_quota' ? 'insufficient_quota' : 'rate_limit_error';
+  if (error.status === 504) return 'timeout_error';
+  if (error.status >= 500) return 'server_error';
+  return 'invalid_request_error';
+};
+
+/** The error as OpenAI's body (an upstream's own body passes through): live answers and batch error lines alike. */
+export function openaiErrorBody(error: GatewayError): unknown {
+  return error.upstreamBody ?? { error: { message: error.message, type: openaiType(error), param: error.param, code: error.code } };
+}

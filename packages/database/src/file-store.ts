@@ -1,10 +1,29 @@
 import type { FileObject } from '@gateway/contracts';
 import type { Database } from './connection.ts';
+import { newFileId, unixNow } from './ids.ts';
+import { resultFileContent, type ResultKind } from './result-files.ts';
+
+interface FileRow {
+  id: string;
+  bytes: string;
+  created_at: string;
+  filename: string;
+  purpose: string;
+  kind: string;
+  batch_id: string | null;
+}
+
+const fileObject = (row: FileRow): FileObject => ({
+  id: row.id, object: 'file', bytes: Number(row.bytes), created_at: Number(row.created_at), filename: row.filename,
+  purpose: row.purpose, status: 'processed', expires_at: null, status_details: null,
+});
+
+/** Rows written per INSERT while a file is uploaded. */
+const LINES_PER_INSERT = 500;
 
 /**
- * Files of the OpenAI Files API, in PostgreSQL: an upload's lines are rows of `file_lines`; a
- * batch's output and error files are read from its `batch_lines`.
- * (Being written: upload, list, content, delete and result files.)
+ * Files of the OpenAI Files API, in PostgreSQL: an upload's lines are rows of `file_lines`,
+ * written as they arrive; a batch's output and error files are read from its `batch_lines`.
  */
 export class FileStore {
   private readonly db: Database;
@@ -13,12 +32,91 @@ export class FileStore {
     this.db = db;
   }
 
+  /**
+   * Stores an upload, a page of lines at a time in one transaction, so a refused or broken
+   * upload leaves nothing. `lines` throws to refuse it (a bad line, past a limit); `finish` is
+   * awaited after the last line for its size and purpose (a form may send the purpose after the
+   * file), and throws to refuse it.
+   */
+  async upload(userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, finish: () => Promise<{ bytes: number; purpose: string }>): Promise<FileObject> {
+    const client = await this.db.connect();
+    const id = newFileId();
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO files (id, user_id, purpose, filename, bytes, line_count, created_at) VALUES ($1, $2, 'batch', $3, 0, 0, $4)`,
+        [id, userId, filename.slice(0, 512), unixNow()]);
+      let page: { line: number; content: string }[] = [];
+      let count = 0;
+      const write = async () => {
+        if (page.length === 0) return;
+        await client.query(`INSERT INTO file_lines (file_id, line_no, content) SELECT $1, * FROM unnest($2::integer[], $3::text[])`,
+          [id, page.map((l) => l.line), page.map((l) => l.content)]);
+        page = [];
+      };
+      for await (const line of lines) {
+        page.push(line);
+        count++;
+        if (page.length >= LINES_PER_INSERT) await write();
+      }
+      await write();
+      const { bytes, purpose } = await finish();
+      const { rows } = await client.query<FileRow>(
+        `UPDATE files SET bytes = $2, line_count = $3, purpose = $4 WHERE id = $1 RETURNING *`, [id, bytes, count, purpose]);
+      await client.query('COMMIT');
+      return fileObject(rows[0]!);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
   /** The file, if it exists and (when `userId` is given) belongs to that user. */
   async get(id: string, userId?: number): Promise<FileObject | undefined> {
-    const { rows } = await this.db.query<{ id: string; bytes: string; created_at: string; filename: string; purpose: string }>(
-      `SELECT id, bytes, created_at, filename, purpose FROM files WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2)`, [id, userId ?? null]);
-    const row = rows[0];
-    if (!row) return undefined;
-    return { id: row.id, object: 'file', bytes: Number(row.bytes), created_at: Number(row.created_at), filename: row.filename, purpose: row.purpose, status: 'processed', expires_at: null, status_details: null };
+    const row = await this.row(id, userId);
+    return row && fileObject(row);
+  }
+
+  private async row(id: string, userId?: number): Promise<FileRow | undefined> {
+    const { rows } = await this.db.query<FileRow>(
+      `SELECT id, bytes, created_at, filename, purpose, kind, batch_id FROM files WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2)`, [id, userId ?? null]);
+    return rows[0];
+  }
+
+  /** A page of a user's files (OpenAI's list: newest first unless `order` is asc, after a cursor). */
+  async list(userId: number, options: { purpose?: string; after?: string; limit: number; order: 'asc' | 'desc' }): Promise<{ data: FileObject[]; hasMore: boolean }> {
+    const cmp = options.order === 'asc' ? '>' : '<';
+    const { rows } = await this.db.query<FileRow>(
+      `SELECT id, bytes, created_at, filename, purpose, kind, batch_id FROM files f
+       WHERE f.user_id = $1 AND ($2::text IS NULL OR f.purpose = $2)
+         AND ($3::text IS NULL OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $3))
+       ORDER BY f.created_at ${options.order}, f.id ${options.order} LIMIT $4`,
+      [userId, options.purpose ?? null, options.after ?? null, options.limit + 1]);
+    return { data: rows.slice(0, options.limit).map(fileObject), hasMore: rows.length > options.limit };
+  }
+
+  /** Deletes a user's file (its lines with it); false when there was none. */
+  async remove(id: string, userId: number): Promise<boolean> {
+    const { rowCount } = await this.db.query(`DELETE FROM files WHERE id = $1 AND user_id = $2`, [id, userId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** A file's content, a page at a time: an upload's lines, or a batch's results. */
+  async *content(id: string, userId: number): AsyncGenerator<string> {
+    const row = await this.row(id, userId);
+    if (!row) return;
+    if (row.batch_id && (row.kind === 'output' || row.kind === 'error')) {
+      yield* resultFileContent(this.db, row.batch_id, row.kind as ResultKind);
+      return;
+    }
+    for (let after = 0; ;) {
+      const { rows } = await this.db.query<{ line_no: number; content: string }>(
+        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT 1000`, [id, after]);
+      if (rows.length === 0) return;
+      yield rows.map((r) => r.content + '\n').join('');
+      after = rows.at(-1)!.line_no;
+    }
   }
 }

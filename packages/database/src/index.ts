@@ -9,3 +9,5 @@ export { startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedDatabaseOpti
 export { BatchStore, batchObject, RUNNING_STATUSES, type BatchRow } from './batch-store.ts';
 export { FileStore } from './file-store.ts';
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
+export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
+export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';

@@ -26,6 +26,11 @@ export interface RequestOptions {
   tenant?: Tenant;
   /** Called when the job will never run: it could not be enqueued, or was removed while it waited. */
   onUnrun?: () => void;
+  /**
+   * The job's id; default a random one. A batch worker names its lines' jobs, so a job is added
+   * once however often its line is fed, and its reply can be followed after a takeover.
+   */
+  jobId?: string;
 }
 
 
@@ -99,7 +104,7 @@ export class JobClient {
       options.onUnrun?.();
       throw options.signal?.aborted ? clientCancelled() : redisUnavailableError();
     }
-    const jobId = randomUUID();
+    const jobId = options.jobId ?? randomUUID();
     const deadline = Date.now() + options.timeoutMs;
     const envelope: JobEnvelope<P> = {
       requestId: options.requestId,
@@ -161,6 +166,36 @@ export class JobClient {
       clearTimeout(timer);
       if (onAbort) options.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * The reply of a job this inbox's owner enqueued before (a batch worker that took over a batch
+   * whose lines were in flight): resolves with its JSON text, or rejects at the time-out or when
+   * `signal` aborts. Register before the inbox starts reading, or a reply already written is missed.
+   */
+  async follow(jobId: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<string> {
+    const reply = this.inbox.expect(jobId);
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const givenUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms`, retryAfter: 1 })), options.timeoutMs);
+      onAbort = () => reject(clientCancelled());
+      if (options.signal?.aborted) onAbort();
+      else options.signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([reply, givenUp]);
+    } finally {
+      this.inbox.forget(jobId);
+      clearTimeout(timer);
+      if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Whether a job is still in a queue (waiting, delayed, running), on any of its shards. */
+  async exists(name: QueueName, jobId: string): Promise<boolean> {
+    const states = await Promise.all(this.shardsOf(name).map((queue) => queue.getJobState(jobId)));
+    return states.some((state) => state !== 'unknown' && state !== 'completed' && state !== 'failed');
   }
 
   /**

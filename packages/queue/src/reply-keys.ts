@@ -15,6 +15,13 @@ export const PAUSE_LAPSE_MS = 10_000;
 export const PAUSE_RENEW_MS = 3_000;
 /** An unread reply stream outlives its ingress by this long, then vanishes. */
 export const REPLY_STREAM_TTL_MS = 120_000;
+/**
+ * A batch's reply stream (its inbox id starts `batch_`) is kept a day: replies written while no
+ * batch worker held the batch wait there for the one that takes it over, so a line that ran is
+ * not run (and charged) again. At most a batch's window of replies.
+ */
+export const BATCH_REPLY_STREAM_TTL_MS = 24 * 3_600_000;
+export const replyStreamTtlMs = (ingressId: string) => (ingressId.startsWith('batch_') ? BATCH_REPLY_STREAM_TTL_MS : REPLY_STREAM_TTL_MS);
 
 /** Reply types: a result, an error, a stream chunk. */
 export const ReplyType = { result: 'r', error: 'e', chunk: 'c' } as const;

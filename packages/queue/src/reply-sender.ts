@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
-import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey } from './reply-keys.ts';
+import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey, replyStreamTtlMs } from './reply-keys.ts';
 
 const RETRY_FOR_MS = 10_000;
 /** A reply stream's expiry is pushed back at most this often (a quarter of its TTL) by one worker. */
@@ -120,7 +120,7 @@ export class ReplySender {
         const now = Date.now();
         const added = this.redis.xadd(key, '*', ...fields);
         if (now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS) {
-          await Promise.all([added, this.redis.pexpire(key, REPLY_STREAM_TTL_MS)]);
+          await Promise.all([added, this.redis.pexpire(key, replyStreamTtlMs(replyTo))]);
           if (this.refreshed.size > 10_000) this.refreshed.clear();
           this.refreshed.set(key, now);
         } else {

@@ -5,27 +5,16 @@
  * (`useErrorFormat`), as Fastify's encapsulation intends.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { GatewayError, geminiError } from '@gateway/contracts';
+import { GatewayError, geminiError, openaiErrorBody } from '@gateway/contracts';
 import { isRedisUnavailable, redisUnavailableError } from '@gateway/queue';
 
 export interface ErrorFormat {
   body(error: GatewayError): unknown;
 }
 
-const openaiType = (error: GatewayError): string => {
-  if (error.status === 401) return 'invalid_request_error';
-  if (error.status === 403) return 'permission_error';
-  if (error.status === 429) return error.code === 'insufficient_quota' ? 'insufficient_quota' : 'rate_limit_error';
-  if (error.status === 504) return 'timeout_error';
-  if (error.status >= 500) return 'server_error';
-  return 'invalid_request_error';
-};
 
 export const openaiFormat: ErrorFormat = {
-  body: (error) =>
-    error.upstreamBody ?? {
-      error: { message: error.message, type: openaiType(error), param: error.param, code: error.code },
-    },
+  body: openaiErrorBody,
 };
 
 /**

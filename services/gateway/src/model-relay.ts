@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, type ModelCaller, type QueueName } from '@gateway/contracts';
 import { beforeDeadline, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
-import type { ModelAdmission } from './admission/model-admission.ts';
+import type { ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
 import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';

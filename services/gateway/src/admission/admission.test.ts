@@ -4,7 +4,7 @@ import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 import { createRedis, drainedCounterKey, type Redis } from '@gateway/queue';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { BacklogAdmission } from './backlog-admission.ts';
-import { KeyRateLimit } from './key-rate-limit.ts';
+import { KeyRateLimit } from '@gateway/admission';
 
 let server: TestRedis;
 let a: Redis;

@@ -1,34 +1,8 @@
 import { LRUCache } from 'lru-cache';
-import { GatewayError, TokenStatus, UserStatus, type ModelCaller } from '@gateway/contracts';
+export type { KeyHolder } from '@gateway/admission';
+import { GatewayError, TokenStatus, UserStatus } from '@gateway/contracts';
+import { holderOf, type KeyHolder } from '@gateway/admission';
 import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
-
-/**
- * The caller of a model route, resolved from its API key, with the limits of the key and of its
- * user: the user's bind every key of the user, and the key's can only narrow them.
- */
-export interface KeyHolder extends ModelCaller {
-  /** Models the key may use (those both the key and its user allow), or all. */
-  models: readonly string[] | 'all';
-  /** The key's requests per minute; 0 means no limit. */
-  rpmLimit: number;
-  /** The user's requests per minute across all its keys; 0 means no limit. */
-  userRpmLimit: number;
-  /** Priority of the key's requests: batch when the key or its user says so (`X-Priority` may only lower it). */
-  priority: 'interactive' | 'batch';
-  /** Caps on requests in flight, of the key and of all the user's keys; 0 means none. */
-  keyInFlightCap: number;
-  userInFlightCap: number;
-  /** Whether requests must hold quota: the key's quota is not unlimited, or the user has an allowance. */
-  quotaLimited: boolean;
-}
-
-/** The models both lists allow; an empty list allows all. */
-function allowedModels(keyModels: readonly string[], userModels: readonly string[]): readonly string[] | 'all' {
-  if (keyModels.length === 0 && userModels.length === 0) return 'all';
-  if (keyModels.length === 0) return userModels;
-  if (userModels.length === 0) return keyModels;
-  return keyModels.filter((model) => userModels.includes(model));
-}
 
 interface CachedKey {
   holder: KeyHolder;
@@ -140,16 +114,8 @@ export class ApiKeyAuth {
     const token = await this.tokens.findByKey(key);
     if (!token) return undefined;
     const user = await this.users.get(token.user_id);
-    const batch = token.priority === 'batch' || user?.priority === 'batch';
     const entry: CachedKey = {
-      holder: {
-        tokenId: token.id, userId: token.user_id, group: user?.group || 'default',
-        models: allowedModels(token.models ?? [], user?.models ?? []),
-        rpmLimit: token.rpm_limit ?? 0, userRpmLimit: user?.rpm_limit ?? 0,
-        priority: batch ? 'batch' : 'interactive',
-        keyInFlightCap: token.max_in_flight ?? 0, userInFlightCap: user?.max_in_flight ?? 0,
-        quotaLimited: !token.unlimited_quota || (user?.quota ?? 0) > 0,
-      },
+      holder: holderOf(token, user),
       tokenStatus: token.status,
       expiredTime: token.expired_time,
       userStatus: user ? user.status : UserStatus.disabled,

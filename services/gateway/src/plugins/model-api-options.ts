@@ -1,6 +1,6 @@
 import type { JobClient } from '@gateway/queue';
 import type { BodyBudget } from '../admission/body-budget.ts';
-import type { ModelAdmission } from '../admission/model-admission.ts';
+import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
 

@@ -27,7 +27,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
   // PostgreSQL, up to FILE_MAX_BYTES).
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
-    fileRoutes(routes, options.batch);
+    await fileRoutes(routes, options.batch);
     batchRoutes(routes, options.batch);
   });
 }

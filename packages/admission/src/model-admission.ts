@@ -1,7 +1,11 @@
 import { badRequest, GatewayError, insufficientQuota, rateLimited, type QueueName } from '@gateway/contracts';
 import type { HoldRefusal, QuotaHolds } from '@gateway/store';
-import type { KeyHolder } from '../auth/api-key.ts';
-import type { BacklogAdmission } from './backlog-admission.ts';
+import type { KeyHolder } from './key-holder.ts';
+
+/** Refuses a request its queue's backlog could not serve in time (the gateway's `BacklogAdmission`). */
+export interface BacklogGate {
+  admit(queue: QueueName): void;
+}
 import type { FairShares } from '@gateway/queue';
 import type { KeyRateLimit } from './key-rate-limit.ts';
 
@@ -21,7 +25,8 @@ export interface Admission {
 
 export interface ModelAdmissionOptions {
   rateLimit: KeyRateLimit;
-  backlog: BacklogAdmission;
+  /** Unset: no backlog refuses (a batch line waits its turn instead). */
+  backlog?: BacklogGate;
   holds: QuotaHolds;
   fairShares: FairShares;
   /** A hold outlives its request's deadline by this much before it runs out by itself. */
@@ -73,7 +78,7 @@ export class ModelAdmission {
     }
     // The queue's backlog refuses the tenants that make it: a tenant with nothing else waiting
     // is served next whatever the backlog (its rank), so another's burst never refuses it.
-    if (!place.firstOfTenant) {
+    if (this.options.backlog && !place.firstOfTenant) {
       try {
         this.options.backlog.admit(queue);
       } catch (error) {

@@ -1,0 +1,182 @@
+import type { BatchLineError } from '@gateway/contracts';
+import type { Database } from './connection.ts';
+import type { BatchRow } from './batch-store.ts';
+import { unixNow } from './ids.ts';
+
+/** A line handed to a batch worker to run. */
+export interface LineToRun {
+  line: number;
+  customId: string;
+  body: string;
+  /** Which attempt this is (1 for the first): names its job. */
+  attempt: number;
+}
+
+/** A line's end: its answer (status and body JSON text), or a failure with no answer. */
+export interface LineResult {
+  line: number;
+  statusCode: number | null;
+  requestId: string | null;
+  /** The answer's JSON text (a success body, or the error body). */
+  response: string | null;
+  error: { code: string; message: string } | null;
+}
+
+/** How a batch ends once its lines are done (or stop being fed). */
+export type BatchEnd = 'completed' | 'cancelled' | 'expired';
+
+/**
+ * What batch workers do to batches in PostgreSQL: take one (a lease, renewed while it runs, taken
+ * over when it lapses), write its lines after validation, hand out lines to run, record their
+ * results (each line's result once, and its counts with it), and end it.
+ */
+export class BatchRuns {
+  private readonly db: Database;
+
+  constructor(db: Database) {
+    this.db = db;
+  }
+
+  /** Takes up to `max` batches nobody runs (or whose runner's lease lapsed) for `runner`. */
+  async claim(runner: string, max: number, leaseMs: number): Promise<BatchRow[]> {
+    if (max <= 0) return [];
+    const now = Date.now();
+    const { rows } = await this.db.query<BatchRow>(
+      `UPDATE batches SET runner = $1, lease_until = $2
+       WHERE id IN (SELECT id FROM batches
+                    WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling') AND lease_until < $3
+                    ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+       RETURNING *`,
+      [runner, now + leaseMs, now, max],
+    );
+    return rows;
+  }
+
+  /** Renews `runner`'s leases; returns the ids it still holds (a batch taken over is not among them). */
+  async renew(runner: string, ids: string[], leaseMs: number): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const { rows } = await this.db.query<{ id: string }>(
+      `UPDATE batches SET lease_until = $3 WHERE id = ANY($2) AND runner = $1 RETURNING id`, [runner, ids, Date.now() + leaseMs]);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Gives a batch back (shutdown): another worker may take it at once. */
+  async release(runner: string, id: string): Promise<void> {
+    await this.db.query(`UPDATE batches SET lease_until = 0 WHERE id = $1 AND runner = $2`, [id, runner]);
+  }
+
+  /** The batch's status now (a cancel may have come), or undefined if it is gone. */
+  async statusOf(id: string): Promise<BatchRow['status'] | undefined> {
+    const { rows } = await this.db.query<{ status: BatchRow['status'] }>(`SELECT status FROM batches WHERE id = $1`, [id]);
+    return rows[0]?.status;
+  }
+
+  /** An input file's lines in order, a page at a time. */
+  async *inputLines(fileId: string, pageSize = 1000): AsyncGenerator<{ line: number; content: string }[]> {
+    for (let after = 0; ;) {
+      const { rows } = await this.db.query<{ line_no: number; content: string }>(
+        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT $3`, [fileId, after, pageSize]);
+      if (rows.length === 0) return;
+      yield rows.map((r) => ({ line: r.line_no, content: r.content }));
+      after = rows.at(-1)!.line_no;
+    }
+  }
+
+  /** Writes validated lines (again after a takeover: a line already written is kept). */
+  async addLines(batchId: string, lines: { line: number; customId: string; body: string }[]): Promise<void> {
+    if (lines.length === 0) return;
+    await this.db.query(
+      `INSERT INTO batch_lines (batch_id, line_no, custom_id, body)
+       SELECT $1, * FROM unnest($2::integer[], $3::text[], $4::text[]) ON CONFLICT DO NOTHING`,
+      [batchId, lines.map((l) => l.line), lines.map((l) => l.customId), lines.map((l) => l.body)],
+    );
+  }
+
+  /** Validation passed: the batch runs. */
+  async start(batchId: string, total: number): Promise<void> {
+    await this.db.query(
+      `UPDATE batches SET status = 'in_progress', total = $2, in_progress_at = $3 WHERE id = $1 AND status = 'validating'`, [batchId, total, unixNow()]);
+  }
+
+  /** Validation failed: the batch ends `failed`, its bad lines named. */
+  async fail(batchId: string, errors: BatchLineError[]): Promise<void> {
+    await this.db.query(`DELETE FROM batch_lines WHERE batch_id = $1`, [batchId]);
+    await this.db.query(
+      `UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE id = $1`, [batchId, JSON.stringify(errors), unixNow()]);
+  }
+
+  /** Lines sent before (a takeover): their jobs may still run, or have answered meanwhile. */
+  async linesInFlight(batchId: string): Promise<LineToRun[]> {
+    const { rows } = await this.db.query<{ line_no: number; custom_id: string; body: string; attempts: number }>(
+      `SELECT line_no, custom_id, body, attempts FROM batch_lines WHERE batch_id = $1 AND state = 1 ORDER BY line_no`, [batchId]);
+    return rows.map((r) => ({ line: r.line_no, customId: r.custom_id, body: r.body, attempt: r.attempts }));
+  }
+
+  /** The next `count` waiting lines, in order, marked sent (their attempt counted). */
+  async nextLines(batchId: string, count: number): Promise<LineToRun[]> {
+    if (count <= 0) return [];
+    const { rows } = await this.db.query<{ line_no: number; custom_id: string; body: string; attempts: number }>(
+      `UPDATE batch_lines l SET state = 1, attempts = l.attempts + 1
+       FROM (SELECT line_no FROM batch_lines WHERE batch_id = $1 AND state = 0 ORDER BY line_no LIMIT $2) n
+       WHERE l.batch_id = $1 AND l.line_no = n.line_no
+       RETURNING l.line_no, l.custom_id, l.body, l.attempts`,
+      [batchId, count],
+    );
+    return rows.map((r) => ({ line: r.line_no, customId: r.custom_id, body: r.body, attempt: r.attempts })).sort((a, b) => a.line - b.line);
+  }
+
+  /** A line to run again (its job was lost, or timed out): its next attempt gets a new job. */
+  async retry(batchId: string, line: number): Promise<number> {
+    const { rows } = await this.db.query<{ attempts: number }>(
+      `UPDATE batch_lines SET attempts = attempts + 1 WHERE batch_id = $1 AND line_no = $2 AND state = 1 RETURNING attempts`, [batchId, line]);
+    return rows[0]?.attempts ?? 0;
+  }
+
+  /**
+   * Records results, each line's once: a result for a line already ended (a reply seen twice
+   * after a takeover) changes nothing, and the batch's counts move with the rows in one statement.
+   */
+  async record(batchId: string, results: LineResult[]): Promise<void> {
+    if (results.length === 0) return;
+    await this.db.query(
+      `WITH r AS (SELECT * FROM unnest($2::integer[], $3::integer[], $4::text[], $5::text[], $6::jsonb[]) AS t(line_no, status_code, request_id, response, error)),
+       ended AS (
+         UPDATE batch_lines l SET state = 2, status_code = r.status_code, request_id = r.request_id, response = r.response, error = r.error
+         FROM r WHERE l.batch_id = $1 AND l.line_no = r.line_no AND l.state <> 2
+         RETURNING l.status_code)
+       UPDATE batches SET
+         completed = completed + (SELECT count(*) FROM ended WHERE status_code BETWEEN 200 AND 299),
+         failed = failed + (SELECT count(*) FROM ended WHERE status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)
+       WHERE id = $1`,
+      [batchId, results.map((r) => r.line), results.map((r) => r.statusCode), results.map((r) => r.requestId), results.map((r) => r.response),
+        results.map((r) => (r.error ? JSON.stringify(r.error) : null))],
+    );
+  }
+
+  /** Ends every line not yet ended with `error` (a cancel or an expiry), counted as failed. */
+  async endOpenLines(batchId: string, error: { code: string; message: string }): Promise<void> {
+    await this.db.query(
+      `WITH ended AS (UPDATE batch_lines SET state = 2, error = $2 WHERE batch_id = $1 AND state < 2 RETURNING 1)
+       UPDATE batches SET failed = failed + (SELECT count(*) FROM ended) WHERE id = $1`, [batchId, JSON.stringify(error)]);
+  }
+
+  /** How many lines are not yet ended. */
+  async openLines(batchId: string): Promise<number> {
+    const { rows } = await this.db.query<{ n: string }>(`SELECT count(*) AS n FROM batch_lines WHERE batch_id = $1 AND state < 2`, [batchId]);
+    return Number(rows[0]!.n);
+  }
+
+  /** Marks the batch finalizing (its result files being made). */
+  async finalizing(batchId: string): Promise<void> {
+    await this.db.query(`UPDATE batches SET status = 'finalizing', finalizing_at = $2 WHERE id = $1 AND status = 'in_progress'`, [batchId, unixNow()]);
+  }
+
+  /** Ends the batch with its result files. */
+  async end(batchId: string, end: BatchEnd, files: { outputFileId: string | null; errorFileId: string | null }): Promise<void> {
+    const at = `${end === 'completed' ? 'completed' : end === 'cancelled' ? 'cancelled' : 'expired'}_at`;
+    await this.db.query(
+      `UPDATE batches SET status = $2, ${at} = $3, output_file_id = $4, error_file_id = $5, runner = NULL, lease_until = 0 WHERE id = $1`,
+      [batchId, end, unixNow(), files.outputFileId, files.errorFileId],
+    );
+  }
+}

@@ -1,0 +1,69 @@
+import type { Database } from './connection.ts';
+import { lineResultId, newFileId, unixNow } from './ids.ts';
+
+/** Which of a batch's lines a result file holds: its successes, or its failures. */
+export type ResultKind = 'output' | 'error';
+
+const WHERE: Record<ResultKind, string> = {
+  output: 'state = 2 AND status_code BETWEEN 200 AND 299',
+  error: 'state = 2 AND (status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)',
+};
+
+interface ResultRow {
+  line_no: number;
+  custom_id: string;
+  status_code: number | null;
+  request_id: string | null;
+  response: string | null;
+  error: unknown;
+}
+
+/**
+ * One line of an output or error file in OpenAI's format. The answer's body is the JSON text the
+ * worker wrote, spliced in as it is: a large reply is never parsed and written again.
+ */
+function resultLine(batchId: string, row: ResultRow): string {
+  const response = row.status_code === null
+    ? 'null'
+    : `{"status_code":${row.status_code},"request_id":${JSON.stringify(row.request_id ?? '')},"body":${row.response ?? 'null'}}`;
+  const error = row.status_code !== null && row.status_code >= 200 && row.status_code < 300 ? 'null' : JSON.stringify(row.error ?? null);
+  return `{"id":${JSON.stringify(lineResultId(batchId, row.line_no))},"custom_id":${JSON.stringify(row.custom_id)},"response":${response},"error":${error}}\n`;
+}
+
+/** A batch's output or error file, in input order, a page of lines at a time. */
+export async function* resultFileContent(db: Database, batchId: string, kind: ResultKind, pageSize = 500): AsyncGenerator<string> {
+  for (let after = 0; ;) {
+    const { rows } = await db.query<ResultRow>(
+      `SELECT line_no, custom_id, status_code, request_id, response, error FROM batch_lines
+       WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3`, [batchId, after, pageSize]);
+    if (rows.length === 0) return;
+    yield rows.map((row) => resultLine(batchId, row)).join('');
+    after = rows.at(-1)!.line_no;
+  }
+}
+
+/**
+ * Makes a batch's output and error files (rows of `files` that read the batch's lines): null for
+ * a kind with no line. Their size is counted from the very text `/content` serves.
+ */
+export async function createBatchResultFiles(db: Database, batchId: string, userId: number): Promise<{ outputFileId: string | null; errorFileId: string | null }> {
+  const made: Record<ResultKind, string | null> = { output: null, error: null };
+  for (const kind of ['output', 'error'] as const) {
+    let bytes = 0;
+    let lines = 0;
+    for await (const page of resultFileContent(db, batchId, kind)) {
+      bytes += Buffer.byteLength(page);
+      for (let at = page.indexOf('\n'); at !== -1; at = page.indexOf('\n', at + 1)) lines++;
+    }
+    if (lines === 0) continue;
+    // Made once: a batch worker that ends the batch again after a takeover finds them.
+    const { rows } = await db.query<{ id: string }>(
+      `INSERT INTO files (id, user_id, purpose, filename, bytes, line_count, created_at, kind, batch_id)
+       SELECT $1, $2, 'batch_output', $3, $4, $5, $6, $7, $8
+       WHERE NOT EXISTS (SELECT 1 FROM files WHERE batch_id = $8 AND kind = $7)
+       RETURNING id`,
+      [newFileId(), userId, `${batchId}_${kind}.jsonl`, bytes, lines, unixNow(), kind, batchId]);
+    made[kind] = rows[0]?.id ?? (await db.query<{ id: string }>(`SELECT id FROM files WHERE batch_id = $1 AND kind = $2`, [batchId, kind])).rows[0]!.id;
+  }
+  return { outputFileId: made.output, errorFileId: made.error };
+}

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { BatchRuns } from '@gateway/database';
+import type { Logger } from '@gateway/log';
+import { BatchFeed, type BatchFeedDeps } from './batch-feed.ts';
+
+export interface BatchRunnerOptions {
+  runs: BatchRuns;
+  feed: BatchFeedDeps;
+  /** Batches run at once by this worker (BATCH_WORKER_BATCHES). */
+  maxBatches: number;
+  /** A batch whose worker stops renewing for this long is taken over by another. Default 15 s. */
+  leaseMs?: number;
+  log: Logger;
+}
+
+const POLL_EVERY_MS = 500;
+
+/**
+ * Takes batches to run from PostgreSQL and runs each as a `BatchFeed`, holding a lease on it
+ * that it renews; a batch whose lease is lost (this worker was paused past it, and another took
+ * it) stops here. Several batch workers share the batches this way; one killed loses none.
+ */
+export class BatchRunner {
+  readonly id = `batch-worker-${randomUUID()}`;
+  private readonly options: BatchRunnerOptions;
+  private readonly feeds = new Map<string, { feed: BatchFeed; done: Promise<void> }>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private lastRenew = 0;
+  private ticking = false;
+
+  constructor(options: BatchRunnerOptions) {
+    this.options = options;
+  }
+
+  get running(): number {
+    return this.feeds.size;
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.tick(), POLL_EVERY_MS);
+    void this.tick();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking || this.stopping) return;
+    this.ticking = true;
+    const { runs, log } = this.options;
+    const leaseMs = this.options.leaseMs ?? 15_000;
+    try {
+      if (Date.now() - this.lastRenew >= leaseMs / 3) {
+        const held = await runs.renew(this.id, [...this.feeds.keys()], leaseMs);
+        this.lastRenew = Date.now();
+        for (const [id, { feed }] of this.feeds) {
+          if (!held.has(id)) {
+            log.warn({ batch: id }, 'lease on a batch lost: another batch worker runs it now');
+            feed.stop();
+          }
+        }
+      }
+      for (const row of await runs.claim(this.id, this.options.maxBatches - this.feeds.size, leaseMs)) {
+        const feed = new BatchFeed(row, this.options.feed);
+        log.info({ batch: row.id, status: row.status }, 'batch taken');
+        const done = feed.run().catch((error: unknown) => {
+          log.error({ batch: row.id, err: error }, 'batch stopped by an error; it will be taken again');
+          return runs.release(this.id, row.id).catch(() => {});
+        }).finally(() => this.feeds.delete(row.id));
+        this.feeds.set(row.id, { feed, done });
+      }
+    } catch (error) {
+      log.warn({ err: (error as Error).message }, 'batches not polled (PostgreSQL unavailable?)');
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Stops feeding every batch and gives them back, for another worker to take at once. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    const running = [...this.feeds.entries()];
+    for (const [, { feed }] of running) feed.stop();
+    await Promise.all(running.map(([, { done }]) => done));
+    await Promise.all(running.map(([id]) => this.options.runs.release(this.id, id).catch(() => {})));
+  }
+}

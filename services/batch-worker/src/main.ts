@@ -1,0 +1,63 @@
+import { holderOf, KeyRateLimit, ModelAdmission, type KeyHolder } from '@gateway/admission';
+import { loadServiceConfig, onShutdown } from '@gateway/config';
+import { GatewayError, TokenStatus, UserStatus } from '@gateway/contracts';
+import { BatchRuns, createDatabase, migrate, type BatchRow } from '@gateway/database';
+import { createLogger } from '@gateway/log';
+import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
+import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
+import { createStore, QuotaHolds } from '@gateway/store';
+import { BatchRunner } from './batch-runner.ts';
+
+const config = loadServiceConfig('batch-worker');
+const log = createLogger('batch-worker', config.LOG_LEVEL, config.LOG_FORMAT);
+if (!config.DATABASE_URL) {
+  log.fatal('the batch worker needs PostgreSQL: set DATABASE_URL');
+  process.exit(1);
+}
+const redis = createRedis(config.redis, { name: 'batch-worker' });
+await waitForRedis(redis, 30_000);
+await migrate(config.DATABASE_URL, (message) => log.debug({ message }, 'migration'));
+const database = createDatabase(config.DATABASE_URL, { name: 'batch-worker' });
+const store = createStore(redis);
+
+const invalidKey = (message: string) => new GatewayError({ status: 401, code: 'invalid_api_key', message });
+/** The key that created the batch, with its and its user's limits as they are now. */
+async function batchHolder(batch: BatchRow): Promise<KeyHolder> {
+  const token = await store.tokens.get(batch.token_id);
+  if (!token) throw invalidKey('the API key that created this batch no longer exists');
+  if (token.status !== TokenStatus.enabled) throw invalidKey('the API key that created this batch is disabled, expired or exhausted');
+  const user = await store.users.get(token.user_id);
+  if (!user || user.status !== UserStatus.enabled) throw invalidKey("the batch's user is disabled");
+  return holderOf(token, user);
+}
+
+const runner = new BatchRunner({
+  runs: new BatchRuns(database),
+  maxBatches: config.BATCH_WORKER_BATCHES,
+  log,
+  feed: {
+    runs: new BatchRuns(database),
+    database,
+    redis,
+    openReader: () => createRedis(config.redis, { name: 'batch-worker-replies', blocking: true }),
+    admission: new ModelAdmission({ rateLimit: new KeyRateLimit(redis), holds: new QuotaHolds(redis), fairShares: new FairShares(redis) }),
+    holderOf: batchHolder,
+    window: config.BATCH_WINDOW,
+    lineTimeoutMs: config.BATCH_LINE_TIMEOUT_MS,
+    attempts: config.BATCH_LINE_ATTEMPTS,
+    shards: config.QUEUE_SHARDS,
+    log,
+  },
+});
+runner.start();
+
+const metrics = createWorkerMetrics('batch-worker');
+const http = await serveWorkerPort({ port: config.METRICS_PORT, host: config.HOST, redis, isRunning: () => true, registry: metrics.registry });
+
+onShutdown(async () => {
+  await runner.stop(); // gives its batches back; their lines in flight are followed by the next holder
+  await database.end();
+  http?.close();
+  redis.disconnect();
+}, config.SHUTDOWN_TIMEOUT_MS, log);
+log.info({ runner: runner.id, window: config.BATCH_WINDOW, batches: config.BATCH_WORKER_BATCHES }, 'ready');

@@ -1,0 +1,170 @@
+/**
+ * The OpenAI Batch API run on the gateway's own queues (issue 19): a file uploaded, a batch
+ * created, its lines run as batch-priority jobs through the same workers, routing and limits as
+ * live requests, and its results read back as OpenAI's output and error files, all through the
+ * official openai SDK against real processes, Redis and PostgreSQL.
+ */
+import { describe, expect } from 'vitest';
+import OpenAI, { toFile } from 'openai';
+import { stackTest } from '@gateway/testkit/fixtures';
+import type { Stack } from '@gateway/testkit';
+
+const it = stackTest({ database: true, workers: ['completion-worker', 'batch-worker'], channelDefaults: { timeout_ms: 30_000 } });
+
+let seq = 0;
+const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
+
+const jsonl = (lines: unknown[]) => lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n';
+const line = (model: string, i: number, extra: Record<string, unknown> = {}) =>
+  ({ custom_id: `req-${i}`, method: 'POST', url: '/v1/completions', body: { model, prompt: `prompt ${i}`, max_tokens: 5, ...extra } });
+
+async function submit(openai: OpenAI, lines: unknown[]) {
+  const file = await openai.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'batch.jsonl'), purpose: 'batch' });
+  return openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h', metadata: { run: String(++seq) } });
+}
+
+async function settled(openai: OpenAI, id: string, timeoutMs = 60_000): Promise<OpenAI.Batch> {
+  const ends = ['completed', 'failed', 'cancelled', 'expired'];
+  let batch = await openai.batches.retrieve(id);
+  const deadline = Date.now() + timeoutMs;
+  while (!ends.includes(batch.status)) {
+    if (Date.now() > deadline) throw new Error(`batch ${id} still ${batch.status} after ${timeoutMs} ms: ${JSON.stringify(batch.request_counts)}`);
+    await new Promise((r) => setTimeout(r, 200));
+    batch = await openai.batches.retrieve(id);
+  }
+  return batch;
+}
+
+async function fileLines(openai: OpenAI, id: string | null | undefined): Promise<any[]> {
+  if (!id) return [];
+  const text = await (await openai.files.content(id)).text();
+  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+}
+
+async function tenant(stack: Stack) {
+  const user = await stack.adminData('POST', '/api/user/', { username: `b${++seq}`, password: 'batch-password' });
+  const { id, key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true });
+  return { user, key, tokenId: id as number };
+}
+
+describe('the Batch API', () => {
+  it('runs a 1,000-line batch to completion, its output in input order, each line charged once', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ text: (prompt) => `re: ${prompt}` });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model]);
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const started = Date.now();
+    const created = await submit(openai, Array.from({ length: 1000 }, (_, i) => line(model, i)));
+    expect(created.status).toBe('validating');
+    expect(created.metadata).toEqual({ run: String(seq) });
+    const batch = await settled(openai, created.id, 120_000);
+    console.log(`[batch] 1,000 lines completed in ${Date.now() - started} ms`);
+    expect(batch.status).toBe('completed');
+    expect(batch.request_counts).toEqual({ total: 1000, completed: 1000, failed: 0 });
+    for (const at of ['in_progress_at', 'finalizing_at', 'completed_at'] as const) expect(batch[at]).toBeGreaterThanOrEqual(batch.created_at);
+    expect(batch.error_file_id).toBeNull();
+    const output = await fileLines(openai, batch.output_file_id);
+    expect(output.map((l) => l.custom_id)).toEqual(Array.from({ length: 1000 }, (_, i) => `req-${i}`));
+    expect(output[7].response.status_code).toBe(200);
+    expect(output[7].response.body.choices[0].text).toBe('re: prompt 7');
+    expect(output[7].error).toBeNull();
+    expect(new Set(output.map((l) => l.id)).size).toBe(1000);
+    // Each line reached the upstream once, and the key was charged once per line.
+    expect(mock.requests.length).toBe(1000);
+    const usage = output.reduce((sum, l) => sum + l.response.body.usage.total_tokens, 0);
+    const key = await stack.adminData('GET', `/api/token/${owner.tokenId}`);
+    expect(key.used_quota).toBe(usage);
+    // The output file is a file of its own, listed and described like an upload.
+    const described = await openai.files.retrieve(batch.output_file_id!);
+    expect(described.purpose).toBe('batch_output');
+  });
+
+  it('fails a batch whose lines are bad, naming each bad line by its number', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai();
+    const model = `batch-${++seq}`;
+    await channel(mock, [model]);
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const created = await submit(openai, [
+      line(model, 0),
+      { custom_id: 'x', method: 'POST', url: '/v1/chat/nothing', body: { model } },
+      line(model, 0),
+      { custom_id: 'y', method: 'POST', url: '/v1/completions', body: { model, prompt: 'p', max_tokens: -3 } },
+      line(model, 4),
+    ]);
+    const batch = await settled(openai, created.id);
+    expect(batch.status).toBe('failed');
+    expect(batch.failed_at).toBeGreaterThan(0);
+    const errors = batch.errors!.data!;
+    expect(errors.map((e) => e.line)).toEqual([2, 3, 4]);
+    expect(errors[0]!.code).toBe('mismatched_endpoint');
+    expect(errors[1]!.code).toBe('duplicate_custom_id');
+    expect(errors[2]!.param).toBe('body.max_tokens');
+    expect(mock.requests.length).toBe(0);
+  });
+
+  it('cancels mid-way: feeding stops at once, the lines in flight finish, the rest end as cancelled', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 100 });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model], { max_concurrency: 4 });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const created = await submit(openai, Array.from({ length: 300 }, (_, i) => line(model, i)));
+    await expect.poll(async () => (await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0, { timeout: 30_000 }).toBeGreaterThan(20);
+    const cancelling = await openai.batches.cancel(created.id);
+    expect(['cancelling', 'cancelled']).toContain(cancelling.status);
+    const batch = await settled(openai, created.id);
+    expect(batch.status).toBe('cancelled');
+    expect(batch.cancelled_at).toBeGreaterThan(0);
+    const { completed, failed, total } = batch.request_counts!;
+    expect(total).toBe(300);
+    expect(completed + failed).toBe(300);
+    expect(completed).toBeLessThan(200);
+    const calls = mock.requests.length;
+    await new Promise((r) => setTimeout(r, 500));
+    expect(mock.requests.length).toBe(calls);
+    expect(calls).toBe(completed);
+    const errors = await fileLines(openai, batch.error_file_id);
+    expect(errors.length).toBe(failed);
+    expect(errors[0].error.code).toBe('batch_cancelled');
+    expect((await fileLines(openai, batch.output_file_id)).length).toBe(completed);
+  });
+
+  it("keeps users apart: another user's key cannot see, list or cancel a batch", async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 50 });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model], { max_concurrency: 2 });
+    const owner = await tenant(stack);
+    const other = await tenant(stack);
+    const created = await submit(client(stack, owner.key), Array.from({ length: 20 }, (_, i) => line(model, i)));
+    const stranger = client(stack, other.key);
+    await expect(stranger.batches.retrieve(created.id)).rejects.toMatchObject({ status: 404 });
+    await expect(stranger.batches.cancel(created.id)).rejects.toMatchObject({ status: 404 });
+    await expect(stranger.files.content(created.input_file_id)).rejects.toMatchObject({ status: 404 });
+    const listed = await stranger.batches.list();
+    expect(listed.data.map((b) => b.id)).not.toContain(created.id);
+    const mine = await client(stack, owner.key).batches.list();
+    expect(mine.data.map((b) => b.id)).toContain(created.id);
+    expect((await settled(client(stack, owner.key), created.id)).status).toBe('completed');
+  });
+
+  it('shares one capped channel between two tenants\' batches', async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai({ delayMs: 40 });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model], { max_concurrency: 4 });
+    const first = client(stack, (await tenant(stack)).key);
+    const second = client(stack, (await tenant(stack)).key);
+    const a = await submit(first, Array.from({ length: 200 }, (_, i) => line(model, i)));
+    await expect.poll(async () => (await first.batches.retrieve(a.id)).request_counts?.completed ?? 0, { timeout: 30_000 }).toBeGreaterThan(10);
+    const b = await submit(second, Array.from({ length: 100 }, (_, i) => line(model, i)));
+    const doneB = await settled(second, b.id);
+    const aWhenBDone = await first.batches.retrieve(a.id);
+    console.log(`[batch] when the second tenant's 100 lines were done, the first's 200 had ${aWhenBDone.request_counts?.completed} done`);
+    expect(doneB.status).toBe('completed');
+    // Fair: the second batch did not wait behind the whole of the first.
+    expect(aWhenBDone.status).not.toBe('completed');
+    expect((await settled(first, a.id)).status).toBe('completed');
+    expect(mock.maxInFlight).toBeLessThanOrEqual(4);
+  });
+});
