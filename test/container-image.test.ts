@@ -98,8 +98,8 @@ describe('docker-compose.yml', () => {
   };
   const workers = ['completion-worker', 'audio-worker', 'admin-worker'];
 
-  it('runs Redis and every service, each with a health check', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['admin-worker', 'audio-worker', 'completion-worker', 'gateway', 'redis']);
+  it('runs Redis, PostgreSQL and every service, each with a health check', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['admin-worker', 'audio-worker', 'batch-worker', 'completion-worker', 'gateway', 'postgres', 'redis']);
     for (const [name, service] of Object.entries(compose.services)) expect(service.healthcheck?.test, name).toBeDefined();
   });
 

@@ -78,6 +78,7 @@ const credentials = demoCredentials();
 const upstream = await startDemoUpstream();
 const stack = await startLocalStack({
   redisDataDir: join(dataDir, 'redis'),
+  postgresDataDir: join(dataDir, 'postgres'),
   port: process.env.PORT ? config.PORT : await portOr(3000, config.HOST),
   host: config.HOST,
   env: { ...process.env, ADMIN_TOKEN: credentials.adminToken, ADMIN_PASSWORD: credentials.adminPassword },
