@@ -1,22 +1,36 @@
-import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
-import { badRequest } from '@gateway/contracts';
+import { badRequest, GatewayError } from '@gateway/contracts';
+
+export interface JsonlLimits {
+  /** Most bytes of the file (FILE_MAX_BYTES): past it, a 413. */
+  maxBytes: number;
+  /** Most lines, blank lines not counted (FILE_MAX_LINES): past it, a 400. */
+  maxLines: number;
+}
+
+export const fileTooLarge = (maxBytes: number) =>
+  new GatewayError({ status: 413, code: 'payload_too_large', message: `the file is larger than ${maxBytes} bytes, the most a file may be (FILE_MAX_BYTES)`, param: 'file' });
 
 /**
  * The lines of a JSONL upload as its bytes arrive (never the whole file in memory): numbered from
  * 1 as in the file, blank lines skipped, each checked to be one JSON object (a 400 naming the line
- * otherwise), at most `maxLines`.
+ * otherwise), at most `maxLines` of them and `maxBytes` in all. `onBytes` counts the bytes read.
+ * The bytes must be UTF-8: a stray byte would otherwise be stored as U+FFFD, and the content
+ * served back would not be the file sent.
  */
-export async function* jsonlLines(stream: Readable, maxLines: number, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<{ line: number; content: string }> {
-  const decoder = new StringDecoder('utf8');
-  let carry = '';
+export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes: (bytes: number) => void = () => {}): AsyncGenerator<{ line: number; content: string }> {
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let bytes = 0;
   let number = 0;
   let count = 0;
+  // The start of a line whose end has not come yet: its pieces, joined once the line ends, so a
+  // long line costs its length, not its length times its chunks.
+  let pending: string[] = [];
   const check = (text: string) => {
     number++;
     const content = text.endsWith('\r') ? text.slice(0, -1) : text;
     if (content.trim() === '') return undefined;
-    if (++count > maxLines) throw badRequest(`the file has more than ${maxLines} lines, the most a batch file may have`, 'file');
+    if (++count > limits.maxLines) throw badRequest(`the file has more than ${limits.maxLines} lines, the most a batch file may have (FILE_MAX_LINES)`, 'file');
     let value: unknown;
     try {
       value = JSON.parse(content);
@@ -26,15 +40,28 @@ export async function* jsonlLines(stream: Readable, maxLines: number, onBytes: (
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest(`line ${number} of the file is not a JSON object`, 'file');
     return { line: number, content };
   };
-  for await (const chunk of stream) {
-    onBytes((chunk as Buffer).length);
-    const parts = (carry + decoder.write(chunk as Buffer)).split('\n');
-    carry = parts.pop()!;
-    for (const part of parts) {
-      const line = check(part);
+  const decode = (chunk?: Buffer) => {
+    try {
+      return chunk ? decoder.decode(chunk, { stream: true }) : decoder.decode();
+    } catch {
+      throw badRequest(`line ${number + 1} of the file is not UTF-8 text`, 'file');
+    }
+  };
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    bytes += chunk.length;
+    onBytes(chunk.length);
+    if (bytes > limits.maxBytes) throw fileTooLarge(limits.maxBytes);
+    const text = decode(chunk);
+    let start = 0;
+    for (let end = text.indexOf('\n'); end !== -1; start = end + 1, end = text.indexOf('\n', start)) {
+      const piece = text.slice(start, end);
+      const line = check(pending.length === 0 ? piece : [...pending, piece].join(''));
+      pending = [];
       if (line) yield line;
     }
+    if (start < text.length) pending.push(text.slice(start));
   }
-  const last = check(carry + decoder.end());
+  pending.push(decode());
+  const last = check(pending.join(''));
   if (last) yield last;
 }

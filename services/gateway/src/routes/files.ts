@@ -7,10 +7,10 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
 import { z } from 'zod';
-import { badRequest, GatewayError, parseOrThrow } from '@gateway/contracts';
+import { GatewayError, parseOrThrow } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { jsonlLines } from '../files/jsonl-lines.ts';
+import { receiveUpload } from '../files/multipart-upload.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
 
 const listQuery = z.object({
@@ -23,41 +23,13 @@ const listQuery = z.object({
 const notFound = (id: string) => new GatewayError({ status: 404, code: 'not_found', message: `No such File object: ${id}`, param: 'id' });
 
 export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions): Promise<void> {
-  await app.register(multipart, { limits: { fileSize: options.files.maxBytes, files: 1, fields: 8, fieldSize: 1024 } });
+  // The file's size is checked as its lines are read (jsonl-lines.ts), for a 413 that says so:
+  // the parser's own limit only stops a byte past it.
+  await app.register(multipart, { limits: { fileSize: options.files.maxBytes + 1, files: 1, fields: 8, fieldSize: 1024 }, throwFileSizeLimit: false });
   const files = () => new FileStore(databaseOf(options));
 
-  app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024 }, async (request) => {
-    const holder = keyHolderOf(request);
-    if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
-    const store = files();
-    let purpose = '';
-    let uploading: Promise<unknown> | undefined;
-    const partsRead = Promise.withResolvers<void>();
-    for await (const part of request.parts()) {
-      if (part.type === 'field') {
-        if (part.fieldname === 'purpose') purpose = String(part.value);
-        continue;
-      }
-      if (part.fieldname !== 'file' || uploading) {
-        part.file.resume();
-        continue;
-      }
-      let bytes = 0;
-      // Not awaited here: the form's fields after the file (the SDKs send purpose last) are read
-      // while the lines are written; the transaction ends once the whole form is read.
-      uploading = store.upload(holder.userId, part.filename || 'upload.jsonl', jsonlLines(part.file, options.files.maxLines, (n) => (bytes += n)), async () => {
-        await partsRead.promise;
-        if (part.file.truncated) throw new GatewayError({ status: 413, code: 'payload_too_large', message: `the file is larger than ${options.files.maxBytes} bytes, the most a file may be`, param: 'file' });
-        if (purpose !== 'batch') throw badRequest(`purpose must be "batch" (the only purpose this gateway stores files for), not "${purpose.slice(0, 64)}"`, 'purpose');
-        return { bytes, purpose };
-      });
-      // A refused upload stops reading its lines: the rest of the form is drained, so the answer can go.
-      uploading.catch(() => part.file.resume());
-    }
-    partsRead.resolve();
-    if (!uploading) throw badRequest('no file: send it in the multipart field "file"', 'file');
-    return orUnavailable(uploading);
-  });
+  app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024 }, async (request) =>
+    orUnavailable(receiveUpload(request, files(), keyHolderOf(request).userId, options.files)));
 
   app.get('/files', async (request) => {
     const query = parseOrThrow(listQuery, request.query);

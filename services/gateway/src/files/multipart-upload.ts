@@ -1,0 +1,63 @@
+import type { FastifyRequest } from 'fastify';
+import { badRequest, type FileObject } from '@gateway/contracts';
+import type { FileStore } from '@gateway/database';
+import { jsonlLines, type JsonlLimits } from './jsonl-lines.ts';
+
+/** The purposes this gateway stores files for: batch input files only. */
+const PURPOSES = new Set(['batch']);
+
+/** Why a form's purpose is refused, or undefined when it is accepted. */
+const purposeRefusal = (purpose: string | undefined) => {
+  if (purpose === undefined) return badRequest('no purpose: send the multipart field "purpose" ("batch")', 'purpose');
+  if (!PURPOSES.has(purpose)) return badRequest(`purpose must be "batch" (the only purpose this gateway stores files for), not "${purpose.slice(0, 64)}"`, 'purpose');
+  return undefined;
+};
+
+/**
+ * Reads an OpenAI Files upload (multipart: `file` and `purpose`, in either order) into `store`,
+ * the file's lines written while its bytes arrive. The SDKs send `purpose` after the file, so the
+ * upload's transaction commits only once the whole form is read; a refused or broken form (a bad
+ * line, past a limit, a wrong purpose, the client gone) rolls it back, and the answer waits for
+ * the rollback, so no upload ever holds a connection after its request.
+ */
+export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: JsonlLimits): Promise<FileObject> {
+  if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
+  let purpose: string | undefined;
+  let uploading: Promise<FileObject> | undefined;
+  const formRead = Promise.withResolvers<void>();
+  // Only the upload waits on it, and only once it has read the file: a form that fails sooner
+  // must not leave it rejected and unheeded.
+  formRead.promise.catch(() => {});
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'field') {
+        if (part.fieldname === 'purpose') purpose = String(part.value);
+        continue;
+      }
+      if (part.fieldname !== 'file' || uploading) {
+        part.file.resume();
+        continue;
+      }
+      let bytes = 0;
+      // Sent before the file, a wrong purpose is refused before a line is written. Not awaited
+      // here: the form's fields after the file are read while its lines are written.
+      const early = purpose === undefined ? undefined : purposeRefusal(purpose);
+      uploading = early ? Promise.reject(early) : store.upload(userId, part.filename || 'upload.jsonl', jsonlLines(part.file, limits, (n) => (bytes += n)), async () => {
+        await formRead.promise;
+        const refusal = purposeRefusal(purpose);
+        if (refusal) throw refusal;
+        return { bytes, purpose: purpose! };
+      });
+      // A refused upload stops reading its lines: the rest of the form is drained, so the answer can go.
+      uploading.catch(() => part.file.resume());
+    }
+  } catch (error) {
+    formRead.reject(error);
+    // The upload's own refusal (a bad line, past a limit) says more than the form's end.
+    await uploading?.then(() => {}, (refusal: unknown) => { throw refusal; });
+    throw error;
+  }
+  formRead.resolve();
+  if (!uploading) throw badRequest('no file: send it in the multipart field "file"', 'file');
+  return uploading;
+}
