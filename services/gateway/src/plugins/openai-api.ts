@@ -27,7 +27,8 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
   // PostgreSQL, up to FILE_MAX_BYTES).
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
-    await fileRoutes(routes, options.batch);
+    // A context of its own: only the Files API takes multipart forms.
+    await routes.register(fileRoutes, options.batch);
     batchRoutes(routes, options.batch);
   });
 }
