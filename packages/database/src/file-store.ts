@@ -2,6 +2,7 @@ import type { FileObject } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newFileId, unixNow } from './ids.ts';
 import { resultFileContent, type ResultKind } from './result-files.ts';
+import { nextPageRows, PAGE_CHARS } from './page-size.ts';
 
 interface FileRow {
   id: string;
@@ -18,8 +19,9 @@ const fileObject = (row: FileRow): FileObject => ({
   purpose: row.purpose, status: 'processed', expires_at: null, status_details: null,
 });
 
-/** Rows written per INSERT while a file is uploaded. */
-const LINES_PER_INSERT = 500;
+/** Most rows, and most text, written per INSERT while a file is uploaded. */
+const INSERT_ROWS = 500;
+const INSERT_CHARS = PAGE_CHARS;
 
 /**
  * Files of the OpenAI Files API, in PostgreSQL: an upload's lines are rows of `file_lines`,
@@ -47,17 +49,22 @@ export class FileStore {
         `INSERT INTO files (id, user_id, purpose, filename, bytes, line_count, created_at) VALUES ($1, $2, 'batch', $3, 0, 0, $4)`,
         [id, userId, filename.slice(0, 512), unixNow()]);
       let page: { line: number; content: string }[] = [];
+      let chars = 0;
       let count = 0;
       const write = async () => {
         if (page.length === 0) return;
-        await client.query(`INSERT INTO file_lines (file_id, line_no, content) SELECT $1, * FROM unnest($2::integer[], $3::text[])`,
-          [id, page.map((l) => l.line), page.map((l) => l.content)]);
+        // One parameter per value, not two arrays: each line goes to the wire as it is, where an
+        // array would first be written out again as one escaped literal.
+        const rows = page.map((_, i) => `($1, $${2 * i + 2}, $${2 * i + 3})`).join(', ');
+        await client.query(`INSERT INTO file_lines (file_id, line_no, content) VALUES ${rows}`, [id, ...page.flatMap((l) => [l.line, l.content])]);
         page = [];
+        chars = 0;
       };
       for await (const line of lines) {
         page.push(line);
+        chars += line.content.length;
         count++;
-        if (page.length >= LINES_PER_INSERT) await write();
+        if (page.length >= INSERT_ROWS || chars >= INSERT_CHARS) await write();
       }
       await write();
       const { bytes, purpose } = await finish();
@@ -111,12 +118,14 @@ export class FileStore {
       yield* resultFileContent(this.db, row.batch_id, row.kind as ResultKind);
       return;
     }
-    for (let after = 0; ;) {
+    for (let after = 0, limit = nextPageRows(0, 0); ;) {
       const { rows } = await this.db.query<{ line_no: number; content: string }>(
-        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT 1000`, [id, after]);
+        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT $3`, [id, after, limit]);
       if (rows.length === 0) return;
-      yield rows.map((r) => r.content + '\n').join('');
+      const page = rows.map((r) => r.content + '\n').join('');
+      yield page;
       after = rows.at(-1)!.line_no;
+      limit = nextPageRows(rows.length, page.length);
     }
   }
 }

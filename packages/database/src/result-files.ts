@@ -1,5 +1,6 @@
 import type { Database } from './connection.ts';
 import { lineResultId, newFileId, unixNow } from './ids.ts';
+import { nextPageRows } from './page-size.ts';
 
 /** Which of a batch's lines a result file holds: its successes, or its failures. */
 export type ResultKind = 'output' | 'error';
@@ -31,14 +32,16 @@ function resultLine(batchId: string, row: ResultRow): string {
 }
 
 /** A batch's output or error file, in input order, a page of lines at a time. */
-export async function* resultFileContent(db: Database, batchId: string, kind: ResultKind, pageSize = 500): AsyncGenerator<string> {
-  for (let after = 0; ;) {
+export async function* resultFileContent(db: Database, batchId: string, kind: ResultKind): AsyncGenerator<string> {
+  for (let after = 0, limit = nextPageRows(0, 0); ;) {
     const { rows } = await db.query<ResultRow>(
       `SELECT line_no, custom_id, status_code, request_id, response, error FROM batch_lines
-       WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3`, [batchId, after, pageSize]);
+       WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3`, [batchId, after, limit]);
     if (rows.length === 0) return;
-    yield rows.map((row) => resultLine(batchId, row)).join('');
+    const page = rows.map((row) => resultLine(batchId, row)).join('');
+    yield page;
     after = rows.at(-1)!.line_no;
+    limit = nextPageRows(rows.length, page.length);
   }
 }
 
