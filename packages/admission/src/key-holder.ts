@@ -29,6 +29,9 @@ function allowedModels(keyModels: readonly string[], userModels: readonly string
   return keyModels.filter((model) => userModels.includes(model));
 }
 
+/** Whether the holder's key (and its user) may use `model`. */
+export const mayUseModel = (holder: KeyHolder, model: string) => holder.models === 'all' || holder.models.includes(model);
+
 /** The holder of `token`, with its user's limits (a missing user leaves the key without one). */
 export function holderOf(token: StoredToken, user: StoredUser | null | undefined): KeyHolder {
   const batch = token.priority === 'batch' || user?.priority === 'batch';

@@ -57,9 +57,6 @@ export function batchObject(row: BatchRow): BatchObject {
   };
 }
 
-/** Statuses from which a batch still runs (a batch worker holds it). */
-export const RUNNING_STATUSES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
-
 /**
  * Batches as their owners and administrators see them: created, read, listed and cancelled. What
  * runs them is `BatchRuns`.

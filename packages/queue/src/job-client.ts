@@ -47,6 +47,33 @@ export const defaultJobOptions = {
 } as const;
 
 /**
+ * Rejects at the time-out (a 504; Retry-After: a job lost with a Redis Cluster master it was on,
+ * or a slow upstream, may do better next time) or when `signal` aborts (the client left).
+ */
+function giveUpAfter(timeoutMs: number, signal: AbortSignal | undefined): { givenUp: Promise<never>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const givenUp = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${timeoutMs} ms`, retryAfter: 1 }));
+    }, timeoutMs);
+    if (signal) {
+      onAbort = () => reject(clientCancelled());
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+  givenUp.catch(() => {});
+  return {
+    givenUp,
+    clear() {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    },
+  };
+}
+
+/**
  * The ingress's way to run a job and await its answer: registers with the reply inbox,
  * enqueues, and resolves with the worker's result, or rejects with its error, a 504 at the
  * deadline, or a cancellation when the client leaves. A job nobody waits for is cancelled.
@@ -116,22 +143,9 @@ export class JobClient {
       payload,
     };
     const reply = this.inbox.expect(jobId, options.onChunk && this.withFlowControl(jobId, options.onChunk));
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        // Retry-After: a job lost with a Redis Cluster master it was on, or a slow upstream, may do better next time.
-        reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms`, retryAfter: 1 }));
-      }, options.timeoutMs);
-      if (options.signal) {
-        onAbort = () => reject(clientCancelled());
-        if (options.signal.aborted) onAbort();
-        else options.signal.addEventListener('abort', onAbort, { once: true });
-      }
-    });
+    const { givenUp, clear } = giveUpAfter(options.timeoutMs, options.signal);
     // Either may settle while the job is being added; they are awaited below.
     reply.catch(() => {});
-    givenUp.catch(() => {});
     const queue = this.nextShard(queueName);
     // On a cluster the add waits out a failover of its shard's master (see createRedis), within
     // the deadline: a job that could not be queued in time is a 503 with Retry-After.
@@ -163,8 +177,7 @@ export class JobClient {
       }
       throw failure;
     } finally {
-      clearTimeout(timer);
-      if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+      clear();
     }
   }
 
@@ -175,20 +188,12 @@ export class JobClient {
    */
   async follow(jobId: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<string> {
     const reply = this.inbox.expect(jobId);
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${options.timeoutMs} ms`, retryAfter: 1 })), options.timeoutMs);
-      onAbort = () => reject(clientCancelled());
-      if (options.signal?.aborted) onAbort();
-      else options.signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    const { givenUp, clear } = giveUpAfter(options.timeoutMs, options.signal);
     try {
       return await Promise.race([reply, givenUp]);
     } finally {
       this.inbox.forget(jobId);
-      clearTimeout(timer);
-      if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+      clear();
     }
   }
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@gateway/config';
@@ -43,8 +43,6 @@ async function exited(pid: number): Promise<void> {
 export async function spawnPostgres(): Promise<TestPostgres> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-postgres-'));
-  // Started by root, the server runs as the user postgres, which must reach its data directory.
-  chmodSync(dir, 0o755);
   let server: EmbeddedDatabase | undefined;
   let tether: ChildProcess | undefined;
   const start = async () => {

@@ -194,7 +194,8 @@ export class BatchFeed {
     const requestId = randomUUID();
     const deadline = Math.min(Date.now() + deps.lineTimeoutMs, Number(this.batch.expires_at) * 1000);
     try {
-      const request = endpoint.schema.parse(JSON.parse(line.body));
+      // Validated when the batch was: stored as the schema gave it.
+      const request = JSON.parse(line.body) as { model: string };
       const holder = await deps.holderOf(this.batch);
       let admitted;
       for (;;) {

@@ -21,8 +21,22 @@ const database = createDatabase(config.DATABASE_URL, { name: 'batch-worker' });
 const store = createStore(redis);
 
 const invalidKey = (message: string) => new GatewayError({ status: 401, code: 'invalid_api_key', message });
-/** The key that created the batch, with its and its user's limits as they are now. */
-async function batchHolder(batch: BatchRow): Promise<KeyHolder> {
+/**
+ * The key that created the batch, with its and its user's limits as they are now: read at most
+ * once a second per key, not for every line.
+ */
+const holders = new Map<number, { at: number; holder: Promise<KeyHolder> }>();
+function batchHolder(batch: BatchRow): Promise<KeyHolder> {
+  const cached = holders.get(batch.token_id);
+  if (cached && Date.now() - cached.at < 1000) return cached.holder;
+  const holder = readHolder(batch);
+  holder.catch(() => holders.delete(batch.token_id));
+  if (holders.size > 10_000) holders.clear();
+  holders.set(batch.token_id, { at: Date.now(), holder });
+  return holder;
+}
+
+async function readHolder(batch: BatchRow): Promise<KeyHolder> {
   const token = await store.tokens.get(batch.token_id);
   if (!token) throw invalidKey('the API key that created this batch no longer exists');
   if (token.status !== TokenStatus.enabled) throw invalidKey('the API key that created this batch is disabled, expired or exhausted');
@@ -31,12 +45,13 @@ async function batchHolder(batch: BatchRow): Promise<KeyHolder> {
   return holderOf(token, user);
 }
 
+const runs = new BatchRuns(database);
 const runner = new BatchRunner({
-  runs: new BatchRuns(database),
+  runs,
   maxBatches: config.BATCH_WORKER_BATCHES,
   log,
   feed: {
-    runs: new BatchRuns(database),
+    runs,
     database,
     redis,
     openReader: () => createRedis(config.redis, { name: 'batch-worker-replies', blocking: true }),

@@ -1,5 +1,5 @@
 import { batchEndpoints, batchInputLineSchema, GatewayError, parseOrThrow, type BatchLineError } from '@gateway/contracts';
-import type { KeyHolder } from '@gateway/admission';
+import { mayUseModel, type KeyHolder } from '@gateway/admission';
 import type { BatchRuns, BatchRow } from '@gateway/database';
 
 /** Most bad lines named in a failed batch's `errors`. */
@@ -49,11 +49,11 @@ function checkLine(
     if (customIds.has(request.custom_id)) return lineError(line, 'duplicate_custom_id', `The custom_id '${request.custom_id.slice(0, 100)}' is used by another line; each line needs its own.`, 'custom_id');
     const body = parseOrThrow(schema, request.body, 'body');
     if (body.stream === true) return lineError(line, 'invalid_request', 'A batch line cannot be streamed: remove body.stream.', 'body.stream');
-    if (holder.models !== 'all' && !holder.models.includes(body.model)) {
+    if (!mayUseModel(holder, body.model)) {
       return lineError(line, 'model_not_allowed', `This API key may not use the model '${body.model.slice(0, 100)}'.`, 'body.model');
     }
     customIds.add(request.custom_id);
-    return { line, customId: request.custom_id, body: JSON.stringify(request.body) };
+    return { line, customId: request.custom_id, body: JSON.stringify(body) };
   } catch (error) {
     if (error instanceof GatewayError) return lineError(line, 'invalid_request', error.message, error.param ?? null);
     throw error;

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 export type { KeyHolder } from '@gateway/admission';
 import { GatewayError, TokenStatus, UserStatus } from '@gateway/contracts';
-import { holderOf, type KeyHolder } from '@gateway/admission';
+import { holderOf, mayUseModel, type KeyHolder } from '@gateway/admission';
 import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
 
 interface CachedKey {
@@ -83,7 +83,7 @@ export class ApiKeyAuth {
 
   /** 403 when the key (or its user) is limited to models that do not include `model`. */
   authorizeModel(holder: KeyHolder, model: string): void {
-    if (holder.models !== 'all' && !holder.models.includes(model)) {
+    if (!mayUseModel(holder, model)) {
       throw new GatewayError({
         status: 403,
         code: 'permission_denied',
