@@ -13,7 +13,8 @@ const stack = await startLocalStack({
   queueShards: config.QUEUE_SHARDS,
   redisDataDir: config.REDIS_DATA_DIR,
   databaseUrl: config.DATABASE_URL,
-  postgresDataDir: config.POSTGRES_DATA_DIR,
+  // Beside the Redis data unless set, so one REDIS_DATA_DIR keeps a whole local stack apart.
+  postgresDataDir: config.POSTGRES_DATA_DIR || join(dirname(config.REDIS_DATA_DIR), 'postgres'),
   redisPort: Number(process.env.EMBEDDED_REDIS_PORT) || undefined,
   port: config.PORT,
   host: config.HOST,

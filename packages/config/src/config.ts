@@ -153,10 +153,11 @@ export const configSchema = z.object({
   /**
    * The PostgreSQL that keeps the Batch API's files, batches and results
    * (postgres://user:password@host:5432/db). Unset: `npm start` starts an embedded one, with its
-   * data under POSTGRES_DATA_DIR; a gateway without one answers the Files and Batches routes 503.
+   * data under POSTGRES_DATA_DIR (unset: `postgres` beside REDIS_DATA_DIR, so `.data/postgres`);
+   * a gateway without one answers the Files and Batches routes 503.
    */
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
-  POSTGRES_DATA_DIR: z.string().min(1).default('.data/postgres'),
+  POSTGRES_DATA_DIR: z.string().min(1).optional(),
   /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */
   FILE_MAX_BYTES: integer(200 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   FILE_MAX_LINES: integer(50_000, 1, 1_000_000),
