@@ -57,13 +57,22 @@ export class ModelAdmission {
     if (refusal) throw refusalError(refusal);
   }
 
-  /** Admits the request or throws. `worstCase`: the most quota it may use; `deadline`: epoch ms. */
-  async admit(headers: Record<string, string | string[] | undefined>, holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number): Promise<Admission> {
+  /**
+   * Admits the request or throws. `worstCase`: the most quota it may use; `deadline`: epoch ms.
+   * `chargeOnce`: hold even for a key with no limit, because a request with a hold is charged
+   * with its hold's release, once however often its job runs (a batch line, whose job a killed
+   * worker leaves to run again); without one it is charged by its worker's next flush, which a
+   * kill -9 loses.
+   */
+  async admit(
+    headers: Record<string, string | string[] | undefined>, holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number,
+    { chargeOnce = false }: { chargeOnce?: boolean } = {},
+  ): Promise<Admission> {
     const batch = priorityOf(headers['x-priority'], holder.priority) === 'batch';
     await this.options.rateLimit.check(holder.tokenId, holder.rpmLimit);
     await this.options.rateLimit.checkUser(holder.userId, holder.userRpmLimit);
     let hold: string | undefined;
-    if (needsHold(holder)) {
+    if (chargeOnce || needsHold(holder)) {
       const ttlMs = Math.max(0, deadline - Date.now()) + (this.options.holdGraceMs ?? 60_000);
       const held = await this.options.holds.reserve(holder, holder.quotaLimited ? worstCase : 0, ttlMs);
       if (!('hold' in held)) throw refusalError(held);

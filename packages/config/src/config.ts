@@ -170,6 +170,11 @@ export const configSchema = z.object({
   /** How long one line may wait and run before it is tried again (a line is tried BATCH_LINE_ATTEMPTS times). */
   BATCH_LINE_TIMEOUT_MS: integer(600_000, 1000, 24 * 3_600_000),
   BATCH_LINE_ATTEMPTS: integer(3, 1, 100),
+  /**
+   * A batch whose batch worker stops renewing its lease (killed, cut off) for this long is taken
+   * over by another batch worker; it renews every third of it.
+   */
+  BATCH_LEASE_MS: integer(15_000, 1000, 3_600_000),
   /** Proxies whose X-Forwarded-For/-Proto the gateway believes (client address, https): see trustProxy. */
   TRUST_PROXY: trustProxy.default(false),
 });

@@ -226,6 +226,17 @@ export class JobClient {
     };
   }
 
+  /**
+   * `cancel` by queue name, for a job added with a `jobId` of the caller's (its shard unknown):
+   * removed from whichever shard holds it while it waits (then `onUnrun`), and stopped where it runs.
+   */
+  cancelById(name: QueueName, jobId: string, onUnrun?: () => void): void {
+    this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
+    void Promise.all(this.shardsOf(name).map((queue) => queue.remove(jobId).catch(() => 0))).then((removed) => {
+      if (removed.some(Boolean)) onUnrun?.();
+    });
+  }
+
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
   cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
     this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});

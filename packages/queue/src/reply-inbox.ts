@@ -10,11 +10,23 @@ interface Waiter {
   onChunk?: (chunk: string) => void;
 }
 
+export interface ReplyInboxOptions {
+  /**
+   * An inbox that outlives its reader (a batch's, which another batch worker takes over): entries
+   * are kept once read until `trimBefore` drops them (once its owner has written down what they
+   * said), so a successor reads again what a crash left unrecorded; and `stop` leaves the
+   * jobs it waits for to run on (workers still see it alive until its heartbeat runs out, or a
+   * successor's renews it); `remove` ends it for good. Default: entries deleted once read, and
+   * `stop` tells workers at once that nobody waits any more.
+   */
+  durable?: boolean;
+}
+
 /**
  * The ingress's side of the reply path: one Redis stream per ingress instance, read by one
  * blocking XREAD loop that hands each reply in each entry to the request waiting for that job. Entries are
- * deleted once read; a reconnect resumes after the last entry read, so no reply is lost while
- * the connection blips.
+ * deleted once read (unless `durable`); a reconnect resumes after the last entry read, so no
+ * reply is lost while the connection blips.
  */
 export class ReplyInbox {
   readonly id: string;
@@ -26,13 +38,34 @@ export class ReplyInbox {
   private running = false;
   private loop: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
+  private readonly durable: boolean;
 
   /** `reader` is dedicated to the blocking read; `writer` is a shared command connection. */
-  constructor(id: string, reader: Redis, writer: Redis) {
+  constructor(id: string, reader: Redis, writer: Redis, options: ReplyInboxOptions = {}) {
     this.id = id;
     this.reader = reader;
     this.writer = writer;
     this.key = replyStreamKey(id);
+    this.durable = options.durable ?? false;
+  }
+
+  /**
+   * The id of the last entry read. Every reply up to it has been handed to its waiter, and the
+   * waiter's own promise chain has run: dispatch resolves it synchronously, and what follows
+   * is microtasks, all run before the next I/O callback.
+   */
+  get lastRead(): string {
+    return this.lastId;
+  }
+
+  /** Drops the entries before `id` (`durable`: once what they said is written down). */
+  async trimBefore(id: string): Promise<void> {
+    if (id !== '0-0') await this.writer.xtrim(this.key, 'MINID', id);
+  }
+
+  /** Deletes the stream, read or not, and its heartbeat: its owner is done with it. */
+  async remove(): Promise<void> {
+    await this.writer.del(this.key, ingressKey(this.id));
   }
 
   get waiting(): number {
@@ -56,7 +89,7 @@ export class ReplyInbox {
   async stop(): Promise<void> {
     this.running = false;
     clearInterval(this.heartbeat);
-    await this.writer.del(ingressKey(this.id)).catch(() => {});
+    if (!this.durable) await this.writer.del(ingressKey(this.id)).catch(() => {});
     this.reader.disconnect();
     await this.loop;
     for (const waiter of this.waiters.values()) {
@@ -100,7 +133,7 @@ export class ReplyInbox {
         }
       }
       this.lastId = ids[ids.length - 1]!;
-      this.writer.xdel(this.key, ...ids).catch(() => {});
+      if (!this.durable) this.writer.xdel(this.key, ...ids).catch(() => {});
     }
   }
 

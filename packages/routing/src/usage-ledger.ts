@@ -74,6 +74,7 @@ export class UsageLedger {
   private channels = new Map<number, ChannelCharge>();
   /** Holds (of requests a gateway held quota for) → the quota their answer used, until settled. */
   private readonly held = new Map<string, number>();
+  private unsettled: { caller: ModelCaller; quota: number | undefined }[] = [];
   private readonly holds: QuotaHolds;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -93,8 +94,9 @@ export class UsageLedger {
   /**
    * The request has ended. One the gateway held quota for has its key and user charged and its
    * hold given back at once, in one step (awaited: its next request must find its in-flight slot
-   * free); should that fail, the charge waits for the next flush like any other, and the hold runs
-   * out at its expiry. Never throws.
+   * free). Should that fail (Redis away), the same settle is tried again with each flush: it
+   * charges only a hold still held, so a job run again meanwhile (its answer lost with Redis)
+   * is charged once, by whichever settle comes first. Never throws.
    */
   async settle(caller: ModelCaller): Promise<void> {
     if (!caller.hold) return;
@@ -103,13 +105,20 @@ export class UsageLedger {
     try {
       await this.holds.settle(caller.tokenId, caller.userId, caller.hold, quota === undefined ? undefined : { quota });
     } catch (error) {
-      if (quota !== undefined) {
-        this.addToken(caller.tokenId, quota);
-        this.addUser(caller.userId, { quota, requests: 1 });
-        this.schedule();
-      }
+      this.unsettled.push({ caller, quota });
+      this.schedule();
       this.onFlushError(error as Error);
     }
+  }
+
+  /** Settles that failed, tried again (see `settle`). */
+  private settleAgain(): Promise<unknown>[] {
+    const unsettled = this.unsettled;
+    this.unsettled = [];
+    return unsettled.map(({ caller, quota }) =>
+      this.holds.settle(caller.tokenId, caller.userId, caller.hold!, quota === undefined ? undefined : { quota })
+        .catch((e: Error) => this.retry(e, () => this.unsettled.push({ caller, quota }))),
+    );
   }
 
   /** Throws 429 insufficient_quota (x-should-retry: false) when the key or the user is out of quota. */
@@ -190,12 +199,12 @@ export class UsageLedger {
     const tokens = this.tokens;
     const users = this.users;
     const channels = this.channels;
-    if (tokens.size === 0 && users.size === 0 && channels.size === 0) return this.flushing;
+    if (tokens.size === 0 && users.size === 0 && channels.size === 0 && this.unsettled.length === 0) return this.flushing;
     this.tokens = new Map();
     this.users = new Map();
     this.channels = new Map();
     const now = Math.floor(Date.now() / 1000);
-    const writes: Promise<unknown>[] = [];
+    const writes: Promise<unknown>[] = this.settleAgain();
     for (const [id, quota] of tokens) {
       writes.push(this.redis.gwChargeToken(keys.token(id), quota, now).catch((e: Error) => this.retry(e, () => this.addToken(id, quota))));
     }

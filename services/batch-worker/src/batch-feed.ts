@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
 import type { KeyHolder, ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
-import { JobClient, ReplyInbox, type Redis } from '@gateway/queue';
+import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { validateLines } from './validate-lines.ts';
 
@@ -32,7 +32,12 @@ interface InFlight {
   queued: boolean;
   /** Seen missing from its queue once: lost if still missing at the next sweep. */
   missing?: boolean;
+  /** Gives back what its admission held, when its job is removed unrun. */
+  unrun?: () => void;
 }
+
+/** Redis away is a 503 to wait out, not an internal error. */
+const asGatewayError = (error: unknown) => (isRedisUnavailable(error) ? redisUnavailableError() : GatewayError.from(error));
 
 /** A line's job: named by its batch, line and attempt, so a takeover can follow it. */
 const jobIdOf = (batchId: string, line: LineToRun) => `${batchId}:${line.line}:${line.attempt}`;
@@ -60,6 +65,7 @@ export class BatchFeed {
   private wake: (() => void) | undefined;
   private inbox: ReplyInbox | undefined;
   private jobs: JobClient | undefined;
+  private expiring = false;
 
   constructor(batch: BatchRow, deps: BatchFeedDeps) {
     this.batch = batch;
@@ -82,9 +88,12 @@ export class BatchFeed {
       if (this.batch.status === 'validating' && !(await this.validate())) return;
       await this.feed();
     } finally {
-      for (const entry of this.inFlight.values()) entry.controller.abort();
-      await this.flush().catch(() => {});
+      this.stopped = true;
+      // Lines not yet queued stop here; queued ones run on, their jobs left for the next holder
+      // to follow (their waiters here end with the inbox, and are ignored).
+      for (const entry of this.inFlight.values()) if (!entry.queued) entry.controller.abort();
       await this.inbox?.stop();
+      await this.flush().catch(() => {});
       await this.jobs?.close();
     }
   }
@@ -111,7 +120,9 @@ export class BatchFeed {
 
   private async feed(): Promise<void> {
     const { deps } = this;
-    this.inbox = new ReplyInbox(this.batch.id, deps.openReader(), deps.redis);
+    // Replies stay in the batch's stream until their results are in PostgreSQL (see flush): a
+    // holder killed before it wrote them leaves them for the next, which reads the stream again.
+    this.inbox = new ReplyInbox(this.batch.id, deps.openReader(), deps.redis, { durable: true });
     this.jobs = new JobClient(deps.redis, this.inbox, { shards: deps.shards });
     // Lines sent before a takeover: follow their jobs (registered before the inbox reads, so a
     // reply that came meanwhile is not missed).
@@ -124,34 +135,47 @@ export class BatchFeed {
     let sweptAt = Date.now();
     let flushedAt = Date.now();
     while (!this.stopped) {
-      const now = Date.now();
-      if (now - checkedAt >= STATUS_EVERY_MS) {
-        status = await deps.runs.statusOf(this.batch.id);
-        checkedAt = now;
-      }
-      const expired = now >= Number(this.batch.expires_at) * 1000;
-      const ending = status === 'cancelling' || expired || status === undefined;
-      if (!ending && !exhausted && this.inFlight.size < deps.window) {
-        const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size);
-        if (lines.length === 0) exhausted = true;
-        for (const line of lines) this.send(line);
-      }
-      if (now - flushedAt >= FLUSH_EVERY_MS || this.results.length >= 256) {
-        await this.flush();
-        flushedAt = now;
-      }
-      if (now - sweptAt >= SWEEP_EVERY_MS) {
-        await this.sweep();
-        sweptAt = now;
-      }
-      if (this.inFlight.size === 0 && this.results.length === 0 && (exhausted || ending)) {
-        if (status === undefined) return;
-        if (exhausted && !ending && (await deps.runs.openLines(this.batch.id)) > 0) {
-          exhausted = false; // a line given back for another attempt
-          continue;
+      try {
+        const now = Date.now();
+        if (now - checkedAt >= STATUS_EVERY_MS) {
+          status = await deps.runs.statusOf(this.batch.id);
+          checkedAt = now;
         }
-        await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : 'completed');
-        return;
+        const expired = this.expired(now);
+        if (expired && !this.expiring) this.expire();
+        const ending = status === 'cancelling' || expired || status === undefined;
+        if (!ending && !exhausted && this.inFlight.size < deps.window) {
+          const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size);
+          if (lines.length === 0) exhausted = true;
+          for (const line of lines) this.send(line);
+        }
+        if (now - flushedAt >= FLUSH_EVERY_MS || this.results.length >= 256) {
+          await this.flush();
+          flushedAt = now;
+        }
+        // Past expiry, the lines it cancelled are looked for often, to end the batch soon.
+        if (now - sweptAt >= (expired ? STATUS_EVERY_MS : SWEEP_EVERY_MS)) {
+          await this.sweep(expired ? STATUS_EVERY_MS : SWEEP_EVERY_MS);
+          sweptAt = now;
+        }
+        if (this.inFlight.size === 0 && this.results.length === 0 && (exhausted || ending)) {
+          if (status === undefined) return;
+          if (exhausted && !ending && (await deps.runs.openLines(this.batch.id)) > 0) {
+            exhausted = false; // a line given back for another attempt
+            // A line marked sent that this feed does not hold (its retry not written while
+            // PostgreSQL was away): followed, and sent again once its job is seen missing.
+            for (const line of await deps.runs.linesInFlight(this.batch.id)) if (!this.inFlight.has(line.line)) this.follow(line);
+            continue;
+          }
+          await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : 'completed');
+          return;
+        }
+      } catch (error) {
+        // PostgreSQL (or Redis) away: the lines in flight run on, their results wait in memory,
+        // and feeding resumes when it is back. The runner stops this feed if the lease is lost.
+        deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch paused: its database or Redis is unavailable; trying again');
+        await sleep(1000);
+        continue;
       }
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -161,12 +185,31 @@ export class BatchFeed {
     }
   }
 
+  private expired(now = Date.now()): boolean {
+    return now >= Number(this.batch.expires_at) * 1000;
+  }
+
+  /**
+   * The completion window is over: what has not run will not. Lines not yet queued stop at
+   * once; queued ones are cancelled (removed while they wait, stopped where they run). A line
+   * whose job then ends without a reply is left open, to end as `batch_expired`; one whose
+   * answer came first anyway (it was charged) is recorded as answered.
+   */
+  private expire(): void {
+    this.expiring = true;
+    for (const entry of this.inFlight.values()) {
+      if (!entry.queued) entry.controller.abort('expired');
+      else this.jobs!.cancelById(this.queue, jobIdOf(this.batch.id, entry.line), entry.unrun);
+    }
+  }
+
   private async end(end: 'completed' | 'cancelled' | 'expired'): Promise<void> {
     const { runs, log } = this.deps;
     if (end === 'completed') await runs.finalizing(this.batch.id);
     else await runs.endOpenLines(this.batch.id, end === 'cancelled' ? cancelledLine : expiredLine);
     const made = await createBatchResultFiles(this.deps.database, this.batch.id, this.batch.user_id);
     await runs.end(this.batch.id, end, made);
+    await this.inbox?.remove().catch(() => {});
     log.info({ batch: this.batch.id, end }, 'batch ended');
   }
 
@@ -192,25 +235,30 @@ export class BatchFeed {
     const { line } = entry;
     const endpoint = batchEndpoints[this.batch.endpoint]!;
     const requestId = randomUUID();
-    const deadline = Math.min(Date.now() + deps.lineTimeoutMs, Number(this.batch.expires_at) * 1000);
+    // Not cut at the batch's expiry: `expire` cancels what is left then, and a line that was
+    // answered at that moment is recorded, not lost.
+    const deadline = Date.now() + deps.lineTimeoutMs;
     try {
       // Validated when the batch was: stored as the schema gave it.
       const request = JSON.parse(line.body) as { model: string };
-      const holder = await deps.holderOf(this.batch);
+      let holder: KeyHolder;
       let admitted;
       for (;;) {
         try {
-          admitted = await deps.admission.admit({ 'x-priority': 'batch' }, holder, this.queue, endpoint.worstCase(request), deadline);
+          holder = await deps.holderOf(this.batch);
+          admitted = await deps.admission.admit({ 'x-priority': 'batch' }, holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true });
           break;
         } catch (error) {
-          // The key's rate or in-flight cap: the line waits its turn, as a client would retry.
-          const refusal = GatewayError.from(error);
-          if (refusal.code !== 'rate_limited' || entry.controller.signal.aborted || Date.now() >= deadline) throw refusal;
+          // The key's rate or in-flight cap, or Redis away: the line waits its turn, as a client
+          // would retry.
+          const refusal = asGatewayError(error);
+          if ((refusal.code !== 'rate_limited' && refusal.code !== 'overloaded') || entry.controller.signal.aborted || Date.now() >= deadline) throw refusal;
           await sleep((refusal.retryAfter ?? 1) * 1000, undefined, { signal: entry.controller.signal }).catch(() => {});
         }
       }
       entry.queued = true;
       entry.sentAt = Date.now();
+      entry.unrun = admitted.unrun;
       const payload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group, ...(admitted.hold ? { hold: admitted.hold } : {}) }, request };
       const text = await this.jobs!.requestText(this.queue, payload, {
         requestId,
@@ -223,7 +271,7 @@ export class BatchFeed {
       });
       this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null });
     } catch (error) {
-      this.failed(entry, GatewayError.from(error), requestId);
+      this.failed(entry, asGatewayError(error), requestId);
     }
   }
 
@@ -240,28 +288,45 @@ export class BatchFeed {
    */
   private failed(entry: InFlight, error: GatewayError, requestId: string): void {
     if (this.inFlight.get(entry.line.line) !== entry) return;
-    const lost = entry.controller.signal.reason === 'lost';
-    if (entry.controller.signal.aborted && !lost) return; // stopping: left for the next holder
-    const retryable = lost || error.code === 'timeout' || (error.code === 'overloaded' && error.status === 503);
-    const expired = Date.now() >= Number(this.batch.expires_at) * 1000;
-    if (retryable && !expired && entry.line.attempt < this.deps.attempts) {
+    if (this.stopped) return; // stopping: left for the next holder
+    const reason: unknown = entry.controller.signal.reason;
+    const lost = reason === 'lost';
+    const expired = this.expired();
+    if (reason === 'expired' || (lost && expired)) {
+      // Stopped or cancelled unrun at the batch's expiry: left open, it ends as `batch_expired`.
       this.inFlight.delete(entry.line.line);
+      this.wake?.();
+      return;
+    }
+    const retryable = lost || error.code === 'timeout' || (error.code === 'overloaded' && error.status === 503);
+    if (retryable && !expired && entry.line.attempt < this.deps.attempts) {
+      // Held in flight until its next attempt is written and sent.
       void this.deps.runs.retry(this.batch.id, entry.line.line).then((attempt) => {
+        if (this.inFlight.get(entry.line.line) === entry) this.inFlight.delete(entry.line.line);
         if (attempt > 0 && !this.stopped) this.send({ ...entry.line, attempt });
-      }, () => {});
-      this.inFlight.set(entry.line.line, entry); // held until the retry is sent
+      }, () => {
+        // Not written: the line stays marked sent, and is found again before the batch ends.
+        if (this.inFlight.get(entry.line.line) === entry) this.inFlight.delete(entry.line.line);
+        this.wake?.();
+      });
       return;
     }
     this.done(entry, { line: entry.line.line, statusCode: error.status, requestId, response: JSON.stringify(openaiErrorBody(error)), error: { code: error.code, message: error.message } });
   }
 
-  /** Writes the results gathered; kept for the next flush while PostgreSQL is away. */
+  /**
+   * Writes the results gathered; kept for the next flush while PostgreSQL is away. Then the
+   * replies they came from leave the batch's reply stream: every reply read before this flush
+   * began is among them (see `ReplyInbox.lastRead`).
+   */
   private async flush(): Promise<void> {
     if (this.results.length === 0) return;
+    const read = this.inbox?.lastRead;
     const results = this.results;
     this.results = [];
     try {
       await this.deps.runs.record(this.batch.id, results);
+      if (read) await this.inbox!.trimBefore(read).catch(() => {});
     } catch (error) {
       this.results = results.concat(this.results);
       this.deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');
@@ -270,10 +335,10 @@ export class BatchFeed {
   }
 
   /** Lines whose job left its queue without a reply (a crash, a Redis restart) are sent again. */
-  private async sweep(): Promise<void> {
+  private async sweep(minAgeMs: number): Promise<void> {
     const now = Date.now();
     for (const entry of [...this.inFlight.values()]) {
-      if (!entry.queued || now - entry.sentAt < SWEEP_EVERY_MS || entry.controller.signal.aborted) continue;
+      if (!entry.queued || now - entry.sentAt < minAgeMs || entry.controller.signal.aborted) continue;
       const exists = await this.jobs!.exists(this.queue, jobIdOf(this.batch.id, entry.line)).catch(() => true);
       if (exists) entry.missing = false;
       else if (entry.missing) entry.controller.abort('lost');
