@@ -6,7 +6,8 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, tenants
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants
+ *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
  *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
@@ -18,7 +19,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import os from 'node:os';
 import { Redis } from 'ioredis';
-import { freePort, repoRoot, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
+import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
+import { runBatch, postgresCpuMs, postgresMemoryMb } from './batch.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
@@ -27,7 +29,8 @@ const costRequests = 3000;
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const burstUpstreamMs = 20;
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,tenants').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants').split(','));
+const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
 
@@ -183,8 +186,11 @@ const portkey = await startPortkey();
 const limited = await startMock();
 // The load generator is one client address holding the whole burst open at once, against the
 // gateway's default settings: the front door counts no connections.
+// The Batch API's PostgreSQL (a private one, fsync off as in the tests), only when it is measured.
+const postgres = parts.has('batch') ? await spawnPostgres() : undefined;
 const env = {
   ...(cluster ? { REDIS_CLUSTER_NODES: cluster.seeds } : { REDIS_URL: redisServer!.url }), QUEUE_SHARDS: queueShards, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+  ...(postgres ? { DATABASE_URL: postgres.url } : {}),
   ...(process.env.BENCH_PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.BENCH_PROFILE}` } : {}),
 };
 const quiet = { keepLogs: false };
@@ -193,6 +199,8 @@ try {
   progress('starting the gateway and workers…');
   services.push(await startService('admin-worker', env, 20_000, quiet));
   services.push(await startService('completion-worker', env, 20_000, quiet));
+  const batchWorker = postgres ? await startService('batch-worker', env, 20_000, quiet) : undefined;
+  if (batchWorker) services.push(batchWorker);
   const gateway = await startService('gateway', { ...env, ...(process.env.BENCH_GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_GATEWAY_NODE_OPTIONS } : {}) }, 20_000, quiet);
   services.push(gateway);
 
@@ -414,6 +422,68 @@ try {
     figures.memory = { gatewayPeakRssMb: peakRss, redisBaselineMb: redisBaseline, redisPeakMb: peakRedis, redisAfterMb: redisAfter };
   }
 
+  /** The interactive load beside a burst or a batch (BENCH_INTERACTIVE connections, 0 for none). */
+  const interactiveBeside = () => {
+    const connections = Number(process.env.BENCH_INTERACTIVE ?? 4);
+    if (connections > 0) return load({ ...through('bench-model'), connections, duration: 600 });
+    const none: LoadResult = { requests: 0, rps: 0, p50: 0, p99: 0, max: 0, non2xx: 0, errors: 0, timeouts: 0, durationMs: 0, ok: 0, statusCodes: {}, cpuMs: 0 };
+    return { stop: () => {}, done: Promise.resolve(none) };
+  };
+
+  if (parts.has('batch')) {
+    // The same work as the burst, brought as batch users bring it: one file, one batch, through
+    // the Batch API, on the burst's channel (32 slots, 20 ms), with the interactive load beside it.
+    const user = await admin('POST', '/api/user/', { username: 'bench-batch', password: 'bench-batch-password' });
+    const batchKey = (await admin('POST', '/api/token/', { name: 'batch', user_id: user.id, unlimited_quota: true })).key as string;
+    const memoryOf = {
+      gateway: () => rssMb(gateway.child.pid!),
+      'batch worker': () => rssMb(batchWorker!.child.pid!),
+      'completion worker': () => rssMb(services[1]!.child.pid!),
+      Redis: usedMemoryMb,
+      PostgreSQL: () => postgresMemoryMb(postgres!.pid),
+    };
+    for (const lines of batchSizes) {
+      await limited.control({ cmd: 'reset' });
+      await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
+      await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
+      progress(`batch: ${lines} lines through the Batch API, with interactive load beside it…`);
+      const batchProcesses: [string, () => number][] = [
+        ...[...serviceProcesses, ['batch-worker', batchWorker!.child.pid!] as [string, number], ['upstream', limited.child.pid!] as [string, number], ['interactive upstream', mock.child.pid!] as [string, number]]
+          .map(([name, pid]) => [name, () => cpuMs(pid)] as [string, () => number]),
+        ['PostgreSQL', () => postgresCpuMs(postgres!.pid)],
+      ];
+      const cpuBefore = batchProcesses.map(([, spent]) => spent());
+      const startedAt = performance.now();
+      const interactive = interactiveBeside();
+      const run = await runBatch({ gatewayUrl: gateway.url, key: batchKey, model: 'burst-model', lines, memoryOf });
+      interactive.stop();
+      const interactiveResult = await interactive.done;
+      // CPU each process spent over the run (PostgreSQL: its server and backends).
+      const wallS = (performance.now() - startedAt) / 1000;
+      const batchCpu = [...batchProcesses.map(([name, spent], i) => [name, (spent() - cpuBefore[i]!) / 1000] as const), ['load generator', interactiveResult.cpuMs / 1000] as const];
+      const batchCpuTotal = batchCpu.reduce((sum, [, c]) => sum + c, 0);
+      const upstream = await limited.control({ cmd: 'stats' });
+      await limited.control({ cmd: 'reset' });
+      const physicalS = (lines / burstLimit) * burstUpstreamMs / 1000;
+      const scenario = `batch ${lines.toLocaleString('en')} lines, limit ${burstLimit}`;
+      const slots = upstream.meanInFlight / burstLimit;
+      const memory = Object.entries(run.memory).map(([name, m]) => `${name} ${m.before.toFixed(0)}→${m.peak.toFixed(0)}→${m.after.toFixed(0)}`).join(', ');
+      rows.push(
+        {
+          scenario, path: 'through the Batch API', 'req/s': Math.round(lines / (run.finishedMs / 1000)), 'p50 ms': '', 'p99 ms': '', errors: lines - run.completed,
+          note: `slots ${(100 * slots).toFixed(1)}% busy (${upstream.meanInFlight.toFixed(1)} of ${burstLimit} in flight on average), ${upstream.overLimit} over-limit; ` +
+            `created → completed ${(run.finishedMs / 1000).toFixed(2)} s (${(100 * run.finishedMs / 1000 / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s; ` +
+            `upload ${(run.uploadMs / 1000).toFixed(2)} s before it, validation ${(run.validatedMs / 1000).toFixed(2)} s, first line to last ${(run.runningMs / 1000).toFixed(2)} s = ${(100 * run.runningMs / 1000 / physicalS).toFixed(0)}%)`,
+        },
+        { scenario: `interactive c=${process.env.BENCH_INTERACTIVE ?? 4} during the batch of ${lines.toLocaleString('en')}`, path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: 'target p99 under 100 ms' },
+        { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}` },
+        { scenario: `memory, batch of ${lines.toLocaleString('en')}`, path: 'MB before → peak → after', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: memory },
+      );
+      (figures.batch ??= {} as Record<string, unknown>) as Record<string, unknown>;
+      (figures.batch as Record<string, unknown>)[String(lines)] = { ...run, upstream, physicalS, slots, interactive: interactiveResult };
+    }
+  }
+
   if (parts.has('tenants')) {
     // Two tenants (users of their own) on the burst's channel (32 slots, 20 ms): one bursts
     // 5,000 interactive requests at once, the other sends one request at a time throughout. The
@@ -459,5 +529,6 @@ try {
   limited.child.kill();
   for (const n of redisNodes) n.client.disconnect();
   await redisServer?.close();
+  await postgres?.close();
   await cluster?.close();
 }

@@ -8,6 +8,8 @@ import { migrate, startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/
 export interface TestPostgres {
   /** DATABASE_URL of its database, migrated. */
   url: string;
+  /** The server's process id now (it changes with a restart); 0 while stopped. */
+  readonly pid: number;
   /** Stops the server (SIGKILL when `hard`), keeping its data for `restart`. */
   stop(options?: { hard?: boolean }): Promise<void>;
   /** Starts it again on the same port and data, after `stop`. */
@@ -72,6 +74,9 @@ export async function spawnPostgres(): Promise<TestPostgres> {
   await migrate(url);
   return {
     url,
+    get pid() {
+      return server?.pid ?? 0;
+    },
     stop,
     restart: start,
     async close() {

@@ -144,7 +144,10 @@ export class BatchFeed {
         const expired = this.expired(now);
         if (expired && !this.expiring) this.expire();
         const ending = status === 'cancelling' || expired || status === undefined;
-        if (!ending && !exhausted && this.inFlight.size < deps.window) {
+        // Topped up a quarter of the window at a time, not line by line: one query for many
+        // lines, and the channel's slots stay fed from the three quarters still in flight.
+        const free = deps.window - this.inFlight.size;
+        if (!ending && !exhausted && (free >= Math.max(1, deps.window >> 2) || (free > 0 && this.inFlight.size === 0))) {
           const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size);
           if (lines.length === 0) exhausted = true;
           for (const line of lines) this.send(line);
