@@ -57,6 +57,19 @@ export function batchObject(row: BatchRow): BatchObject {
   };
 }
 
+/** A batch as administrators see it: OpenAI's object, and whose it is. */
+export type OwnedBatch = BatchObject & { user_id: number };
+
+const ownedBatchObject = (row: BatchRow): OwnedBatch => ({ ...batchObject(row), user_id: row.user_id });
+
+/** Which batches an administrator's page holds: the `page`th of `pageSize`, by owner and status. */
+export interface BatchPageQuery {
+  page: number;
+  pageSize: number;
+  userId?: number;
+  statuses?: readonly BatchStatus[];
+}
+
 /**
  * Batches as their owners and administrators see them: created, read, listed and cancelled. What
  * runs them is `BatchRuns`.
@@ -82,9 +95,20 @@ export class BatchStore {
 
   /** The batch, if it exists and (when `userId` is given) belongs to that user. */
   async get(id: string, userId?: number): Promise<BatchObject | undefined> {
+    const row = await this.row(id, userId);
+    return row && batchObject(row);
+  }
+
+  /** Any user's batch, with its owner (administrators). */
+  async getAny(id: string): Promise<OwnedBatch | undefined> {
+    const row = await this.row(id);
+    return row && ownedBatchObject(row);
+  }
+
+  private async row(id: string, userId?: number): Promise<BatchRow | undefined> {
     const { rows } = await this.db.query<BatchRow>(
       `SELECT * FROM batches WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2)`, [id, userId ?? null]);
-    return rows[0] && batchObject(rows[0]);
+    return rows[0];
   }
 
   /**
@@ -103,20 +127,43 @@ export class BatchStore {
   }
 
   /**
+   * A page of every user's batches for administrators, newest first, with the number of batches
+   * the filter matches (new-api's pages: `p` and `page_size`, not OpenAI's cursor).
+   */
+  async page(query: BatchPageQuery): Promise<{ items: OwnedBatch[]; total: number }> {
+    const filter = `($1::integer IS NULL OR user_id = $1) AND ($2::text[] IS NULL OR status = ANY($2))`;
+    const params = [query.userId ?? null, query.statuses ?? null];
+    const [{ rows }, counted] = await Promise.all([
+      this.db.query<BatchRow>(`SELECT * FROM batches WHERE ${filter} ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+        [...params, query.pageSize, (query.page - 1) * query.pageSize]),
+      this.db.query<{ n: string }>(`SELECT count(*) AS n FROM batches WHERE ${filter}`, params),
+    ]);
+    return { items: rows.map(ownedBatchObject), total: Number(counted.rows[0]!.n) };
+  }
+
+  /**
    * Asks a batch to stop: `validating` or `in_progress` becomes `cancelling` (its batch worker
    * stops feeding it, lets its lines in flight end, then marks it `cancelled`). Undefined when it
    * does not exist for this user; a batch already ending is returned as it is.
    */
   async cancel(id: string, userId?: number): Promise<BatchObject | undefined> {
+    const row = await this.cancelRow(id, userId);
+    return row && batchObject(row);
+  }
+
+  /** The same for any user's batch (administrators), with its owner. */
+  async cancelAny(id: string): Promise<OwnedBatch | undefined> {
+    const row = await this.cancelRow(id);
+    return row && ownedBatchObject(row);
+  }
+
+  private async cancelRow(id: string, userId?: number): Promise<BatchRow | undefined> {
     const { rows } = await this.db.query<BatchRow>(
       `UPDATE batches SET status = 'cancelling', cancelling_at = $3
        WHERE id = $1 AND ($2::integer IS NULL OR user_id = $2) AND status IN ('validating', 'in_progress')
        RETURNING *`,
       [id, userId ?? null, unixNow()],
     );
-    if (rows[0]) {
-      return batchObject(rows[0]);
-    }
-    return this.get(id, userId);
+    return rows[0] ?? this.row(id, userId);
   }
 }

@@ -227,6 +227,12 @@ export class UserStore {
     return { items: matches.slice((page - 1) * pageSize, page * pageSize), total: matches.length, page, page_size: pageSize };
   }
 
+  /** Users' names by id, read in one round trip; a user deleted since is not in the map. */
+  async usernames(ids: readonly number[]): Promise<Map<number, string>> {
+    const users = await this.getMany([...new Set(ids)].map(String));
+    return new Map(users.map((user) => [user.id, user.username]));
+  }
+
   private getMany(ids: string[]): Promise<StoredUser[]> {
     return readRecords(this.redis, keys.user, ids, decodeUser);
   }

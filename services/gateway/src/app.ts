@@ -7,6 +7,7 @@ import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gatewa
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
 import { QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
+import { BatchOverview } from './batch-overview.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
@@ -161,7 +162,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
   const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });
   const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
-  app.register(managementApi, { ...management, users: deps.store.users, prefix: '/api' });
+  const batches = new BatchOverview(deps.database, deps.store.users);
+  app.register(managementApi, { ...management, users: deps.store.users, batches, prefix: '/api' });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed; admission reads the
@@ -188,7 +190,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
   });
-  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads });
+  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
 
   return {
     app,

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { username } from './username.ts';
+import { BATCH_STATUSES, type BatchStatus } from '../wire/openai-batch.ts';
 
 const id = z.coerce.number().int().positive();
 const nonNegative = z.number().int().min(0);
@@ -213,6 +214,21 @@ export const listChannelsQuery = z.strictObject({
 export const listTokensQuery = z.strictObject({ ...pageQuery, user_id: z.coerce.number().int().positive().optional() });
 export const idParam = z.strictObject({ id });
 
+/** One status, or several separated by commas (`in_progress,finalizing`). */
+const batchStatuses = z.string().transform((value, ctx) => {
+  const statuses = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = statuses.filter((s) => !(BATCH_STATUSES as readonly string[]).includes(s));
+  if (statuses.length === 0 || unknown.length > 0) {
+    ctx.addIssue({ code: 'custom', message: `must be one or more of ${BATCH_STATUSES.join(', ')}, separated by commas` });
+    return z.NEVER;
+  }
+  return statuses as BatchStatus[];
+});
+/** Every user's batches, for administrators: newest first, by owner and status. */
+export const listBatchesQuery = z.strictObject({ ...pageQuery, user_id: z.coerce.number().int().positive().optional(), status: batchStatuses.optional() });
+/** A batch's id (OpenAI's `batch_…`). */
+export const batchIdParam = z.strictObject({ id: z.string().min(1).max(128) });
+
 export type LoginBody = z.infer<typeof loginBody>;
 export type LoginJob = z.infer<typeof loginJob>;
 export type CreateUserBody = z.infer<typeof createUserBody>;
@@ -224,3 +240,4 @@ export type UpdateTokenBody = z.infer<typeof updateTokenBody>;
 export type ListUsersQuery = z.infer<typeof listUsersQuery>;
 export type ListChannelsQuery = z.infer<typeof listChannelsQuery>;
 export type ListTokensQuery = z.infer<typeof listTokensQuery>;
+export type ListBatchesQuery = z.infer<typeof listBatchesQuery>;

@@ -42,7 +42,10 @@ export const batchInputLineSchema = z.strictObject({
 });
 export type BatchInputLine = z.infer<typeof batchInputLineSchema>;
 
-export type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
+export const BATCH_STATUSES = ['validating', 'failed', 'in_progress', 'finalizing', 'completed', 'expired', 'cancelling', 'cancelled'] as const;
+export type BatchStatus = (typeof BATCH_STATUSES)[number];
+/** The statuses of a batch that has not ended yet: a batch worker holds it, or will take it. */
+export const RUNNING_BATCH_STATUSES: readonly BatchStatus[] = ['validating', 'in_progress', 'finalizing', 'cancelling'];
 
 /** A line that failed validation, named by its line number (1-based, as OpenAI's). */
 export interface BatchLineError {

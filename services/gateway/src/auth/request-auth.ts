@@ -5,7 +5,7 @@
  * request.
  */
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import type { Actor } from '@gateway/contracts';
+import { forbidden, Role, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from './access-token.ts';
 import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
@@ -30,6 +30,18 @@ export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolea
 export function accessTokenHook(users: UserStore, needsActor: (request: FastifyRequest) => boolean): onRequestAsyncHookHandler {
   return async (request) => {
     if (needsActor(request)) request.actor = await authenticateAccessToken(users, request.headers);
+  };
+}
+
+/**
+ * An administrator's access token (role ≥ 10), for the management routes the gateway answers
+ * itself rather than through the admin queue: a common user's is a 403, as the admin worker's.
+ */
+export function administratorHook(users: UserStore): onRequestAsyncHookHandler {
+  return async (request) => {
+    const actor = await authenticateAccessToken(users, request.headers);
+    if (actor.role < Role.admin) throw forbidden('insufficient privileges for this operation');
+    request.actor = actor;
   };
 }
 

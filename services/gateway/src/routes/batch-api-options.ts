@@ -12,7 +12,7 @@ export interface BatchApiOptions {
 }
 
 /** The database, or a 503 saying this gateway has none. */
-export function databaseOf(options: BatchApiOptions): Database {
+export function databaseOf(options: Pick<BatchApiOptions, 'database'>): Database {
   if (!options.database) {
     throw new GatewayError({ status: 503, code: 'overloaded', message: 'the Files and Batch APIs need PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
   }

@@ -1,5 +1,6 @@
 /**
- * The queue dashboard (bull-board) at /admin/queues, for administrators only. A browser signs
+ * The queue dashboard (bull-board) at /admin/queues, for administrators only, and beside it a
+ * page of every user's batches and their progress (/admin/queues/batches). A browser signs
  * in with a form that sets an HttpOnly session cookie; an API access token works too. Anyone
  * else gets 401 (and the sign-in form), never a byte of the board, not even its static files.
  * Changing jobs (retry, remove, clean…) is for root; other administrators only look.
@@ -15,6 +16,9 @@ import type { JobClient } from '@gateway/queue';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import type { BatchOverview } from '../batch-overview.ts';
+import { batchErrorPage, batchPageView, batchProgressPage, BATCH_PAGE_HEADERS, overviewQuery } from '../dashboard/batch-progress-page.ts';
+import { escapeHtml } from '../dashboard/html.ts';
 import { crossOriginProblem } from '../dashboard/same-origin.ts';
 import { shownJobData, type PayloadDisplay } from '../dashboard/shown-job-data.ts';
 import { setRetryHeaders } from '../error-formats.ts';
@@ -30,6 +34,8 @@ export interface DashboardOptions {
   bodyLimitBytes: number;
   /** How much of a job's payload (prompts, speech text) the board shows: DASHBOARD_PAYLOADS. */
   payloads: PayloadDisplay;
+  /** Every user's batches, for the batch page. */
+  batches: BatchOverview;
 }
 
 /** A session this gateway could have set (43 base64url characters); any other value is none. */
@@ -60,8 +66,6 @@ async function actorOf(request: FastifyRequest, store: Store): Promise<Actor> {
   if (request.headers.authorization) return authenticateAccessToken(store.users, request.headers);
   throw unauthenticated('sign in to see the queue dashboard');
 }
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function signInPage(message = ''): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · queue dashboard</title>
@@ -149,6 +153,21 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       }
     });
 
+    // The batch page: under the board's path, so the session cookie (path /admin/queues) and
+    // this guard cover it as they do the board. Read-only, like the board for administrators.
+    board.get('/batches', async (request, reply) => {
+      const view = batchPageView(request.query);
+      reply.headers(BATCH_PAGE_HEADERS).type('text/html; charset=utf-8');
+      try {
+        return batchProgressPage(DASHBOARD_PATH, view, await options.batches.page(overviewQuery(view)));
+      } catch (error) {
+        if (!(error instanceof GatewayError)) request.log.error({ err: error, reqId: request.id }, 'unhandled error');
+        const failure = GatewayError.from(error);
+        setRetryHeaders(reply, failure);
+        return reply.status(failure.status).send(batchErrorPage(DASHBOARD_PATH, failure.message));
+      }
+    });
+
     const serverAdapter = new FastifyAdapter();
     serverAdapter.setBasePath(DASHBOARD_PATH);
     // Every shard of every queue; shards past the first are shown as `s<i>:<queue>`.
@@ -166,7 +185,7 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
     createBullBoard({
       queues: adapters,
       serverAdapter,
-      options: { uiConfig: { boardTitle: 'AI gateway queues' } },
+      options: { uiConfig: { boardTitle: 'AI gateway queues', miscLinks: [{ text: 'Batches', url: `${DASHBOARD_PATH}/batches` }] } },
     });
     await board.register(serverAdapter.registerPlugin());
   });
