@@ -66,6 +66,8 @@ export class BatchFeed {
   private inbox: ReplyInbox | undefined;
   private jobs: JobClient | undefined;
   private expiring = false;
+  /** The flush under way: results are written beside the feeding, never in its way. */
+  private flushing: Promise<void> | undefined;
 
   constructor(batch: BatchRow, deps: BatchFeedDeps) {
     this.batch = batch;
@@ -93,6 +95,7 @@ export class BatchFeed {
       // to follow (their waiters here end with the inbox, and are ignored).
       for (const entry of this.inFlight.values()) if (!entry.queued) entry.controller.abort();
       await this.inbox?.stop();
+      await this.flushing;
       await this.flush().catch(() => {});
       await this.jobs?.close();
     }
@@ -152,8 +155,11 @@ export class BatchFeed {
           if (lines.length === 0) exhausted = true;
           for (const line of lines) this.send(line);
         }
-        if (now - flushedAt >= FLUSH_EVERY_MS || this.results.length >= 256) {
-          await this.flush();
+        if (!this.flushing && this.results.length > 0 && (now - flushedAt >= FLUSH_EVERY_MS || this.results.length >= 256)) {
+          this.flushing = this.flush().finally(() => {
+            this.flushing = undefined;
+            this.wake?.();
+          });
           flushedAt = now;
         }
         // Past expiry, the lines it cancelled are looked for often, to end the batch soon.
@@ -161,7 +167,7 @@ export class BatchFeed {
           await this.sweep(expired ? STATUS_EVERY_MS : SWEEP_EVERY_MS);
           sweptAt = now;
         }
-        if (this.inFlight.size === 0 && this.results.length === 0 && (exhausted || ending)) {
+        if (this.inFlight.size === 0 && this.results.length === 0 && !this.flushing && (exhausted || ending)) {
           if (status === undefined) return;
           if (exhausted && !ending && (await deps.runs.openLines(this.batch.id)) > 0) {
             exhausted = false; // a line given back for another attempt
@@ -340,12 +346,12 @@ export class BatchFeed {
   /** Lines whose job left its queue without a reply (a crash, a Redis restart) are sent again. */
   private async sweep(minAgeMs: number): Promise<void> {
     const now = Date.now();
-    for (const entry of [...this.inFlight.values()]) {
-      if (!entry.queued || now - entry.sentAt < minAgeMs || entry.controller.signal.aborted) continue;
+    const due = [...this.inFlight.values()].filter((entry) => entry.queued && now - entry.sentAt >= minAgeMs && !entry.controller.signal.aborted);
+    await Promise.all(due.map(async (entry) => {
       const exists = await this.jobs!.exists(this.queue, jobIdOf(this.batch.id, entry.line)).catch(() => true);
       if (exists) entry.missing = false;
       else if (entry.missing) entry.controller.abort('lost');
       else entry.missing = true;
-    }
+    }));
   }
 }
