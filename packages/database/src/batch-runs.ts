@@ -112,23 +112,30 @@ export class BatchRuns {
     return rows.map((r) => ({ line: r.line_no, customId: r.custom_id, body: r.body, attempt: r.attempts }));
   }
 
-  /** The next `count` waiting lines, in order, marked sent (their attempt counted). */
-  async nextLines(batchId: string, count: number): Promise<LineToRun[]> {
+  /**
+   * The next `count` waiting lines, in order, marked sent (their attempt counted); none unless
+   * `runner` still holds the batch's lease, so a worker that lost it sends nothing more.
+   */
+  async nextLines(batchId: string, count: number, runner: string): Promise<LineToRun[]> {
     if (count <= 0) return [];
     const { rows } = await this.db.query<{ line_no: number; custom_id: string; body: string; attempts: number }>(
       `UPDATE batch_lines l SET state = 1, attempts = l.attempts + 1
-       FROM (SELECT line_no FROM batch_lines WHERE batch_id = $1 AND state = 0 ORDER BY line_no LIMIT $2) n
+       FROM (SELECT line_no FROM batch_lines WHERE batch_id = $1 AND state = 0
+               AND EXISTS (SELECT 1 FROM batches WHERE id = $1 AND runner = $3 AND lease_until > $4)
+             ORDER BY line_no LIMIT $2) n
        WHERE l.batch_id = $1 AND l.line_no = n.line_no
        RETURNING l.line_no, l.custom_id, l.body, l.attempts`,
-      [batchId, count],
+      [batchId, count, runner, Date.now()],
     );
     return rows.map((r) => ({ line: r.line_no, customId: r.custom_id, body: r.body, attempt: r.attempts })).sort((a, b) => a.line - b.line);
   }
 
   /** A line to run again (its job was lost, or timed out): its next attempt gets a new job. */
-  async retry(batchId: string, line: number): Promise<number> {
+  async retry(batchId: string, line: number, runner: string): Promise<number> {
     const { rows } = await this.db.query<{ attempts: number }>(
-      `UPDATE batch_lines SET attempts = attempts + 1 WHERE batch_id = $1 AND line_no = $2 AND state = 1 RETURNING attempts`, [batchId, line]);
+      `UPDATE batch_lines SET attempts = attempts + 1 WHERE batch_id = $1 AND line_no = $2 AND state = 1
+         AND EXISTS (SELECT 1 FROM batches WHERE id = $1 AND runner = $3 AND lease_until > $4)
+       RETURNING attempts`, [batchId, line, runner, Date.now()]);
     return rows[0]?.attempts ?? 0;
   }
 

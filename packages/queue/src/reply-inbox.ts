@@ -20,6 +20,11 @@ export interface ReplyInboxOptions {
    * `stop` tells workers at once that nobody waits any more.
    */
   durable?: boolean;
+  /**
+   * How long its heartbeat keeps it alive to workers without a renewal (default INGRESS_TTL_MS).
+   * A durable inbox outlives its reader for as long as a successor may take to come.
+   */
+  heartbeatTtlMs?: number;
 }
 
 /**
@@ -39,6 +44,7 @@ export class ReplyInbox {
   private loop: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private readonly durable: boolean;
+  private readonly heartbeatTtlMs: number;
 
   /** `reader` is dedicated to the blocking read; `writer` is a shared command connection. */
   constructor(id: string, reader: Redis, writer: Redis, options: ReplyInboxOptions = {}) {
@@ -47,12 +53,12 @@ export class ReplyInbox {
     this.writer = writer;
     this.key = replyStreamKey(id);
     this.durable = options.durable ?? false;
+    this.heartbeatTtlMs = options.heartbeatTtlMs ?? INGRESS_TTL_MS;
   }
 
   /**
-   * The id of the last entry read. Every reply up to it has been handed to its waiter, and the
-   * waiter's own promise chain has run: dispatch resolves it synchronously, and what follows
-   * is microtasks, all run before the next I/O callback.
+   * The id of the last entry read: every reply up to it has been handed to its waiter (its
+   * waiter's own promise chain may still be a few microtask turns from its end).
    */
   get lastRead(): string {
     return this.lastId;
@@ -79,7 +85,7 @@ export class ReplyInbox {
   start(): void {
     if (this.running) return;
     this.running = true;
-    const beat = () => void this.writer.set(ingressKey(this.id), '1', 'PX', INGRESS_TTL_MS).catch(() => {});
+    const beat = () => void this.writer.set(ingressKey(this.id), '1', 'PX', this.heartbeatTtlMs).catch(() => {});
     beat();
     this.heartbeat = setInterval(beat, INGRESS_HEARTBEAT_MS);
     this.heartbeat.unref();

@@ -9,8 +9,6 @@ export interface Lease {
   readonly channelId: number;
   /** The channel's max_concurrency when the lease was taken. */
   readonly limit: number;
-  /** Times it went from a request that ended to one waiting in this process (`LeaseQueue.release`). */
-  readonly handovers?: number;
 }
 
 /** What an attempt to take leases got. */

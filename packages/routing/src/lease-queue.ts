@@ -31,12 +31,6 @@ export interface LeaseQueueOptions {
   pollMs?: number;
   /** Default 2 s. */
   maxPollMs?: number;
-  /**
-   * How many times in a row a lease may go straight from a request that ended to one waiting in
-   * this process, before it is given back to Redis for every process's waiters. Default 8; 0
-   * gives every lease back.
-   */
-  handovers?: number;
 }
 
 /**
@@ -64,26 +58,11 @@ export class LeaseQueue {
   private readonly lines = new Map<number, WaitingLine>();
   private readonly pollMs: number;
   private readonly maxPollMs: number;
-  private readonly handovers: number;
 
   constructor(leases: ChannelLeases, options: LeaseQueueOptions = {}) {
     this.leases = leases;
     this.pollMs = options.pollMs ?? 250;
     this.maxPollMs = options.maxPollMs ?? 2000;
-    this.handovers = options.handovers ?? 8;
-  }
-
-  /**
-   * A request is done with its lease. When requests of this process wait for the channel, the
-   * first in fair order takes it over at once: no release, announcement and acquire between
-   * them, three round trips in which the channel's slot would sit empty. After `handovers`
-   * such turns the lease is given back to Redis, so that other processes' waiters (which hear
-   * the release) get their share of the channel.
-   */
-  async release(lease: Lease): Promise<void> {
-    const line = this.lines.get(lease.channelId);
-    if (line && (lease.handovers ?? 0) < this.handovers && line.handOver({ ...lease, handovers: (lease.handovers ?? 0) + 1 })) return;
-    await this.leases.release(lease);
   }
 
   /**
@@ -285,16 +264,6 @@ class WaitingLine {
     const retryInMs = Math.min(this.backoffMs, attempt.expiresInMs + 1);
     this.backoffMs = Math.min(this.backoffMs * 2, this.maxPollMs);
     return retryInMs;
-  }
-
-  /**
-   * Gives a lease this process holds to its first waiter, if one still wants it and the lease
-   * was taken under the channel's current limit (a changed limit is settled in Redis).
-   */
-  handOver(lease: Lease): boolean {
-    if (lease.limit !== this.channel.max_concurrency || !this.grantFirst(lease)) return false;
-    if (this.waiters.length === 0 && !this.attempting) this.close();
-    return true;
   }
 
   /** Gives the lease to the first waiter that still wants one; the line's turn moves past it. */

@@ -300,8 +300,7 @@ export class ModelRouter {
 
   private release(lease: Lease, log: Logger): void {
     // Not awaited: the answer need not wait; a lease that is not given back runs out by itself.
-    // A request of this process waiting for the channel takes it over at once (LeaseQueue).
-    this.leaseQueue.release(lease).catch((error: unknown) => {
+    this.leases.release(lease).catch((error: unknown) => {
       log.warn({ err: (error as Error).message, channelId: lease.channelId }, 'could not give a channel lease back');
     });
   }

@@ -1,13 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { batchEndpoints, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
+import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
 import type { KeyHolder, ModelAdmission } from '@gateway/admission';
-import { createBatchResultFiles, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
+import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { validateLines } from './validate-lines.ts';
 
 export interface BatchFeedDeps {
+  /** The batch worker's lease holder id: lines are taken and retried only under its lease. */
+  runner: string;
+  /**
+   * How long the batch's reply inbox stays alive to workers after its holder dies: long enough
+   * for another to take the batch over, so the jobs in flight are not dropped meanwhile.
+   */
+  heartbeatTtlMs: number;
   runs: BatchRuns;
   database: Database;
   redis: Redis;
@@ -68,6 +75,8 @@ export class BatchFeed {
   private expiring = false;
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
+  /** The reply stream's last entry read when the last successful flush began. */
+  private recordedBefore: string | undefined;
 
   constructor(batch: BatchRow, deps: BatchFeedDeps) {
     this.batch = batch;
@@ -79,9 +88,13 @@ export class BatchFeed {
     return this.batch.id;
   }
 
-  /** Stops feeding (lease lost, or shutdown); lines in flight go on, for whoever takes the batch. */
+  /**
+   * Stops feeding (lease lost, or shutdown): lines not yet queued stop at once; queued ones go
+   * on, for whoever takes the batch.
+   */
   stop(): void {
     this.stopped = true;
+    for (const entry of this.inFlight.values()) if (!entry.queued) entry.controller.abort();
     this.wake?.();
   }
 
@@ -96,7 +109,7 @@ export class BatchFeed {
       for (const entry of this.inFlight.values()) if (!entry.queued) entry.controller.abort();
       await this.inbox?.stop();
       await this.flushing;
-      await this.flush().catch(() => {});
+      await this.flush(false).catch(() => {});
       await this.jobs?.close();
     }
   }
@@ -125,7 +138,7 @@ export class BatchFeed {
     const { deps } = this;
     // Replies stay in the batch's stream until their results are in PostgreSQL (see flush): a
     // holder killed before it wrote them leaves them for the next, which reads the stream again.
-    this.inbox = new ReplyInbox(this.batch.id, deps.openReader(), deps.redis, { durable: true });
+    this.inbox = new ReplyInbox(this.batch.id, deps.openReader(), deps.redis, { durable: true, heartbeatTtlMs: deps.heartbeatTtlMs });
     this.jobs = new JobClient(deps.redis, this.inbox, { shards: deps.shards });
     // Lines sent before a takeover: follow their jobs (registered before the inbox reads, so a
     // reply that came meanwhile is not missed).
@@ -151,7 +164,7 @@ export class BatchFeed {
         // lines, and the channel's slots stay fed from the three quarters still in flight.
         const free = deps.window - this.inFlight.size;
         if (!ending && !exhausted && (free >= Math.max(1, deps.window >> 2) || (free > 0 && this.inFlight.size === 0))) {
-          const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size);
+          const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size, deps.runner);
           if (lines.length === 0) exhausted = true;
           for (const line of lines) this.send(line);
         }
@@ -180,6 +193,8 @@ export class BatchFeed {
           return;
         }
       } catch (error) {
+        // Anything but an outage is a fault of this feed: the runner gives the batch back.
+        if (!isDatabaseUnavailable(error) && !isRedisUnavailable(error)) throw error;
         // PostgreSQL (or Redis) away: the lines in flight run on, their results wait in memory,
         // and feeding resumes when it is back. The runner stops this feed if the lease is lost.
         deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch paused: its database or Redis is unavailable; trying again');
@@ -253,6 +268,7 @@ export class BatchFeed {
       let holder: KeyHolder;
       let admitted;
       for (;;) {
+        if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
         try {
           holder = await deps.holderOf(this.batch);
           admitted = await deps.admission.admit({ 'x-priority': 'batch' }, holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true });
@@ -264,6 +280,10 @@ export class BatchFeed {
           if ((refusal.code !== 'rate_limited' && refusal.code !== 'overloaded') || entry.controller.signal.aborted || Date.now() >= deadline) throw refusal;
           await sleep((refusal.retryAfter ?? 1) * 1000, undefined, { signal: entry.controller.signal }).catch(() => {});
         }
+      }
+      if (this.stopped || entry.controller.signal.aborted) {
+        admitted.unrun();
+        throw clientCancelled();
       }
       entry.queued = true;
       entry.sentAt = Date.now();
@@ -310,9 +330,11 @@ export class BatchFeed {
     const retryable = lost || error.code === 'timeout' || (error.code === 'overloaded' && error.status === 503);
     if (retryable && !expired && entry.line.attempt < this.deps.attempts) {
       // Held in flight until its next attempt is written and sent.
-      void this.deps.runs.retry(this.batch.id, entry.line.line).then((attempt) => {
+      void this.deps.runs.retry(this.batch.id, entry.line.line, this.deps.runner).then((attempt) => {
         if (this.inFlight.get(entry.line.line) === entry) this.inFlight.delete(entry.line.line);
-        if (attempt > 0 && !this.stopped) this.send({ ...entry.line, attempt });
+        // Not after the window closed: the line is left open, to end as expired.
+        if (attempt > 0 && !this.stopped && !this.expiring) this.send({ ...entry.line, attempt });
+        else this.wake?.();
       }, () => {
         // Not written: the line stays marked sent, and is found again before the batch ends.
         if (this.inFlight.get(entry.line.line) === entry) this.inFlight.delete(entry.line.line);
@@ -325,17 +347,20 @@ export class BatchFeed {
 
   /**
    * Writes the results gathered; kept for the next flush while PostgreSQL is away. Then the
-   * replies they came from leave the batch's reply stream: every reply read before this flush
-   * began is among them (see `ReplyInbox.lastRead`).
+   * replies read before the previous successful flush began leave the batch's reply stream:
+   * their results were handed over long since (a reply's chain to `done` may take a few
+   * microtask turns, never an I/O round trip), so they are in this flush or an earlier one.
+   * `trim` false: a feed that is stopping leaves the stream to the batch's next holder.
    */
-  private async flush(): Promise<void> {
+  private async flush(trim = true): Promise<void> {
     if (this.results.length === 0) return;
     const read = this.inbox?.lastRead;
     const results = this.results;
     this.results = [];
     try {
       await this.deps.runs.record(this.batch.id, results);
-      if (read) await this.inbox!.trimBefore(read).catch(() => {});
+      if (trim && this.recordedBefore) await this.inbox!.trimBefore(this.recordedBefore).catch(() => {});
+      this.recordedBefore = read;
     } catch (error) {
       this.results = results.concat(this.results);
       this.deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');

@@ -5,7 +5,7 @@ import { BatchFeed, type BatchFeedDeps } from './batch-feed.ts';
 
 export interface BatchRunnerOptions {
   runs: BatchRuns;
-  feed: BatchFeedDeps;
+  feed: Omit<BatchFeedDeps, 'runner' | 'heartbeatTtlMs'>;
   /** Batches run at once by this worker (BATCH_WORKER_BATCHES). */
   maxBatches: number;
   /** A batch whose worker stops renewing for this long is taken over by another. Default 15 s. */
@@ -59,16 +59,24 @@ export class BatchRunner {
         }
       }
       for (const row of await runs.claim(this.id, this.options.maxBatches - this.feeds.size, leaseMs)) {
-        const feed = new BatchFeed(row, this.options.feed);
+        const feed = new BatchFeed(row, { ...this.options.feed, runner: this.id, heartbeatTtlMs: leaseMs + 15_000 });
         log.info({ batch: row.id, status: row.status }, 'batch taken');
         const done = feed.run().catch((error: unknown) => {
           log.error({ batch: row.id, err: error }, 'batch stopped by an error; it will be taken again');
           return runs.release(this.id, row.id).catch(() => {});
-        }).finally(() => this.feeds.delete(row.id));
+        }).finally(() => {
+          if (this.feeds.get(row.id)?.feed === feed) this.feeds.delete(row.id);
+        });
         this.feeds.set(row.id, { feed, done });
       }
     } catch (error) {
       log.warn({ err: (error as Error).message }, 'batches not polled (PostgreSQL unavailable?)');
+      // Leases not renewed for most of their life may be another worker's soon: stop feeding them
+      // (lines in flight run on, for whoever holds the batch next, this worker or another).
+      if (this.feeds.size > 0 && Date.now() - this.lastRenew > (leaseMs * 2) / 3) {
+        log.warn({ batches: this.feeds.size }, 'leases not renewed in time: feeding stopped until they are taken again');
+        for (const { feed } of this.feeds.values()) feed.stop();
+      }
     } finally {
       this.ticking = false;
     }

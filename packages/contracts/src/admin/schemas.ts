@@ -202,7 +202,8 @@ export const updateTokenBody = z.strictObject({
 });
 
 const pageQuery = {
-  p: z.coerce.number().int().min(1).default(1),
+  // Bounded: a page past the millionth is no page (and an OFFSET past bigint a 500).
+  p: z.coerce.number().int().min(1).max(1_000_000).default(1),
   page_size: z.coerce.number().int().min(1).max(100).default(10),
 };
 export const listUsersQuery = z.strictObject({ ...pageQuery, keyword: z.string().optional() });
