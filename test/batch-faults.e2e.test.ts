@@ -89,18 +89,24 @@ async function expectEachLineOnce(openai: OpenAI, batch: OpenAI.Batch, lines: nu
   return output;
 }
 
+/** A new tenant's batch of 600 lines on the 30 ms upstream, once more than 100 are done: the moment to strike. */
+async function midBatch() {
+  mock.reset();
+  mock.setBehaviour({ delayMs: 30, text: echo });
+  const owner = await tenant();
+  const openai = client(owner.key);
+  const created = await submit(openai, 600);
+  await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+  return { owner, openai, created };
+}
+
 function running(name: ServiceName) {
   return stack.services.filter((s) => s.name === name && s.child.exitCode === null && s.child.signalCode === null);
 }
 
 describe('a batch through crashes and restarts', () => {
   it('loses no line and charges none twice when a completion worker is killed with SIGKILL mid-batch', async () => {
-    mock.reset();
-    mock.setBehaviour({ delayMs: 30, text: echo });
-    const owner = await tenant();
-    const openai = client(owner.key);
-    const created = await submit(openai, 600);
-    await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+    const { owner, openai, created } = await midBatch();
     const [victim] = running('completion-worker');
     await victim!.stop('SIGKILL');
     await stack.add('completion-worker');
@@ -130,12 +136,7 @@ describe('a batch through crashes and restarts', () => {
   }, 120_000);
 
   it('loses no line and runs none twice when the batch worker is killed with SIGKILL: another takes the batch over', async () => {
-    mock.reset();
-    mock.setBehaviour({ delayMs: 30, text: echo });
-    const owner = await tenant();
-    const openai = client(owner.key);
-    const created = await submit(openai, 600);
-    await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+    const { owner, openai, created } = await midBatch();
     const [victim] = running('batch-worker');
     await victim!.stop('SIGKILL');
     const killedAt = Date.now();
@@ -152,12 +153,7 @@ describe('a batch through crashes and restarts', () => {
   }, 120_000);
 
   it('loses no line when Redis is stopped for 2 s mid-batch and restarted', async () => {
-    mock.reset();
-    mock.setBehaviour({ delayMs: 30, text: echo });
-    const owner = await tenant();
-    const openai = client(owner.key);
-    const created = await submit(openai, 600);
-    await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+    const { owner, openai, created } = await midBatch();
     await stack.redis.stop();
     await new Promise((r) => setTimeout(r, 2000));
     await stack.redis.restart();
@@ -169,12 +165,7 @@ describe('a batch through crashes and restarts', () => {
   }, 120_000);
 
   it('pauses while PostgreSQL is down (503 for the Files and Batches routes, live requests unharmed) and resumes by itself', async () => {
-    mock.reset();
-    mock.setBehaviour({ delayMs: 30, text: echo });
-    const owner = await tenant();
-    const openai = client(owner.key);
-    const created = await submit(openai, 600);
-    await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+    const { owner, openai, created } = await midBatch();
     await stack.postgres!.stop({ hard: true });
     try {
       for (const call of [() => openai.batches.retrieve(created.id), () => openai.files.list(), () => openai.batches.list()]) {
