@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
@@ -21,6 +21,8 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb } from './batch.ts';
+import { startMockGeminiProcess } from './mock-gemini.ts';
+import { runSpeech } from './speech.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
@@ -29,7 +31,7 @@ const costRequests = 3000;
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const burstUpstreamMs = 20;
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech').split(','));
 const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
@@ -358,8 +360,22 @@ try {
       const commandsPerChunk = commandTotals(await redisInfo('commandstats'), Math.max(1, streamGateway.chunks)).calls;
       streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk, cpuBusy });
     }
+    // Chat completions streamed the same way, at the largest concurrency: the chat row beside
+    // the completions one (its stream has a role chunk and a finish chunk more).
+    const chatConcurrency = Math.max(...streamConcurrencies);
+    progress(`streaming: ${chatConcurrency} chat streams of 100 chunks 10 ms apart, through the gateway…`);
+    await resetRedisStats();
+    const chatBody = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Stream' }], stream: true });
+    const chatGateway = await streams({ url: `${gateway.url}/v1/chat/completions`, headers: through('bench-model').headers, body: chatBody, concurrency: chatConcurrency });
+    const chatCommands = commandTotals(await redisInfo('commandstats'), Math.max(1, chatGateway.chunks)).calls;
     await mock.control({ cmd: 'behaviour', behaviour: {} });
     await mock.control({ cmd: 'reset' });
+    const completionsAtSame = streaming.find((s) => s.concurrency === chatConcurrency)!;
+    rows.push({
+      scenario: `${chatConcurrency} chat streams × 100 chunks, 10 ms apart`, path: 'through the gateway', 'req/s': '', 'p50 ms': chatGateway.firstChunkP50, 'p99 ms': chatGateway.firstChunkP99, errors: chatGateway.failed,
+      note: `${Math.round(chatGateway.chunksPerSecond)} chunks/s (${(100 * chatGateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}% of completions direct, completions through the gateway ${(100 * completionsAtSame.gateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}%); ${chatCommands.toFixed(2)} Redis commands a chunk; gap p99 ${chatGateway.gapP99.toFixed(1)} ms`,
+    });
+    figures.chatStreaming = chatGateway;
     rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk, cpuBusy }) => [d, g].map((r, i) => ({
       scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
       'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
@@ -462,6 +478,11 @@ try {
       const wallS = (performance.now() - startedAt) / 1000;
       const batchCpu = [...batchProcesses.map(([name, spent], i) => [name, (spent() - cpuBefore[i]!) / 1000] as const), ['load generator', interactiveResult.cpuMs / 1000] as const];
       const batchCpuTotal = batchCpu.reduce((sum, [, c]) => sum + c, 0);
+      // What bounds the batch on this machine: the CPU one line costs on its path, against the
+      // cores the physical rate (every slot busy) would take at that cost.
+      const onBatchPath = new Set(['completion-worker', 'Redis', 'batch-worker', 'upstream', 'PostgreSQL']);
+      const pathMsPerLine = (1000 * batchCpu.filter(([name]) => onBatchPath.has(name)).reduce((sum, [, c]) => sum + c, 0)) / lines;
+      const physicalRate = (burstLimit * 1000) / burstUpstreamMs;
       const upstream = await limited.control({ cmd: 'stats' });
       await limited.control({ cmd: 'reset' });
       const physicalS = (lines / burstLimit) * burstUpstreamMs / 1000;
@@ -476,11 +497,33 @@ try {
             `upload ${(run.uploadMs / 1000).toFixed(2)} s before it, validation ${(run.validatedMs / 1000).toFixed(2)} s, first line to last ${(run.runningMs / 1000).toFixed(2)} s = ${(100 * run.runningMs / 1000 / physicalS).toFixed(0)}%)`,
         },
         { scenario: `interactive c=${process.env.BENCH_INTERACTIVE ?? 4} during the batch of ${lines.toLocaleString('en')}`, path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: 'target p99 under 100 ms' },
-        { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}` },
+        { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}; ` +
+          `${pathMsPerLine.toFixed(2)} ms CPU a line on its path (completion and batch workers, Redis, PostgreSQL, upstream; the interactive load's share in the worker and Redis included unless BENCH_INTERACTIVE=0), so every slot busy (${physicalRate.toLocaleString('en')} lines/s) would take ${(pathMsPerLine * physicalRate / 1000).toFixed(1)} cores` },
         { scenario: `memory, batch of ${lines.toLocaleString('en')}`, path: 'MB before → peak → after', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: memory },
       );
       (figures.batch ??= {} as Record<string, unknown>) as Record<string, unknown>;
       (figures.batch as Record<string, unknown>)[String(lines)] = { ...run, upstream, physicalS, slots, interactive: interactiveResult };
+    }
+  }
+
+  if (parts.has('speech')) {
+    // OpenAI speech into mp3 from a Gemini speech model (300 ms to answer 2 s of audio), encoded
+    // by the audio workers, at 1 then 2 processes of AUDIO_CONCURRENCY 8.
+    const gemini = await startMockGeminiProcess({ delayMs: 300 });
+    try {
+      await admin('POST', '/api/channel/', { name: 'speech', type: 'gemini', key: gemini.apiKey, base_url: gemini.url, models: ['speech-model'], timeout_ms: 30_000 });
+      const speechKey = (await admin('POST', '/api/token/', { name: 'speech', unlimited_quota: true })).key as string;
+      progress('speech: OpenAI text-to-speech into mp3 at 1, then 2 audio-worker processes…');
+      const runs = await runSpeech({ gatewayUrl: gateway.url, key: speechKey, model: 'speech-model', requests: 96, concurrency: 32, env: { ...env, AUDIO_CONCURRENCY: '8' } });
+      for (const run of runs) {
+        rows.push({
+          scenario: `speech into mp3, ${run.processes} audio-worker process${run.processes > 1 ? 'es' : ''} (concurrency 8 each)`, path: 'through the gateway', 'req/s': run.rps, 'p50 ms': run.p50, 'p99 ms': run.p99, errors: run.failed,
+          note: `96 requests, 32 at a time, each 2 s of audio from a 300 ms upstream; ${run.audioSeconds.toFixed(0)} s of mp3; audio workers and their FFmpeg encodes ${(1000 * run.cpuSeconds / 96).toFixed(1)} ms CPU a request`,
+        });
+      }
+      figures.speech = runs;
+    } finally {
+      gemini.stop();
     }
   }
 

@@ -34,7 +34,7 @@ export function secretKeyLines(stack: LocalStack): string[] {
 export function startBanner(stack: LocalStack): string {
   const g = stack.gatewayUrl;
   return block('The AI model gateway is up.', [
-    `Gateway     ${g}   (POST /v1/completions, POST /v1beta/models/{model}:generateContent, GET /v1/models)`,
+    `Gateway     ${g}   (POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/audio/speech, /v1beta/models/{model}:generateContent; GET /v1/models)`,
     `Dashboard   ${g}/admin/queues   sign in as root with its password (printed once, when root was`,
     `            created on the first start; or the ADMIN_PASSWORD it was created with)`,
     `Metrics     ${g}/metrics   (send an admin's access token: Authorization: Bearer …)`,
@@ -45,7 +45,7 @@ export function startBanner(stack: LocalStack): string {
     '(the one you set, or the one printed when root was created):',
     `  curl -s ${g}/api/channel/ -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" \\`,
     `    -d '{"name":"openai","type":"openai","key":"sk-…","base_url":"https://api.openai.com","models":["gpt-3.5-turbo-instruct"]}'`,
-    'then create an API key (README.md, "Management API"). No provider key at hand? Try `npm run demo`.',
+    'then create an API key (docs/management.md). No provider key at hand? Try `npm run demo`.',
     'Ctrl-C stops everything.',
   ]);
 }

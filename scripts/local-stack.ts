@@ -1,7 +1,8 @@
 /**
  * The whole gateway on one machine, for `npm start` and `npm run demo`: an embedded
  * redis-server (unless a Redis URL is given; data in its own folder, AOF on, noeviction), then
- * the gateway and the three workers as separate processes. It resolves once everything is up
+ * the gateway and the four workers (admin, completion, audio, batch) as separate processes, with an
+ * embedded PostgreSQL unless DATABASE_URL names one. It resolves once everything is up
  * (the gateway ready, a worker on every queue), and stops it all (Redis last) on Ctrl-C or
  * SIGTERM.
  */

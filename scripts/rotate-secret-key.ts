@@ -1,7 +1,7 @@
 /**
  * `npm run rotate-secret-key`: re-encrypts every channel key under SECRET_KEY, reading what was
  * written under SECRET_KEY_PREVIOUS (and keys stored in clear by versions before encryption).
- * Run it once every gateway and model worker runs with both keys; README.md, "Security", has
+ * Run it once every gateway and model worker runs with both keys; docs/security.md, "Rotating SECRET_KEY", has
  * the whole procedure.
  */
 import { loadServiceConfig, requireSecretKey } from '@gateway/config';

@@ -1,6 +1,6 @@
 /**
  * `npm start`: the whole gateway on one machine (see local-stack.ts): an embedded redis-server
- * when neither REDIS_URL nor REDIS_CLUSTER_NODES is set, the gateway and the three workers, and a banner once they are up.
+ * when neither REDIS_URL nor REDIS_CLUSTER_NODES is set, the gateway and the four workers, and a banner once they are up.
  */
 import { dirname, join } from 'node:path';
 import { redisTargetOf } from '@gateway/config';

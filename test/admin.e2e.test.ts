@@ -200,7 +200,7 @@ describe('bad input gets the right status, names the problem and changes nothing
   });
 
   it('an invalid channel field names it', async () => {
-    const response = await stack.admin('POST', '/api/channel/', { name: 'x', type: 'anthropic', key: 'k', base_url: 'http://x', models: ['m'] });
+    const response = await stack.admin('POST', '/api/channel/', { name: 'x', type: 'cohere', key: 'k', base_url: 'http://x', models: ['m'] });
     expect(response.status).toBe(400);
     expect(response.body.message).toMatch(/type/);
     const mapping = await stack.admin('POST', '/api/channel/', { name: 'x', type: 'openai', key: 'k', base_url: 'http://x', models: ['m'], model_mapping: '{not json' });

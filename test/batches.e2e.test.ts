@@ -168,3 +168,29 @@ describe('the Batch API', () => {
     expect(mock.maxInFlight).toBeLessThanOrEqual(4);
   });
 });
+
+describe('the Batch API on the other OpenAI endpoints', () => {
+  for (const [endpoint, body, check] of [
+    ['/v1/chat/completions', (model: string, i: number) => ({ model, messages: [{ role: 'user', content: `question ${i}` }] }), (r: any) => expect(r.choices[0].message.content).toBe('batch chat')],
+    ['/v1/embeddings', (model: string, i: number) => ({ model, input: `text ${i}`, encoding_format: 'float' }), (r: any) => expect(r.data[0].embedding).toHaveLength(8)],
+  ] as const) {
+    it(`runs ${endpoint} lines`, async ({ stack, upstream, channel }) => {
+      const mock = await upstream.openai({ text: 'batch chat' });
+      const model = `batch-${++seq}`;
+      await channel(mock, [model]);
+      const owner = await tenant(stack);
+      const openai = client(stack, owner.key);
+      const lines = Array.from({ length: 20 }, (_, i) => ({ custom_id: `req-${i}`, method: 'POST', url: endpoint, body: body(model, i) }));
+      const file = await openai.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'batch.jsonl'), purpose: 'batch' });
+      const batch = await settled(openai, (await openai.batches.create({ input_file_id: file.id, endpoint, completion_window: '24h' })).id);
+      expect(batch.status).toBe('completed');
+      const output = await fileLines(openai, batch.output_file_id);
+      expect(output.map((l) => l.custom_id)).toEqual(lines.map((l) => l.custom_id));
+      for (const result of output) {
+        expect(result.response.status_code).toBe(200);
+        check(result.response.body);
+      }
+      expect(new Set(mock.requests.map((r) => r.path))).toEqual(new Set([endpoint]));
+    });
+  }
+});

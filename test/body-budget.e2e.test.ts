@@ -75,7 +75,7 @@ describe('a key sending 100 bodies of 10 MB at once', () => {
       // The other key: every request answered, and its median kept within 100 ms of its
       // baseline. Its p99 is not yet within 100 ms (measured, alone on a shared 2-core machine:
       // p90 within 100 ms, one or two requests of 40 waiting 1 to 5 s while the flood's first
-      // gigabyte is read; see the README's byte budgets), and another test file running beside
+      // gigabyte is read; see docs/security.md's byte budgets), and another test file running beside
       // this one moves the tail further, so the tail is printed, not asserted.
       const times = `during: ${during.map(Math.round).join(' ')}; baseline p50 ${percentile(baseline, 0.5).toFixed(0)} ms`;
       expect(percentile(during, 0.5), times).toBeLessThan(percentile(baseline, 0.5) + 100);

@@ -16,7 +16,7 @@ const CHANNEL_KEY = 'sk-channel-secret-0123456789abcdef';
 beforeAll(async () => {
   stack = await startStack({
     workers: ['completion-worker'],
-    env: { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', REQUEST_TIMEOUT_MS: '20000' },
+    env: { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', REQUEST_TIMEOUT_MS: '20000', BODY_LIMIT_BYTES: String(BODY_LIMIT) },
   });
   mock = await startMockOpenAIUpstream();
   const channel = await stack.admin('POST', '/api/channel/', { name: 'up', type: 'openai', key: CHANNEL_KEY, base_url: mock.url, models: ['m'], timeout_ms: 20_000 });
@@ -36,6 +36,9 @@ async function send(method: string, path: string, text: string, headers: Record<
 }
 
 const everyLog = () => stack.services.flatMap((s) => s.output).join('\n');
+
+/** A small model-route body limit, so a body past it is quick to send. */
+const BODY_LIMIT = 64 * 1024;
 
 describe('ill-formed Unicode', () => {
   const lone = '"x\\ud800y"';
@@ -59,6 +62,12 @@ describe('ill-formed Unicode', () => {
     const completion = await send('POST', '/v1/completions', `{"model":"m","prompt":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
     expect(completion.status).toBe(400);
     expect(completion.json.error).toMatchObject({ param: 'prompt[1]', type: 'invalid_request_error' });
+    const chat = await send('POST', '/v1/chat/completions', `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":${lone}}]}]}`, { authorization: `Bearer ${key}` });
+    expect(chat.status).toBe(400);
+    expect(chat.json.error).toMatchObject({ param: 'messages[0].content[0].text', type: 'invalid_request_error' });
+    const embedding = await send('POST', '/v1/embeddings', `{"model":"m","input":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
+    expect(embedding.status).toBe(400);
+    expect(embedding.json.error).toMatchObject({ param: 'input[1]', type: 'invalid_request_error' });
     const gemini = await send('POST', '/v1beta/models/m:generateContent', `{"contents":[{"parts":[{"text":${lone}}]}]}`, { 'x-goog-api-key': key });
     expect(gemini.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ fieldViolations: [{ field: 'contents[0].parts[0].text' }] }] });
 
@@ -68,15 +77,25 @@ describe('ill-formed Unicode', () => {
 });
 
 describe('bodies', () => {
-  it('refuses deep nesting with a 400 that says so, not a 503', async () => {
-    const deep = `{"model":"m","prompt":"x","user":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
-    const answer = await send('POST', '/v1/completions', deep, { authorization: `Bearer ${key}` });
-    expect(answer.status).toBe(400);
-    expect(answer.json.error.message).toMatch(/nested too deeply/);
+  it('refuses deep nesting with a 400 that says so, not a 503, on every model route', async () => {
+    for (const [path, head] of [['/v1/completions', '"prompt":"x"'], ['/v1/chat/completions', '"messages":[{"role":"user","content":"x"}]'], ['/v1/embeddings', '"input":"x"']]) {
+      const deep = `{"model":"m",${head},"user":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+      const answer = await send('POST', path, deep, { authorization: `Bearer ${key}` });
+      expect(answer.status, path).toBe(400);
+      expect(answer.json.error.message).toMatch(/nested too deeply/);
+    }
+  });
+
+  it('refuses a body past BODY_LIMIT_BYTES with a 413 in OpenAI\'s shape on every OpenAI model route', async () => {
+    for (const path of ['/v1/completions', '/v1/chat/completions', '/v1/embeddings']) {
+      const answer = await send('POST', path, JSON.stringify({ model: 'm', input: 'x'.repeat(BODY_LIMIT + 1) }), { authorization: `Bearer ${key}` });
+      expect(answer.status, path).toBe(413);
+      expect(answer.json.error).toMatchObject({ type: 'invalid_request_error' });
+    }
   });
 
   it('answers an unauthenticated request from its headers, before reading its body', async () => {
-    for (const [path, format] of [['/v1/completions', /"invalid_api_key"/], ['/v1beta/models/m:generateContent', /UNAUTHENTICATED/], ['/api/channel/', /"success":false/]] as const) {
+    for (const [path, format] of [['/v1/completions', /"invalid_api_key"/], ['/v1/chat/completions', /"invalid_api_key"/], ['/v1/embeddings', /"invalid_api_key"/], ['/v1beta/models/m:generateContent', /UNAUTHENTICATED/], ['/v1/models/m:generateContent', /UNAUTHENTICATED/], ['/api/channel/', /"success":false/]] as const) {
       const started = Date.now();
       const answer = await rawExchange(
         `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7000000\r\n\r\n{"prompt":"`,

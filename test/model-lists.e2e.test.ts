@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI, { NotFoundError, AuthenticationError } from 'openai';
 import { ApiError, GoogleGenAI } from '@google/genai';
+import { GoogleGenAI as GoogleGenAI2 } from 'google-genai-2';
 import { startStack, type Stack } from '@gateway/testkit';
 
 let stack: Stack;
@@ -18,6 +19,7 @@ async function apiKey(fields: Record<string, unknown>): Promise<string> {
 }
 
 const openai = (apiKey: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey, maxRetries: 0 });
+/** The SDK's current major, which calls `/v1` by default. */
 const gemini = (apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: stack.gateway.url } });
 
 async function openaiIds(apiKey: string): Promise<string[]> {
@@ -49,15 +51,17 @@ afterAll(async () => {
 });
 
 describe('GET /v1/models through the openai SDK', () => {
-  it("lists the enabled openai channels' models in the key's group, aliases included, in OpenAI's shape", async () => {
-    expect(await openaiIds(key)).toEqual(['davinci', 'gpt-a', 'gpt-b', 'gpt-tagged']);
+  it("lists the enabled channels' models in the key's group, aliases included, in OpenAI's shape, each with what serves it", async () => {
+    // Every channel type is reachable on the OpenAI routes (Gemini through embeddings).
+    expect(await openaiIds(key)).toEqual(['davinci', 'gpt-a', 'gpt-b', 'gpt-tagged', 'tts-1', 'tts-2', 'tts-3']);
     const page = await openai(key).models.list();
     expect(page.data[0]).toEqual({ id: 'davinci', object: 'model', created: expect.any(Number), owned_by: 'openai' });
+    expect(page.data.find((m) => m.id === 'tts-1')?.owned_by).toBe('gemini');
   });
 
   it('retrieves one model, and answers 404 model_not_found for one the key cannot use', async () => {
     expect(await openai(key).models.retrieve('gpt-b')).toMatchObject({ id: 'gpt-b', object: 'model' });
-    for (const missing of ['gpt-off', 'gpt-vip', 'tts-1', 'no-such-model']) {
+    for (const missing of ['gpt-off', 'gpt-vip', 'no-such-model']) {
       const error = await openai(key).models.retrieve(missing).catch((e: unknown) => e);
       expect(error, missing).toBeInstanceOf(NotFoundError);
       expect((error as NotFoundError).code).toBe('model_not_found');
@@ -121,5 +125,27 @@ describe('GET /v1beta/models through the @google/genai SDK', () => {
     const query = await fetch(`${stack.gateway.url}/v1beta/models?key=${key}`);
     expect(query.status).toBe(401);
     expect(await query.json()).toMatchObject({ error: { status: 'UNAUTHENTICATED' } });
+  });
+});
+
+describe('GET /v1beta/models through @google/genai 2.x (the major before, which calls /v1beta)', () => {
+  it('lists and gets models in Gemini\'s shape', async () => {
+    const old = new GoogleGenAI2({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } });
+    const names: string[] = [];
+    for await (const model of await old.models.list()) names.push(model.name!);
+    expect(names).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
+    expect((await old.models.get({ model: 'tts-2' })).name).toBe('models/tts-2');
+  });
+
+  it('the same lists answer on /v1 (3.x) and /v1beta (2.x), and /v1/models still answers OpenAI clients in OpenAI\'s shape', async () => {
+    const viaV1 = await fetch(`${stack.gateway.url}/v1/models`, { headers: { 'x-goog-api-key': key } }).then((r) => r.json() as Promise<any>);
+    const viaV1beta = await fetch(`${stack.gateway.url}/v1beta/models`, { headers: { 'x-goog-api-key': key } }).then((r) => r.json() as Promise<any>);
+    expect(viaV1).toEqual(viaV1beta);
+    const openaiShape = await fetch(`${stack.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.json() as Promise<any>);
+    expect(openaiShape.object).toBe('list');
+    // A Gemini client's unknown model: Gemini's error shape on /v1 too.
+    const missing = await fetch(`${stack.gateway.url}/v1/models/no-such`, { headers: { 'x-goog-api-key': key } });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as any).error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
   });
 });

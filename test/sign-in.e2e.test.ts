@@ -131,7 +131,7 @@ describe("the throttle's counters", () => {
       bytes += Number(await redis.memory('USAGE', key));
     }
     console.log(`the new counters hold ${bytes} bytes`);
-    // What the README states: about 520 bytes per address with the defaults (room for allocator slack).
+    // What docs/security.md states: about 520 bytes per address with the defaults (room for allocator slack).
     expect(bytes).toBeLessThanOrEqual(8 * 1024);
     expect(grown).toBeLessThan(1024 * 1024);
   }, 120_000);

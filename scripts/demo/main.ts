@@ -69,7 +69,7 @@ function demoBanner(gatewayUrl: string, records: DemoRecords, credentials: DemoC
     `  curl -s ${g}/v1beta/models/${records.models.speech}:generateContent ${auth} -d '${speech}' | npx node scripts/pcm-to-wav.ts - hello.wav`,
     '',
     'The openai and @google/genai SDKs work too: baseURL ' + `${g}/v1` + ' (OpenAI) or ' + g + ' (Gemini), with the API key.',
-    'README.md, "Quick start", says what to do next. Ctrl-C stops everything.',
+    'Next: docs/api.md, every route with its body and answers. Ctrl-C stops everything.',
   ]);
 }
 

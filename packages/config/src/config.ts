@@ -55,7 +55,7 @@ const trustProxy = z.string().transform((value, ctx): boolean | string => {
   return entries.join(',');
 });
 
-/** Every environment variable, with its default. The README lists the same set. */
+/** Every environment variable, with its default. docs/operations.md, "Configuration", lists the same set. */
 export const configSchema = z.object({
   REDIS_URL: redisUrl,
   /** Seed nodes of a Redis Cluster; takes precedence over REDIS_URL. */

@@ -3,7 +3,10 @@
  * from the API key, so the worker can route by group and charge usage without re-authenticating.
  */
 import type { GeminiGenerateRequest } from './wire/gemini-generate.ts';
+import type { ChatRequest } from './wire/openai-chat.ts';
 import type { CompletionRequest } from './wire/openai-completion.ts';
+import type { EmbeddingRequest } from './wire/openai-embeddings.ts';
+import type { SpeechRequest } from './wire/openai-speech.ts';
 
 export interface ModelCaller {
   tokenId: number;
@@ -17,25 +20,39 @@ export interface ModelCaller {
   hold?: string;
 }
 
-/** Payload of a job on the completion queue. */
-export interface CompletionJobPayload {
-  caller: ModelCaller;
-  request: CompletionRequest;
-}
+/**
+ * What a model job asks of its upstream. Each is resolved per chosen channel, by the channel's
+ * type, to the provider's mapping (the registry in @gateway/providers), so one route may be
+ * served by channels of several types.
+ */
+export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'speech';
+
+/**
+ * Payload of a job on the completion queue: one of the OpenAI operations it serves. A payload
+ * without `operation` is a legacy completion (queued by a gateway, or a batch line, of before).
+ */
+export type CompletionJobPayload =
+  | { caller: ModelCaller; operation?: 'completions'; request: CompletionRequest }
+  | { caller: ModelCaller; operation: 'chat'; request: ChatRequest }
+  | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest };
 
 /** The two Gemini methods the audio queue serves: one whole reply, or a stream of replies. */
 export type AudioMethod = 'generateContent' | 'streamGenerateContent';
 
-/** Payload of a job on the audio queue. */
-export interface AudioJobPayload {
-  caller: ModelCaller;
-  /** The model named in the path (`/v1beta/models/{model}:…`), which is the one that counts. */
-  model: string;
-  method: AudioMethod;
-  request: GeminiGenerateRequest;
-}
+/**
+ * Payload of a job on the audio queue: Gemini's own speech route (its method and the model named
+ * in its path, which is the one that counts), or OpenAI's text-to-speech.
+ */
+export type AudioJobPayload =
+  | { caller: ModelCaller; operation?: 'generateContent'; model: string; method: AudioMethod; request: GeminiGenerateRequest }
+  | { caller: ModelCaller; operation: 'speech'; request: SpeechRequest };
 
 /** What a completion or audio job returns when the answer was streamed as chunks. */
 export interface StreamEnd {
   done: true;
+}
+
+/** What a speech job returns after its audio: the usage, which `stream_format: "sse"` ends with. */
+export interface SpeechEnd extends StreamEnd {
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number };
 }

@@ -8,6 +8,9 @@
 import type { GeminiGenerateRequest } from './wire/gemini-generate.ts';
 import { geminiRequestText } from './wire/gemini-generate.ts';
 import type { CompletionRequest } from './wire/openai-completion.ts';
+import type { ChatRequest } from './wire/openai-chat.ts';
+import type { SpeechRequest } from './wire/openai-speech.ts';
+import { embeddingInputs, type EmbeddingRequest } from './wire/openai-embeddings.ts';
 
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
@@ -72,4 +75,57 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
   const output = Math.min(config.maxOutputTokens ?? SPEECH_MAX_OUTPUT_TOKENS, SPEECH_MAX_OUTPUT_TOKENS) * (config.candidateCount ?? 1);
   const around = systemInstruction || tools || toolConfig ? tokensAtMost(JSON.stringify({ systemInstruction, tools, toolConfig })) : 0;
   return Math.max(1, tokensAtMost(geminiRequestText(request))) + around + output;
+}
+
+/**
+ * What a chat request holds when it sets no `max_completion_tokens` (or `max_tokens`): the
+ * upstream's own limit is the model's, which the gateway does not know. A reply may run past it
+ * (a key's hold is reconciled with the real usage at the end), but a key's in-flight requests
+ * can never together overspend its quota by more than this a request.
+ */
+export const CHAT_DEFAULT_MAX_TOKENS = 4096;
+
+/** A flat count for a part that is no text (an image, a sound): OpenAI counts a large image at about 1,100. */
+export const NON_TEXT_PART_TOKENS = 2000;
+
+/** The most tokens a message's content may make: its text by bytes, each other part flat. */
+function contentTokensAtMost(content: unknown): number {
+  if (typeof content === 'string') return tokensAtMost(content);
+  if (!Array.isArray(content)) return 0;
+  let total = 0;
+  for (const part of content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
+    if (typeof part?.text === 'string') total += tokensAtMost(part.text);
+    else if (typeof part?.refusal === 'string') total += tokensAtMost(part.refusal);
+    else total += NON_TEXT_PART_TOKENS;
+  }
+  return total;
+}
+
+/**
+ * Every message's content (and its tool calls), the tool and response-format definitions (all
+ * counted as prompt), plus the output for each of the `n` choices.
+ */
+export function chatWorstCase(request: ChatRequest): number {
+  let prompt = 0;
+  for (const message of request.messages) {
+    prompt += contentTokensAtMost(message.content) + 4;
+    if ('tool_calls' in message && message.tool_calls) prompt += tokensAtMost(JSON.stringify(message.tool_calls));
+  }
+  const around = request.tools || request.functions || request.response_format
+    ? tokensAtMost(JSON.stringify([request.tools, request.functions, request.response_format]))
+    : 0;
+  const output = request.max_completion_tokens ?? request.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS;
+  return prompt + around + output * (request.n ?? 1);
+}
+
+/** Every input, text by bytes and token ids one each: embeddings have no output. */
+export function embeddingWorstCase(request: EmbeddingRequest): number {
+  let total = 0;
+  for (const input of embeddingInputs(request.input)) total += typeof input === 'string' ? tokensAtMost(input) : input.length;
+  return Math.max(1, total);
+}
+
+/** The input and instructions (prompt), plus the most audio a speech model produces. */
+export function openaiSpeechWorstCase(request: SpeechRequest): number {
+  return tokensAtMost(request.input) + (request.instructions ? tokensAtMost(request.instructions) : 0) + SPEECH_MAX_OUTPUT_TOKENS;
 }

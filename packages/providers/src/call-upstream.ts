@@ -42,6 +42,32 @@ export async function streamUpstream<Request, Reply, Event>(
   return events(operation, reply, request);
 }
 
+/**
+ * One call whose reply is audio bytes (`replies: 'audio'`): resolves once the upstream accepted
+ * it; the bytes then come as the upstream sends them. A body cut short is a broken connection.
+ */
+export async function streamUpstreamAudio<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<AsyncGenerator<Buffer>> {
+  let reply: OpenUpstreamReply;
+  try {
+    reply = await openUpstreamStream(upstreamRequest(operation, target, request, false));
+  } catch (error) {
+    throw providerFailure(operation, error);
+  }
+  return audioBytes(operation, reply);
+}
+
+async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknown>, reply: OpenUpstreamReply): AsyncGenerator<Buffer> {
+  let finished = false;
+  try {
+    for await (const chunk of reply.body) yield chunk as Buffer;
+    finished = true;
+  } catch (error) {
+    throw providerFailure(operation, reply.failure(error));
+  } finally {
+    if (!finished) reply.body.destroy();
+  }
+}
+
 function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request, stream: boolean): UpstreamRequest {
   return {
     url: operationUrl(operation, target.channel.base_url, target.upstreamModel, stream),
@@ -55,15 +81,18 @@ function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown,
 async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request): AsyncGenerator<Event> {
   const { fromEvent, streamEnd } = operation.mapping;
   let finished = false;
+  const state: Record<string, unknown> = {};
   try {
     for await (const data of readServerSentEvents(reply.body)) {
       if (streamEnd.isMarker?.(data)) {
         finished = true;
         break;
       }
-      const event = fromEvent(parseEvent(data), request);
-      if (streamEnd.isLast?.(event)) finished = true;
-      yield event;
+      const mapped = fromEvent(parseEvent(data), request, state);
+      for (const event of mapped === undefined ? [] : Array.isArray(mapped) ? mapped : [mapped]) {
+        if (streamEnd.isLast?.(event)) finished = true;
+        yield event;
+      }
     }
     if (!finished) throw new UpstreamError({ kind: 'connection', message: `the upstream stream ended before ${streamEnd.name}` });
   } catch (error) {

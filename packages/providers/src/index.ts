@@ -6,9 +6,11 @@
  * failure is an `UpstreamError` (a contract, in @gateway/contracts), so the router can decide on
  * failover without knowing the provider.
  */
-export { callUpstream, streamUpstream } from './call-upstream.ts';
+export { callUpstream, streamUpstream, streamUpstreamAudio } from './call-upstream.ts';
 export type { UpstreamTarget, ProviderOperation } from './provider.ts';
 export { openai } from './openai/index.ts';
 export { gemini } from './gemini/index.ts';
+export { anthropic } from './anthropic/index.ts';
+export { channelTypesFor, operationFor, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';

@@ -55,7 +55,12 @@ export interface StreamEnd<Event> {
 export interface OperationMapping<Request, Reply, Event> {
   toUpstream(request: Request, upstreamModel: string, stream: boolean): unknown;
   fromReply(raw: unknown, request: Request): Reply;
-  fromEvent(raw: unknown, request: Request): Event;
+  /**
+   * One upstream stream event as the client's events: usually one, none for an event the client
+   * has no counterpart of (a ping), or several. `state` is one object a stream, for a provider
+   * whose events only make sense together (Anthropic's content blocks, its usage in two parts).
+   */
+  fromEvent(raw: unknown, request: Request, state: Record<string, unknown>): Event | Event[] | undefined;
   streamEnd: StreamEnd<Event>;
 }
 
@@ -64,4 +69,6 @@ export interface ProviderOperation<Request, Reply, Event> {
   api: ProviderApi;
   endpoint: Endpoint;
   mapping: OperationMapping<Request, Reply, Event>;
+  /** `audio`: the reply is audio bytes, relayed as they come (`streamUpstreamAudio`), not JSON. */
+  replies?: 'json' | 'audio';
 }

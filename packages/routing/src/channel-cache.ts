@@ -23,9 +23,10 @@ export class ChannelSnapshot {
     }
   }
 
-  /** Every channel of the type that serves the model, whatever its status or group. */
-  servingModel(type: ChannelType, model: string): readonly Channel[] {
-    return this.byModel.get(`${type}\u0000${model}`) ?? [];
+  /** Every channel of the types that serves the model, whatever its status or group. */
+  servingModel(types: readonly ChannelType[], model: string): readonly Channel[] {
+    if (types.length === 1) return this.byModel.get(`${types[0]}\u0000${model}`) ?? [];
+    return types.flatMap((type) => this.byModel.get(`${type}\u0000${model}`) ?? []);
   }
 }
 

@@ -44,8 +44,8 @@ describe('candidateChannels', () => {
       channel({ type: 'gemini' }),
       channel({ group: 'vip' }),
     ];
-    expect(candidateChannels(list, { type: 'openai', model: 'm', group: 'default' })).toEqual([ok]);
-    expect(candidateChannels(list, { type: 'openai', model: 'm', group: 'vip' }).length).toBe(2);
+    expect(candidateChannels(list, { types: ['openai'], model: 'm', group: 'default' })).toEqual([ok]);
+    expect(candidateChannels(list, { types: ['openai'], model: 'm', group: 'vip' }).length).toBe(2);
   });
 });
 

@@ -5,7 +5,8 @@
 import { ChannelStatus, type Channel, type ChannelType } from '@gateway/contracts';
 
 export interface ChannelQuery {
-  type: ChannelType;
+  /** The channel types with a mapping for the request's operation (failover may cross them). */
+  types: readonly ChannelType[];
   /** The model name the client asked for. */
   model: string;
   /** The caller's group. */
@@ -28,9 +29,9 @@ export function servesGroup(channel: Channel, group: string): boolean {
   return channel.group.split(',').some((g) => g.trim() === group);
 }
 
-/** The channels that may take this request: enabled, of the type, serving the model and the group. */
+/** The channels that may take this request: enabled, of a type that can serve it, serving the model and the group. */
 export function candidateChannels(servingModel: readonly Channel[], query: ChannelQuery): Channel[] {
-  return servingModel.filter((c) => c.status === ChannelStatus.enabled && c.type === query.type && servesGroup(c, query.group));
+  return servingModel.filter((c) => c.status === ChannelStatus.enabled && query.types.includes(c.type) && servesGroup(c, query.group));
 }
 
 /**

@@ -18,16 +18,23 @@ describe('servedModels', () => {
   ];
 
   it('lists enabled channels of the wire format for the group, aliases included, sorted, each once', () => {
-    expect(servedModels(channels, { type: 'openai', group: 'default', allowed: [] })).toEqual([
-      { id: 'davinci', created: 300 },
-      { id: 'gpt-a', created: 200 },
-      { id: 'gpt-b', created: 300 },
+    expect(servedModels(channels, { types: ['openai'], group: 'default', allowed: [] })).toEqual([
+      { id: 'davinci', created: 300, types: ['openai'] },
+      { id: 'gpt-a', created: 200, types: ['openai'] },
+      { id: 'gpt-b', created: 300, types: ['openai'] },
+    ]);
+  });
+
+  it('lists a model served by channels of several types once, with every type', () => {
+    const mixed = [...channels, channel({ id: 6, type: 'anthropic', models: ['gpt-a'] })];
+    expect(servedModels(mixed, { types: ['anthropic', 'gemini', 'openai'], group: 'default', allowed: [] }).map((m) => [m.id, m.types])).toEqual([
+      ['davinci', ['openai']], ['gpt-a', ['anthropic', 'openai']], ['gpt-b', ['openai']], ['tts', ['gemini']],
     ]);
   });
 
   it("follows the caller's group and the key's models restriction", () => {
-    expect(servedModels(channels, { type: 'openai', group: 'pro', allowed: [] }).map((m) => m.id)).toEqual(['vip-only']);
-    expect(servedModels(channels, { type: 'openai', group: 'default', allowed: ['gpt-b', 'vip-only'] }).map((m) => m.id)).toEqual(['gpt-b']);
-    expect(servedModels(channels, { type: 'gemini', group: 'default', allowed: [] }).map((m) => m.id)).toEqual(['tts']);
+    expect(servedModels(channels, { types: ['openai'], group: 'pro', allowed: [] }).map((m) => m.id)).toEqual(['vip-only']);
+    expect(servedModels(channels, { types: ['openai'], group: 'default', allowed: ['gpt-b', 'vip-only'] }).map((m) => m.id)).toEqual(['gpt-b']);
+    expect(servedModels(channels, { types: ['gemini'], group: 'default', allowed: [] }).map((m) => m.id)).toEqual(['tts']);
   });
 });

@@ -30,11 +30,11 @@ const model = () => `burst-model-${++seq}`;
 /** A new channel, once the router has heard of it (the store announces it by pub/sub). */
 async function channel(mock: MockOpenAIUpstream, m: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
   const created = await bed.store.channels.create({ name: 'c', type: 'openai', key: 'sk-k', base_url: mock.url, models: [m], timeout_ms: 5000, ...fields });
-  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel('openai', m).some((c) => c.id === created.id)).toBe(true));
+  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel(['openai'], m).some((c) => c.id === created.id)).toBe(true));
   return created;
 }
 const request = (m: string, deadlineMs = 10_000, signal = new AbortController().signal): ModelRequest =>
-  ({ caller: who, type: 'openai', model: m, signal, deadline: Date.now() + deadlineMs, log });
+  ({ caller: who, types: ['openai'], model: m, signal, deadline: Date.now() + deadlineMs, log });
 
 const complete = async (target: RouteTarget) => {
   const response = await callUpstream(

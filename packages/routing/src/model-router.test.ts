@@ -22,12 +22,12 @@ async function caller(token: { remain_quota?: number; unlimited_quota?: boolean 
 /** A new channel, once the router has heard of it (the store announces it by pub/sub). */
 async function channel(mock: MockOpenAIUpstream, model: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
   const created = await bed.store.channels.create({ name: 'c', type: 'openai', key: `sk-${mock.url.slice(-5)}`, base_url: mock.url, models: [model], timeout_ms: 2000, ...fields });
-  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel('openai', model).some((c) => c.id === created.id)).toBe(true));
+  await vi.waitFor(async () => expect((await bed.router.channels.current()).servingModel(['openai'], model).some((c) => c.id === created.id)).toBe(true));
   return created;
 }
 
 function request(model: string, who: ModelCaller, signal = new AbortController().signal): ModelRequest {
-  return { caller: who, type: 'openai', model, signal, deadline: Date.now() + 10_000, log };
+  return { caller: who, types: ['openai'], model, signal, deadline: Date.now() + 10_000, log };
 }
 
 /** The completion worker's call, reduced to what routing needs. */

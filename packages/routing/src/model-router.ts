@@ -13,8 +13,8 @@ import type { UsageLedger, Usage } from './usage-ledger.ts';
 /** One model request, whatever its provider. */
 export interface ModelRequest {
   caller: ModelCaller;
-  /** The channel type that can serve it: `openai` for completions, `gemini` for audio. */
-  type: ChannelType;
+  /** The channel types with a mapping for its operation (`channelTypesFor` in @gateway/providers). */
+  types: readonly ChannelType[];
   /** The model name the client asked for. */
   model: string;
   /** Aborted when nobody waits for the answer any more. */
@@ -174,11 +174,11 @@ export class ModelRouter {
   /** The channels that may serve the request, or 404 / 503. */
   private async candidatesFor(request: ModelRequest): Promise<Channel[]> {
     const snapshot = await this.channels.current();
-    const serving = snapshot.servingModel(request.type, request.model);
+    const serving = snapshot.servingModel(request.types, request.model);
     if (serving.length === 0) {
       throw new GatewayError({ status: 404, code: 'model_not_found', message: `the model "${request.model}" does not exist or no channel serves it`, param: 'model' });
     }
-    const candidates = candidateChannels(serving, { type: request.type, model: request.model, group: request.caller.group });
+    const candidates = candidateChannels(serving, { types: request.types, model: request.model, group: request.caller.group });
     if (candidates.length === 0) {
       throw new GatewayError({
         status: 503,

@@ -12,6 +12,13 @@ export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type Service
 export { startStack, type Stack, type StackOptions } from './stack.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
 export {
+  startMockAnthropicUpstream,
+  type MockAnthropicUpstream,
+  type MockAnthropicBehaviour,
+  type MockAnthropicRequest,
+} from './mock-anthropic-upstream.ts';
+export type { MockToolUse } from './mock-anthropic-reply.ts';
+export {
   startMockGeminiUpstream,
   mockSpeech,
   sinePcm,

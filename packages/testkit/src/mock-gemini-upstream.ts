@@ -6,6 +6,9 @@
  * - `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` answers server-sent events, each
  *   `data: <GenerateContentResponse JSON>\r\n\r\n`, with no `[DONE]` (without `alt=sse`, a JSON
  *   array of the same responses, as Gemini does);
+ * - `POST /v1beta/models/{model}:batchEmbedContents` answers `{embeddings: [{values}]}`, one
+ *   vector a request (8 floats unless `outputDimensionality`), the same for the same text;
+ * - each under `/v1` too, as Google serves both;
  * - the key comes in the `x-goog-api-key` header; errors are `{"error":{code,message,status}}`.
  *
  * The audio is real: 24 kHz, 16-bit little-endian mono PCM of a 440 Hz tone, base64 in
@@ -22,7 +25,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   GEMINI_PCM_MIME_TYPE,
@@ -79,7 +82,7 @@ export type MockGeminiFailure = number | 'reset' | 'hang';
 
 export interface MockGeminiRequest {
   model: string;
-  method: 'generateContent' | 'streamGenerateContent';
+  method: 'generateContent' | 'streamGenerateContent' | 'batchEmbedContents';
   apiKey: string | undefined;
   /** The parsed JSON body (or the raw text when it was not JSON). */
   body: unknown;
@@ -195,7 +198,8 @@ const DEFAULT_MESSAGES: Record<number, string> = {
   504: 'The request timed out. Please try again.',
 };
 
-const ROUTE = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)$/;
+/** Under `/v1` and `/v1beta`, as Google serves both. */
+const ROUTE = /^\/v1(?:beta)?\/models\/([^/:]+):(generateContent|streamGenerateContent|batchEmbedContents)$/;
 
 export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): Promise<MockGeminiUpstream> {
   const { apiKey = MOCK_GEMINI_API_KEY, invalidKeyStatus = 403, models, port = 0, speak, ...initial } = options;
@@ -272,6 +276,7 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
     }
 
     if (typeof body === 'string') return sendError(res, 400, `Invalid JSON payload received. ${raw.slice(0, 80)}`);
+    if (method === 'batchEmbedContents') return embedBatch(res, model, body, sendError);
     const parsed = geminiGenerateRequest.safeParse(body);
     if (!parsed.success) return sendError(res, 400, toBadRequest(parsed.error).message);
 
@@ -424,4 +429,27 @@ async function readBody(req: IncomingMessage): Promise<string> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * `:batchEmbedContents`, as Gemini checks it: every request names the model of the path
+ * (`models/{model}`) and has text parts.
+ */
+function embedBatch(res: ServerResponse, model: string, body: unknown, sendError: (res: ServerResponse, status: number, message?: string) => void): void {
+  const requests = (body as { requests?: unknown } | null)?.requests;
+  if (!Array.isArray(requests) || requests.length === 0) return sendError(res, 400, '* BatchEmbedContentsRequest.requests: must not be empty');
+  const embeddings = [];
+  for (const [i, request] of (requests as { model?: unknown; content?: { parts?: { text?: unknown }[] }; outputDimensionality?: unknown }[]).entries()) {
+    if (request?.model !== `models/${model}`) {
+      return sendError(res, 400, `* BatchEmbedContentsRequest.requests[${i}].model: the model must match the parent model models/${model}`);
+    }
+    const parts = request.content?.parts;
+    if (!Array.isArray(parts) || parts.length === 0 || parts.some((p) => typeof p?.text !== 'string')) {
+      return sendError(res, 400, `* BatchEmbedContentsRequest.requests[${i}].content: must have text parts`);
+    }
+    const dimensions = typeof request.outputDimensionality === 'number' ? request.outputDimensionality : 8;
+    const digest = createHash('sha256').update(parts.map((p) => p.text).join('')).digest();
+    embeddings.push({ values: Array.from({ length: dimensions }, (_, d) => (digest[d % digest.length]! - 127.5) / 127.5) });
+  }
+  res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify({ embeddings }));
 }

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { planChat, planCompletion, planEmbeddings } from './mock-openai-replies.ts';
+import { speak } from './mock-openai-speech.ts';
 
 /** What the mock does with a request. Unset fields fall back to a quick, correct answer. */
 export interface MockOpenAIBehaviour {
@@ -25,6 +27,8 @@ export interface MockOpenAIBehaviour {
   breakAfterChunks?: number;
   /** The completion text, or a function of the prompt (split into one chunk per word when streamed). */
   text?: string | ((prompt: string) => string);
+  /** A chat reply calls this tool (when the request offers tools) instead of answering in text. */
+  toolCall?: { name: string; arguments: string };
   /** Leave `usage` out of the reply (and the stream's usage chunk). */
   omitUsage?: boolean;
   /** A stream's usage chunk comes this long after its last text chunk. */
@@ -69,13 +73,8 @@ export interface MockOpenAIUpstream {
   close(): Promise<void>;
 }
 
-const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
-
-function promptText(prompt: unknown): string {
-  if (typeof prompt === 'string') return prompt;
-  if (Array.isArray(prompt)) return prompt.map((p) => (Array.isArray(p) ? p.join(' ') : String(p))).join(' ');
-  return '';
-}
+/** The operations it speaks. */
+const SERVED = new Set(['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/audio/speech']);
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -94,8 +93,8 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * A real HTTP server speaking the OpenAI completions wire format (`POST /v1/completions`,
- * whole or streamed with usage), which a test can make slow, fail, rate-limit or hang, and
+ * A real HTTP server speaking the OpenAI wire format (`POST /v1/completions`,
+ * `/v1/chat/completions`, whole or streamed with usage, `/v1/embeddings` and `/v1/audio/speech`), which a test can make slow, fail, rate-limit or hang, and
  * which counts what it saw.
  */
 export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {}): Promise<MockOpenAIUpstream> {
@@ -119,7 +118,6 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
   let overLimit = 0;
   let concurrencyLimit = 0;
   let limitRetryAfter = 1;
-  let sequence = 0;
 
   const fail = (res: ServerResponse, status: number, body: unknown, retryAfter?: number) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -141,7 +139,8 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       return fail(res, 400, { error: { message: 'invalid JSON', type: 'invalid_request_error', param: null, code: null } });
     }
     requests.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body, at: Date.now() });
-    if (req.method !== 'POST' || req.url !== '/v1/completions') {
+    const path = req.url ?? '';
+    if (req.method !== 'POST' || !SERVED.has(path)) {
       return fail(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error', param: null, code: null } });
     }
     if (concurrencyLimit > 0 && inFlight >= concurrencyLimit) {
@@ -172,36 +171,23 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
         }
         return;
       }
-      await answer(res, body, b, gone.signal);
+      await answer(res, path, body, b, gone.signal);
     } finally {
       changeInFlight(-1);
     }
   };
 
-  const answer = async (res: ServerResponse, body: Record<string, unknown>, b: MockOpenAIBehaviour, gone: AbortSignal) => {
-    const id = `cmpl-mock-${++sequence}`;
-    const created = Math.floor(Date.now() / 1000);
-    const model = String(body.model ?? '');
-    const n = typeof body.n === 'number' ? body.n : 1;
-    const prompt = promptText(body.prompt);
-    const text = (typeof b.text === 'function' ? b.text(prompt) : b.text) ?? 'This is a mock completion.';
-    const prefix = body.echo === true ? prompt : '';
-    const usage = { prompt_tokens: words(prompt), completion_tokens: words(text) * n, total_tokens: words(prompt) + words(text) * n };
-    const logprobs = typeof body.logprobs === 'number'
-      ? { tokens: text.split(' '), token_logprobs: text.split(' ').map(() => -0.5), top_logprobs: null, text_offset: text.split(' ').map((_, i) => i) }
-      : null;
-
-    if (body.stream !== true) {
-      const choices = Array.from({ length: n }, (_, index) => ({ text: prefix + text, index, logprobs, finish_reason: 'stop' }));
-      const reply: Record<string, unknown> = { id, object: 'text_completion', created, model, choices };
-      if (!b.omitUsage) reply.usage = usage;
+  const answer = async (res: ServerResponse, path: string, body: Record<string, unknown>, b: MockOpenAIBehaviour, gone: AbortSignal) => {
+    if (path === '/v1/audio/speech') return speak(res, body, gone);
+    const plan = path === '/v1/chat/completions' ? planChat(body, b) : path === '/v1/embeddings' ? planEmbeddings(body) : planCompletion(body, b);
+    if (body.stream !== true || path === '/v1/embeddings') {
+      const reply = { ...plan.whole };
+      if (b.omitUsage) delete reply.usage;
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
       return;
     }
-
     const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true && !b.omitUsage;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const pieces = text.split(' ').map((w, i) => (i === 0 ? prefix + w : ` ${w}`));
     let sent = 0;
     // As a real server: a client that reads slowly slows the stream down (TCP backpressure).
     const send = async (chunk: unknown) => {
@@ -212,26 +198,19 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
         res.once('close', resolve);
       });
     };
-    for (let index = 0; index < n; index++) {
-      for (const piece of pieces) {
-        if (gone.aborted) return;
-        if (b.breakAfterChunks !== undefined && sent >= b.breakAfterChunks) {
-          res.socket?.destroy();
-          return;
-        }
-        const chunk: Record<string, unknown> = { id, object: 'text_completion', created, model, choices: [{ text: piece, index, logprobs: null, finish_reason: null }] };
-        if (includeUsage) chunk.usage = null;
-        await send(chunk);
-        if (b.chunkDelayMs) await sleep(b.chunkDelayMs, gone);
+    for (const chunk of plan.chunks) {
+      if (gone.aborted) return;
+      if (b.breakAfterChunks !== undefined && sent >= b.breakAfterChunks) {
+        res.socket?.destroy();
+        return;
       }
-      const last: Record<string, unknown> = { id, object: 'text_completion', created, model, choices: [{ text: '', index, logprobs: null, finish_reason: 'stop' }] };
-      if (includeUsage) last.usage = null;
-      await send(last);
+      await send(includeUsage ? { ...chunk, usage: null } : chunk);
+      if (b.chunkDelayMs) await sleep(b.chunkDelayMs, gone);
     }
     if (includeUsage) {
       if (b.usageDelayMs) await sleep(b.usageDelayMs, gone);
       if (gone.aborted) return;
-      await send({ id, object: 'text_completion', created, model, choices: [], usage });
+      await send(plan.usageChunk);
     }
     res.end('data: [DONE]\n\n');
   };

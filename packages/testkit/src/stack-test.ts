@@ -11,6 +11,7 @@
  *   });
  */
 import { test as base } from 'vitest';
+import { startMockAnthropicUpstream, type MockAnthropicBehaviour, type MockAnthropicUpstream } from './mock-anthropic-upstream.ts';
 import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
 import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
 import { startStack, type Stack, type StackOptions } from './stack.ts';
@@ -24,19 +25,22 @@ export interface StackTestOptions extends StackOptions {
 export interface Upstreams {
   openai(behaviour?: MockOpenAIBehaviour): Promise<MockOpenAIUpstream>;
   gemini(options?: MockGeminiOptions): Promise<MockGeminiUpstream>;
+  anthropic(behaviour?: MockAnthropicBehaviour): Promise<MockAnthropicUpstream>;
 }
 
 /**
  * Makes a channel on the stack for `models`, pointing at `mock`: a gemini channel with the
- * mock's key for a Gemini mock, else an openai channel with a key of its own (`sk-upstream-<n>`
- * unless `fields.key` says). Returns the channel as the management API shows it.
+ * mock's key for a Gemini mock, an anthropic channel for an Anthropic mock, else an openai
+ * channel; each but gemini with a key of its own (`sk-upstream-<n>` unless `fields.key` says). Returns the channel as the management API shows it.
  */
-export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
+export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream | MockAnthropicUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
 
 /** Makes an API key as root, with unlimited quota unless `fields` say otherwise; returns its id and full key. */
 export type MakeApiKey = (fields?: Record<string, unknown>) => Promise<{ id: number; key: string }>;
 
 let made = 0;
+/** The Anthropic mocks started here: their channels are of type anthropic. */
+const anthropicMocks = new WeakSet<object>();
 
 /**
  * A `test` whose fixtures stand on one stack per file, started with `options` before the file's
@@ -60,13 +64,20 @@ export function stackTest(options: StackTestOptions = {}) {
       return {
         openai: (behaviour) => started(startMockOpenAIUpstream(behaviour)),
         gemini: (mockOptions) => started(startMockGeminiUpstream(mockOptions)),
+        anthropic: async (behaviour) => {
+          const mock = await started(startMockAnthropicUpstream(behaviour));
+          anthropicMocks.add(mock);
+          return mock;
+        },
       };
     })
     .extend('channel', async ({ stack }): Promise<MakeChannel> => async (mock, models, fields = {}) => {
       const n = ++made;
       const identity = 'apiKey' in mock
         ? { name: `gemini-${n}`, type: 'gemini', key: mock.apiKey }
-        : { name: `ch-${n}`, type: 'openai', key: `sk-upstream-${n}` };
+        : anthropicMocks.has(mock)
+          ? { name: `anthropic-${n}`, type: 'anthropic', key: `sk-ant-upstream-${n}` }
+          : { name: `ch-${n}`, type: 'openai', key: `sk-upstream-${n}` };
       return stack.adminData('POST', '/api/channel/', { ...identity, base_url: mock.url, models, ...channelDefaults, ...fields });
     })
     .extend('apiKey', async ({ stack }): Promise<MakeApiKey> => async (fields = {}) => {

@@ -3,11 +3,13 @@ import {
   type AudioJobPayload,
   type GeminiGenerateRequest,
   type GeminiGenerateResponse,
+  type SpeechEnd,
   type StreamEnd,
 } from '@gateway/contracts';
-import { callUpstream, gemini, streamUpstream } from '@gateway/providers';
+import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
+import { relaySpeech } from './speech.ts';
 import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-estimate.ts';
 
 export interface AudioWorkerDeps {
@@ -15,28 +17,35 @@ export interface AudioWorkerDeps {
 }
 
 /**
- * Serves one speech-generation job (its request validated by the ingress), and lets the router
- * choose `gemini` channels (failover, cooldown, usage) while this module only says
- * how to call one, whole or streamed.
+ * Serves one speech job (its request validated by the ingress): Gemini's own `generateContent`,
+ * or OpenAI's text-to-speech (`speech.ts`). The router chooses the channel, of any type whose
+ * provider offers the operation (failover, cooldown, usage), while this module only says how to
+ * call one, whole or streamed.
  *
  * A whole reply travels back as the job's result: one copy on the waiting ingress's reply
  * stream, deleted as soon as it is read, never in BullMQ's shared events stream (the job itself
  * returns nothing to BullMQ and is removed on completion).
  */
 export function audioJobHandler(deps: AudioWorkerDeps) {
-  return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd> => {
+  return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd | SpeechEnd> => {
     // Validated by the ingress: the envelope is the contract, not checked a second time.
-    const request = context.payload.request;
+    const payload = context.payload;
+    const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log };
+    if (payload.operation === 'speech') {
+      const speech = payload.request;
+      return deps.router.run({ ...common, types: channelTypesFor('speech'), model: speech.model }, (target) => relaySpeech(target, speech, context));
+    }
+    const request = payload.request;
     const routed: ModelRequest = {
       caller: context.payload.caller,
-      type: 'gemini',
-      model: context.payload.model,
+      types: channelTypesFor('generateContent'),
+      model: payload.model,
       signal: context.signal,
       deadline: context.deadline,
       priority: context.priority,
       log: context.log,
     };
-    if (context.payload.method === 'streamGenerateContent') {
+    if (payload.method === 'streamGenerateContent') {
       return deps.router.run(routed, (target) => relayStream(target, request, context));
     }
     return deps.router.run(routed, (target) => generateWhole(target, request));
@@ -44,7 +53,7 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
 }
 
 async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest): Promise<GeminiGenerateResponse> {
-  const response = await callUpstream(gemini.generateContent, target, request);
+  const response = await callUpstream(operationFor('generateContent', target.channel.type), target, request);
   // The upstream reported no usage: estimate it, for the client and for the charge.
   response.usageMetadata ??= estimatedUsage(request, audioMsOf(response));
   target.reportUsage({ totalTokens: response.usageMetadata.totalTokenCount });
@@ -60,7 +69,7 @@ async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest
 async function relayStream(target: RouteTarget, request: GeminiGenerateRequest, context: JobContext<AudioJobPayload>): Promise<StreamEnd> {
   let audioMs = 0;
   let reported = false;
-  const events = await streamUpstream(gemini.generateContent, target, request);
+  const events = await streamUpstream(operationFor('generateContent', target.channel.type), target, request);
   for await (const event of events) {
     audioMs += audioMsOf(event);
     if (event.usageMetadata) {

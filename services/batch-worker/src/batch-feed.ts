@@ -288,7 +288,7 @@ export class BatchFeed {
       entry.queued = true;
       entry.sentAt = Date.now();
       entry.unrun = admitted.unrun;
-      const payload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group, ...(admitted.hold ? { hold: admitted.hold } : {}) }, request };
+      const payload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group, ...(admitted.hold ? { hold: admitted.hold } : {}) }, operation: endpoint.operation, request };
       const text = await this.jobs!.requestText(this.queue, payload, {
         requestId,
         jobId: jobIdOf(this.batch.id, line),

@@ -1,63 +1,101 @@
 import {
   clientCancelled,
+  estimateTokens,
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type CompletionChunk,
   type CompletionJobPayload,
   type CompletionRequest,
   type CompletionResponse,
+  type EmbeddingRequest,
+  type EmbeddingResponse,
   type StreamEnd,
 } from '@gateway/contracts';
-import { callUpstream, openai, streamUpstream } from '@gateway/providers';
+import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
-import { estimatePromptTokens, estimateTokens } from './usage-estimate.ts';
+import { chatPromptTokens, chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | StreamEnd;
+
 /**
- * Serves one completion job (its request validated by the ingress), and lets the router choose
- * channels while this module only says how to call one, whole or streamed.
+ * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
+ * by the ingress). The router chooses the channel, of any type whose provider offers the
+ * operation (the registry); this module only says how to call one, whole or streamed, and what
+ * it is charged.
  */
 export function completionJobHandler(deps: CompletionWorkerDeps) {
-  return async (context: JobContext<CompletionJobPayload>): Promise<CompletionResponse | StreamEnd> => {
+  return async (context: JobContext<CompletionJobPayload>): Promise<Answer> => {
     // Validated by the ingress: the envelope is the contract, not checked a second time.
-    const request = context.payload.request;
+    const payload = context.payload;
+    const operation = payload.operation ?? 'completions';
     const routed: ModelRequest = {
-      caller: context.payload.caller,
-      type: 'openai',
-      model: request.model,
+      caller: payload.caller,
+      types: channelTypesFor(operation),
+      model: payload.request.model,
       signal: context.signal,
       deadline: context.deadline,
       priority: context.priority,
       log: context.log,
     };
+    if (payload.operation === 'embeddings') return deps.router.run(routed, (target) => embedWhole(target, payload.request));
+    const request = payload.request;
     if (request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
-        return await deps.router.run({ ...routed, signal: grace.signal }, (target) => relayStream(target, request, context, grace.begun));
+        return await deps.router.run({ ...routed, signal: grace.signal }, (target) => relayStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
-    return deps.router.run(routed, (target) => completeWhole(target, request));
+    if (payload.operation === 'chat') return deps.router.run(routed, (target) => chatWhole(target, payload.request));
+    return deps.router.run(routed, (target) => completeWhole(target, request as CompletionRequest));
   };
 }
 
 async function completeWhole(target: RouteTarget, request: CompletionRequest): Promise<CompletionResponse> {
-  const response = await callUpstream(openai.completions, target, request);
+  const response = await callUpstream(operationFor('completions', target.channel.type), target, request);
   if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
     // The upstream reported no usage: estimate it, for the client and for the charge.
-    const prompt = estimatePromptTokens(request.prompt);
-    // An echoed prompt is in each choice's text, but counted once, as prompt.
-    const echoed = request.echo === true && typeof request.prompt === 'string' ? request.prompt : '';
-    const text = (c: { text?: string }) => (echoed && c.text?.startsWith(echoed) ? c.text.slice(echoed.length) : c.text ?? '');
-    const completion = estimateTokens(response.choices.map(text).join(''));
+    const { prompt, completion } = estimatedCompletionUsage(request, response);
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
   target.reportUsage({ totalTokens: response.usage.total_tokens });
   return response;
+}
+
+async function chatWhole(target: RouteTarget, request: ChatRequest): Promise<ChatResponse> {
+  const response = await callUpstream(operationFor('chat', target.channel.type), target, request);
+  if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
+    const prompt = chatPromptTokens(request);
+    const completion = estimateTokens(chatReplyText(response));
+    response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  }
+  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  return response;
+}
+
+async function embedWhole(target: RouteTarget, request: EmbeddingRequest): Promise<EmbeddingResponse> {
+  const response = await callUpstream(operationFor('embeddings', target.channel.type), target, request);
+  if (response.usage.total_tokens === 0) {
+    const prompt = embeddingPromptTokens(request);
+    response.usage = { prompt_tokens: prompt, total_tokens: prompt };
+  }
+  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  return response;
+}
+
+/** The upstream's chunks, of whichever streamed operation, as the client's format has them. */
+async function openStream(target: RouteTarget, payload: CompletionJobPayload): Promise<AsyncGenerator<CompletionChunk | ChatChunk>> {
+  if (payload.operation === 'chat') return streamUpstream(operationFor('chat', target.channel.type), target, payload.request);
+  return streamUpstream(operationFor('completions', target.channel.type), target, payload.request as CompletionRequest);
 }
 
 /**
@@ -65,12 +103,13 @@ async function completeWhole(target: RouteTarget, request: CompletionRequest): P
  * attempt: the router fails over only before it. The usage chunk reaches the client only when
  * it asked for it (the upstream is always asked, so the request can be charged).
  */
-async function relayStream(target: RouteTarget, request: CompletionRequest, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<StreamEnd> {
+async function relayStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<StreamEnd> {
+  const request = payload.request as CompletionRequest | ChatRequest;
   const includeUsage = request.stream_options?.include_usage === true;
-  const promptTokens = estimatePromptTokens(request.prompt);
+  const promptTokens = streamPromptTokens(request);
   let streamedChars = 0;
   let reported = false;
-  const chunks = await streamUpstream(openai.completions, target, request);
+  const chunks = await openStream(target, payload);
   begun();
   for await (const chunk of chunks) {
     if (chunk.usage) {
@@ -91,7 +130,7 @@ async function relayStream(target: RouteTarget, request: CompletionRequest, cont
     // The client is gone: read on (within the grace) for the usage only; the estimate counts
     // only what was sent.
     if (context.signal.aborted) continue;
-    for (const choice of chunk.choices) streamedChars += choice.text?.length ?? 0;
+    streamedChars += chunkText(chunk).length;
     if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4) });
     target.commit();
     await context.sendChunk(JSON.stringify(chunk));

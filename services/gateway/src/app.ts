@@ -21,6 +21,7 @@ import { watchClient } from './client-signal.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerContentDecoding } from './content-encoding.ts';
 import { registerJsonBodyParser } from './json-body.ts';
+import { wireConstraint } from './wire-constraint.ts';
 import { closeSilentConnections } from './silent-connections.ts';
 import { dropStalledReaders } from './stalled-readers.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
@@ -97,7 +98,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // Behind a proxy (TRUST_PROXY): request.ip is the client's, request.protocol the proxy's scheme.
     trustProxy: deps.trustProxy ?? false,
     genReqId: () => randomUUID(),
-    routerOptions: { ignoreTrailingSlash: true },
+    routerOptions: { ignoreTrailingSlash: true, constraints: { wire: wireConstraint } },
     return503OnClosing: true,
     // The front door counts no connections: a burst from one address (or from everyone behind
     // one load balancer) is read and answered, never reset. It bounds what costs without doing
@@ -188,7 +189,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     };
     const batch = { database: deps.database, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
-    await models.register(geminiApi, { ...modelApi, prefix: '/v1beta' });
+    await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
+    await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
   });
   app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
 

@@ -54,14 +54,18 @@ export const pathOf = (url: string) => url.split('?', 1)[0];
  * Errors thrown in this plugin's routes and hooks (a root hook's too, for its routes), and the
  * paths under its prefix that match no route, answered in `format`.
  */
-export function useErrorFormat(app: FastifyInstance, format: ErrorFormat): void {
+export function useErrorFormat(app: FastifyInstance, format: ErrorFormat, options: { notFound?: boolean; notFoundHint?: string } = {}): void {
   app.setErrorHandler((error, request, reply) => {
     const failure = fromFastifyError(error);
     if (failure.status >= 500 && !(error instanceof GatewayError)) request.log.error({ err: error, reqId: request.id }, 'unhandled error');
     return sendError(reply, failure, format);
   });
+  // A second wire format under the same prefix (Gemini's beside OpenAI's under /v1) leaves the
+  // prefix's unmatched paths to the first.
+  if (options.notFound === false) return;
+  const hint = options.notFoundHint ? `: ${options.notFoundHint}` : '';
   app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}` }), format),
+    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}${hint}` }), format),
   );
 }
 

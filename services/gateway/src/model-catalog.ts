@@ -19,16 +19,16 @@ export class ModelCatalog {
     });
   }
 
-  async list(holder: KeyHolder, type: ChannelType): Promise<ServedModel[]> {
+  async list(holder: KeyHolder, types: readonly ChannelType[]): Promise<ServedModel[]> {
     if (holder.models !== 'all' && holder.models.length === 0) return [];
     const snapshot = await this.channels.current();
-    return servedModels(snapshot.channels, { type, group: holder.group, allowed: holder.models === 'all' ? [] : holder.models });
+    return servedModels(snapshot.channels, { types, group: holder.group, allowed: holder.models === 'all' ? [] : holder.models });
   }
 
   /** One model, if the key may use it: the list's rules for that one name, without the list. */
-  async find(holder: KeyHolder, type: ChannelType, model: string): Promise<ServedModel | undefined> {
+  async find(holder: KeyHolder, types: readonly ChannelType[], model: string): Promise<ServedModel | undefined> {
     if (holder.models !== 'all' && !holder.models.includes(model)) return undefined;
     const snapshot = await this.channels.current();
-    return servedModels(snapshot.channels, { type, group: holder.group, allowed: [model] })[0];
+    return servedModels(snapshot.channels, { types, group: holder.group, allowed: [model] })[0];
   }
 }

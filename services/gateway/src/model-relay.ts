@@ -16,12 +16,16 @@ import type { ErrorFormat } from './error-formats.ts';
 
 /** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
 export interface EventStreamFormat {
-  /** Bytes for one chunk the worker sent (the chunk is the event's JSON text). */
-  chunk(data: string): string;
-  /** Bytes after the last chunk (`data: [DONE]` for OpenAI, nothing for Gemini). */
-  end(): string;
-  /** Bytes for a failure once the stream has begun: the error body as one last event. */
-  error(error: GatewayError): string;
+  /** Bytes for one chunk the worker sent (the chunk is the event's JSON text, or base64 audio). */
+  chunk(data: string): string | Buffer;
+  /** Bytes after the last chunk (`data: [DONE]` for OpenAI, nothing for Gemini), from the job's result. */
+  end(result: string): string;
+  /**
+   * Bytes for a failure once the stream has begun: the error body as one last event; undefined
+   * where the format has no place for one (raw audio), and the connection is cut instead, so the
+   * client sees a broken reply, never a whole-looking one.
+   */
+  error(error: GatewayError): string | undefined;
   /** The response's Content-Type; server-sent events when unset. */
   contentType?: string;
 }
@@ -157,7 +161,7 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...headers });
   };
   try {
-    await options.jobs.requestText(options.queue, payload, {
+    const result = await options.jobs.requestText(options.queue, payload, {
       ...enqueue,
       onChunk: (chunk) => {
         begin();
@@ -175,11 +179,13 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
       },
     });
     begin();
-    raw.end(format.end());
+    raw.end(format.end(result));
   } catch (error) {
     const failure = GatewayError.from(error);
     if (!started) throw failure;
-    if (!raw.destroyed && !raw.writableEnded) raw.end(format.error(failure));
+    const last = format.error(failure);
+    if (last === undefined) raw.destroy();
+    else if (!raw.destroyed && !raw.writableEnded) raw.end(last);
     request.log.warn({ status: failure.status, code: failure.code }, 'stream ended by a failure after its first chunk');
   }
   return reply;

@@ -6,7 +6,7 @@ export const UserStatus = { enabled: 1, disabled: 2 } as const;
 export const ChannelStatus = { enabled: 1, manuallyDisabled: 2, autoDisabled: 3 } as const;
 export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 } as const;
 
-export type ChannelType = 'openai' | 'gemini';
+export type ChannelType = 'openai' | 'gemini' | 'anthropic';
 export type Priority = 'interactive' | 'batch';
 
 export interface User {

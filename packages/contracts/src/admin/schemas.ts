@@ -124,7 +124,7 @@ const keyMask = z.string().max(64);
 
 const channelFields = {
   name: z.string().trim().min(1).max(128),
-  type: z.enum(['openai', 'gemini']),
+  type: z.enum(['openai', 'gemini', 'anthropic']),
   key: z.string().min(1).max(4096).regex(/^[^\p{Cc}]*$/u, 'must not hold control characters (CR, LF, tab, …)'),
   base_url: baseUrl,
   models: nameList.refine((m) => m.length > 0, 'must name at least one model'),

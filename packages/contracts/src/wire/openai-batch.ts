@@ -5,23 +5,53 @@
  */
 import { z } from 'zod';
 import { QueueName } from '../queues.ts';
+import type { ModelOperation } from '../model-jobs.ts';
+import { chatRequestSchema } from './openai-chat.ts';
 import { completionRequestSchema } from './openai-completion.ts';
-import { completionWorstCase } from '../worst-case-usage.ts';
+import { embeddingRequestSchema } from './openai-embeddings.ts';
+import { chatWorstCase, completionWorstCase, embeddingWorstCase } from '../worst-case-usage.ts';
 
-/** A model endpoint a batch may run: its queue, its body schema and the most quota a line may use. */
-export interface BatchEndpoint {
+/**
+ * An OpenAI model endpoint, as its live route and a batch line both run it: its queue, the
+ * operation its job asks for, its body schema and the most quota a request may use.
+ */
+export interface OpenAIEndpoint {
   queue: QueueName;
+  operation: Extract<ModelOperation, 'completions' | 'chat' | 'embeddings'>;
   schema: z.ZodType<{ model: string; stream?: boolean | null }>;
   worstCase(body: unknown): number;
+  /** Whether `stream: true` is served (as server-sent events). */
+  streams: boolean;
 }
 
-export const batchEndpoints: Record<string, BatchEndpoint> = {
+/** Every OpenAI model endpoint, by path: one entry an endpoint, for the routes and for batches. */
+export const openaiEndpoints = {
   '/v1/completions': {
     queue: QueueName.completion,
+    operation: 'completions',
     schema: completionRequestSchema,
     worstCase: (body) => completionWorstCase(body as z.infer<typeof completionRequestSchema>),
+    streams: true,
   },
-};
+  '/v1/chat/completions': {
+    queue: QueueName.completion,
+    operation: 'chat',
+    schema: chatRequestSchema,
+    worstCase: (body) => chatWorstCase(body as z.infer<typeof chatRequestSchema>),
+    streams: true,
+  },
+  '/v1/embeddings': {
+    queue: QueueName.completion,
+    operation: 'embeddings',
+    schema: embeddingRequestSchema,
+    worstCase: (body) => embeddingWorstCase(body as z.infer<typeof embeddingRequestSchema>),
+    streams: false,
+  },
+} satisfies Record<string, OpenAIEndpoint>;
+
+/** The model endpoints a batch may run: every OpenAI one. */
+export type BatchEndpoint = OpenAIEndpoint;
+export const batchEndpoints: Record<string, BatchEndpoint> = openaiEndpoints;
 
 export const batchCreateSchema = z.strictObject({
   input_file_id: z.string().min(1).max(128),

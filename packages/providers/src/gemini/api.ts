@@ -21,6 +21,7 @@ export const geminiApi = {
   endpoints: {
     generateContent: (model: string, stream: boolean) =>
       `/v1beta/models/${modelSegment(model)}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,
+    batchEmbedContents: (model: string) => `/v1beta/models/${modelSegment(model)}:batchEmbedContents`,
   },
   failure: (error: UpstreamError): UpstreamError => {
     if (error.kind !== 'http') return error;

@@ -5,8 +5,12 @@
  * `callUpstream` and `streamUpstream` do the rest.
  */
 import { geminiApi } from './api.ts';
+import { embed } from './embed.ts';
 import { generateContent } from './generate.ts';
+import { speech } from './speech.ts';
 
 export const gemini = {
   generateContent: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: generateContent },
+  embeddings: { api: geminiApi, endpoint: geminiApi.endpoints.batchEmbedContents, mapping: embed },
+  speech: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: speech },
 };

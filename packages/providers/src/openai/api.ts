@@ -10,5 +10,8 @@ export const openaiApi = {
   }),
   endpoints: {
     completions: () => '/v1/completions',
+    chat: () => '/v1/chat/completions',
+    embeddings: () => '/v1/embeddings',
+    speech: () => '/v1/audio/speech',
   },
 } satisfies ProviderApi;

@@ -41,13 +41,13 @@ export function normalizeUsage(usage: Usage | null | undefined): CompletionUsage
  * The body sent upstream: the client's body, unknown fields included, with the channel's model.
  * A stream always asks for usage, so it can be charged even when the client did not ask.
  */
-export function toUpstreamRequest(request: CompletionRequest, upstreamModel: string, stream: boolean): Record<string, unknown> {
+export function toUpstreamRequest(request: { stream_options?: Record<string, unknown> | null }, upstreamModel: string, stream: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = { ...request, stream, model: upstreamModel };
   if (stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
   return body;
 }
 
-function asObject(value: unknown, what: string): Record<string, unknown> {
+export function asObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is not a JSON object` });
   }
@@ -55,7 +55,7 @@ function asObject(value: unknown, what: string): Record<string, unknown> {
 }
 
 /** A mid-stream or 200-status `{error}` body is a failure, not a reply. */
-function rejectErrorBody(body: Record<string, unknown>): void {
+export function rejectErrorBody(body: Record<string, unknown>): void {
   if (body.error && !body.choices) {
     const error = body.error as { message?: unknown; code?: unknown };
     const status = typeof error.code === 'number' && error.code >= 400 ? error.code : 502;

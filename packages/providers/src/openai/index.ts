@@ -4,8 +4,14 @@
  * (`complete.ts`); `callUpstream` and `streamUpstream` do the rest.
  */
 import { openaiApi } from './api.ts';
+import { chat } from './chat.ts';
 import { completions } from './complete.ts';
+import { embeddings } from './embeddings.ts';
+import { speech } from './speech.ts';
 
 export const openai = {
   completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
+  chat: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: chat },
+  embeddings: { api: openaiApi, endpoint: openaiApi.endpoints.embeddings, mapping: embeddings },
+  speech: { api: openaiApi, endpoint: openaiApi.endpoints.speech, mapping: speech, replies: 'audio' as const },
 };

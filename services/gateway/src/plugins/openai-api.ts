@@ -1,13 +1,14 @@
 /**
- * The OpenAI wire format under `/v1`: text completions, the OpenAI model list, and the Files and
- * Batch APIs. Its errors and
+ * The OpenAI wire format under `/v1`: completions, chat completions, embeddings and speech, the OpenAI
+ * model list, and the Files and Batch APIs. Its errors and
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
 import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../error-formats.ts';
-import { completionRoutes } from '../routes/completions.ts';
+import { openaiModelRoutes } from '../routes/openai-models.ts';
+import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
 import { fileRoutes } from '../routes/files.ts';
@@ -15,12 +16,15 @@ import type { BatchApiOptions } from '../routes/batch-api-options.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
 export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
-  useErrorFormat(app, openaiFormat);
+  useErrorFormat(app, openaiFormat, {
+    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Gemini\'s are /v1/models/{model}:generateContent and /v1beta/…)',
+  });
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
-    completionRoutes(routes, options);
+    openaiModelRoutes(routes, options);
+    openaiSpeechRoutes(routes, options);
     modelListRoutes(routes, openaiModels, options.catalog);
   });
   // Files and batches: the same key, but no model request's body budget (an upload streams to

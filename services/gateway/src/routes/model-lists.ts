@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, type ChannelType } from '@gateway/contracts';
+import { channelTypesFor } from '@gateway/providers';
 import type { ServedModel } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
@@ -14,7 +15,8 @@ import type { ModelCatalog } from '../model-catalog.ts';
 type Query = Record<string, string | string[] | undefined>;
 
 interface ModelListFormat {
-  type: ChannelType;
+  /** The channel types whose models the format's routes reach. */
+  types: readonly ChannelType[];
   list(models: ServedModel[], query: Query): unknown;
   one(model: ServedModel): unknown;
   notFound(model: string): GatewayError;
@@ -26,10 +28,12 @@ const string = { type: 'string' } as const;
 const object = (properties: Record<string, object>, required = Object.keys(properties)) =>
   ({ type: 'object', properties, required, additionalProperties: false }) as const;
 
-const openaiModel = (m: ServedModel) => ({ id: m.id, object: 'model', created: m.created, owned_by: 'openai' });
+/** `owned_by` says what serves the model: the types of its channels (`openai`, `anthropic`, `gemini`). */
+const openaiModel = (m: ServedModel) => ({ id: m.id, object: 'model', created: m.created, owned_by: m.types.join(',') });
 
+/** Every channel type whose provider offers an OpenAI operation (the registry): chat through Anthropic, embeddings and speech through Gemini. */
 export const openaiModels: ModelListFormat = {
-  type: 'openai',
+  types: [...new Set((['completions', 'chat', 'embeddings', 'speech'] as const).flatMap(channelTypesFor))].sort(),
   list: (models) => ({ object: 'list', data: models.map(openaiModel) }),
   one: openaiModel,
   notFound: (model) => new GatewayError({
@@ -55,13 +59,13 @@ function geminiPage(models: ServedModel[], query: Query) {
   return { models: page.map(geminiModel), ...(start + size < models.length ? { nextPageToken: String(start + size) } : {}) };
 }
 
-export const geminiModels: ModelListFormat = {
-  type: 'gemini',
+export const geminiModels = (version: 'v1' | 'v1beta'): ModelListFormat => ({
+  types: ['gemini'],
   list: geminiPage,
   one: geminiModel,
-  notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version v1beta` }),
+  notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version ${version}` }),
   schemas: geminiSchemas(),
-};
+});
 
 function geminiSchemas() {
   const model = object({ name: string, displayName: string, supportedGenerationMethods: { type: 'array', items: string } });
@@ -69,14 +73,14 @@ function geminiSchemas() {
 }
 
 /** `GET /models` and `GET /models/{model}` under the plugin's prefix, in `format`. */
-export function modelListRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog): void {
-  app.get<{ Querystring: Query }>('/models', { schema: { response: { 200: format.schemas.list } } }, async (request) => {
-    return format.list(await catalog.list(keyHolderOf(request), format.type), request.query);
+export function modelListRoutes(app: FastifyInstance, format: ModelListFormat, catalog: ModelCatalog, constraints?: { wire: string }): void {
+  app.get<{ Querystring: Query }>('/models', { constraints, schema: { response: { 200: format.schemas.list } } }, async (request) => {
+    return format.list(await catalog.list(keyHolderOf(request), format.types), request.query);
   });
   // A model name may hold a `/` (`org/model`), so the rest of the path is the name.
-  app.get<{ Params: { '*': string }; Querystring: Query }>('/models/*', { schema: { response: { 200: format.schemas.one } } }, async (request) => {
+  app.get<{ Params: { '*': string }; Querystring: Query }>('/models/*', { constraints, schema: { response: { 200: format.schemas.one } } }, async (request) => {
     const name = request.params['*'].replace(/^models\//, '');
-    const model = await catalog.find(keyHolderOf(request), format.type, name);
+    const model = await catalog.find(keyHolderOf(request), format.types, name);
     if (!model) throw format.notFound(name);
     return format.one(model);
   });

@@ -1,0 +1,50 @@
+/**
+ * OpenAI's text-to-speech wire format (`POST /v1/audio/speech`): the request with OpenAI's
+ * bounds (a 400 names the field), the audio formats it answers in, and the events of its
+ * `stream_format: "sse"`.
+ */
+import { z } from 'zod';
+
+/** OpenAI's own bound on `input`. */
+export const MAX_SPEECH_INPUT_CHARACTERS = 4096;
+
+export const speechFormats = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
+export type SpeechFormat = (typeof speechFormats)[number];
+
+/** The Content-Type of each format, as OpenAI answers it. */
+export const speechContentTypes: Record<SpeechFormat, string> = {
+  mp3: 'audio/mpeg',
+  opus: 'audio/ogg',
+  aac: 'audio/aac',
+  flac: 'audio/flac',
+  wav: 'audio/wav',
+  pcm: 'audio/pcm',
+};
+
+const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
+
+export const speechRequestSchema = z.looseObject({
+  model: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty'),
+  input: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty').max(MAX_SPEECH_INPUT_CHARACTERS, `must be at most ${MAX_SPEECH_INPUT_CHARACTERS} characters`),
+  voice: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })], { error: 'is required: a voice name, or {"id": …}' }),
+  instructions: optional(z.string().max(MAX_SPEECH_INPUT_CHARACTERS, `must be at most ${MAX_SPEECH_INPUT_CHARACTERS} characters`)),
+  speed: optional(z.number().min(0.25).max(4)),
+  response_format: optional(z.enum(speechFormats)),
+  stream_format: optional(z.enum(['audio', 'sse'])),
+});
+
+export type SpeechRequest = z.infer<typeof speechRequestSchema>;
+
+/** The voice's name, whether given as a name or as `{id}`. */
+export const voiceName = (voice: SpeechRequest['voice']) => (typeof voice === 'string' ? voice : voice.id);
+
+/** `stream_format: "sse"`: audio a piece at a time, then the usage. */
+export interface SpeechAudioDelta {
+  type: 'speech.audio.delta';
+  audio: string;
+}
+
+export interface SpeechAudioDone {
+  type: 'speech.audio.done';
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+}

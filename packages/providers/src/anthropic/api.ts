@@ -1,0 +1,42 @@
+/**
+ * Where an Anthropic-style upstream is, how to present a channel's key to it, and how its
+ * failures read: Anthropic answers 529 when it is overloaded, reported as the 503 it means, and
+ * its error bodies are handed on in OpenAI's shape (see `error-body.ts`).
+ */
+import { UpstreamError } from '@gateway/contracts';
+import type { ProviderApi } from '../provider.ts';
+import { errorDetail, openaiShapedBody, OVERLOADED_STATUS } from './error-body.ts';
+
+/**
+ * The API version the mapping is written for. 2023-06-01 still takes `temperature` and `top_p`,
+ * which the 2026-10-21 version refuses.
+ */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+export const anthropicApi = {
+  baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, ''),
+  headers: (key: string, stream: boolean): Record<string, string> => ({
+    'x-api-key': key,
+    'anthropic-version': ANTHROPIC_VERSION,
+    'content-type': 'application/json',
+    accept: stream ? 'text/event-stream' : 'application/json',
+  }),
+  endpoints: {
+    chat: () => '/v1/messages',
+  },
+  failure: (error: UpstreamError): UpstreamError => {
+    if (error.kind !== 'http') return error;
+    const detail = errorDetail(error.body);
+    const status = error.status === OVERLOADED_STATUS ? 503 : error.status;
+    if (!detail && status === error.status) return error;
+    // A 429's Retry-After is kept: the failure policy rests the channel that long.
+    return new UpstreamError({
+      kind: 'http',
+      status,
+      retryAfter: error.retryAfter,
+      body: detail ? openaiShapedBody(detail) : error.body,
+      message: error.message,
+      cause: error.cause,
+    });
+  },
+} satisfies ProviderApi;

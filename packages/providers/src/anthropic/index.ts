@@ -1,0 +1,11 @@
+/**
+ * The Anthropic-style provider: `{base_url}/v1/messages` with the channel's key in `x-api-key`,
+ * for chat completions, whole or streamed. One entry per operation: its endpoint (`api.ts`) and
+ * its mapping (`chat.ts`); `callUpstream` and `streamUpstream` do the rest.
+ */
+import { anthropicApi } from './api.ts';
+import { chat } from './chat.ts';
+
+export const anthropic = {
+  chat: { api: anthropicApi, endpoint: anthropicApi.endpoints.chat, mapping: chat },
+};

@@ -1,0 +1,59 @@
+/**
+ * The provider registry: for each channel type, the operations its provider offers. A model job
+ * names its operation; the worker resolves it for the channel the router chose, so a route may
+ * be served by channels of several types, and failover may cross them. Adding a provider is a
+ * folder and a line here; adding an operation to one, a file and a line.
+ */
+import {
+  UpstreamError,
+  type ChannelType,
+  type ChatChunk,
+  type ChatRequest,
+  type ChatResponse,
+  type CompletionChunk,
+  type CompletionRequest,
+  type CompletionResponse,
+  type EmbeddingRequest,
+  type EmbeddingResponse,
+  type GeminiGenerateRequest,
+  type GeminiGenerateResponse,
+  type ModelOperation,
+  type SpeechRequest,
+} from '@gateway/contracts';
+import { anthropic } from './anthropic/index.ts';
+import { gemini } from './gemini/index.ts';
+import { openai } from './openai/index.ts';
+import type { ProviderOperation } from './provider.ts';
+
+/** Each operation's request, reply and stream event, as the client's wire format has them. */
+export interface OperationShapes {
+  completions: ProviderOperation<CompletionRequest, CompletionResponse, CompletionChunk>;
+  chat: ProviderOperation<ChatRequest, ChatResponse, ChatChunk>;
+  embeddings: ProviderOperation<EmbeddingRequest, EmbeddingResponse, never>;
+  generateContent: ProviderOperation<GeminiGenerateRequest, GeminiGenerateResponse, GeminiGenerateResponse>;
+  /**
+   * OpenAI's text-to-speech: audio bytes in the asked format from a provider that speaks it
+   * (`replies: 'audio'`), or Gemini's PCM events for the worker to encode.
+   */
+  speech: ProviderOperation<SpeechRequest, GeminiGenerateResponse, GeminiGenerateResponse> | ProviderOperation<SpeechRequest, never, never>;
+}
+
+const registry: Record<ChannelType, Partial<OperationShapes>> = {
+  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, speech: openai.speech },
+  anthropic: { chat: anthropic.chat },
+  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, speech: gemini.speech },
+};
+
+/** The channel types whose provider offers the operation: the channels a request of it may use. */
+export function channelTypesFor(operation: ModelOperation): ChannelType[] {
+  return (Object.keys(registry) as ChannelType[]).filter((type) => registry[type][operation] !== undefined);
+}
+
+/** How to call the operation on a channel of this type. */
+export function operationFor<O extends ModelOperation>(operation: O, type: ChannelType): OperationShapes[O] {
+  const found = registry[type]?.[operation];
+  // Routing only chooses channels of `channelTypesFor(operation)`: this is a channel whose type
+  // changed under a request, a failure of that channel alone.
+  if (!found) throw new UpstreamError({ kind: 'protocol', message: `a ${type} channel does not serve ${operation}` });
+  return found as OperationShapes[O];
+}

@@ -1,0 +1,59 @@
+/**
+ * OpenAI's text-to-speech on one chosen channel. From a provider that speaks it (an openai
+ * channel), the audio bytes are relayed as they come. From a Gemini speech model, its PCM events
+ * are read as they come and encoded (`@gateway/audio`, FFmpeg processes off the event loop) into
+ * the format and speed asked for. Either way the audio goes to the client a piece at a time, the
+ * first piece commits the attempt (the router fails over only before it), and the job's result
+ * is the usage, which `stream_format: "sse"` ends with.
+ */
+import { encodeSpeech } from '@gateway/audio';
+import { estimateTokens, geminiInlineAudio, pcmDurationMs, type AudioJobPayload, type GeminiGenerateResponse, type SpeechEnd, type SpeechRequest } from '@gateway/contracts';
+import { operationFor, streamUpstream, streamUpstreamAudio, type ProviderOperation } from '@gateway/providers';
+import type { JobContext } from '@gateway/queue';
+import type { RouteTarget } from '@gateway/routing';
+import { estimateAudioTokens } from './usage-estimate.ts';
+
+interface Counted {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export async function relaySpeech(target: RouteTarget, request: SpeechRequest, context: JobContext<AudioJobPayload>): Promise<SpeechEnd> {
+  const operation = operationFor('speech', target.channel.type);
+  // OpenAI prices speech by its input: what an upstream that reports nothing is charged.
+  const counted: Counted = { inputTokens: estimateTokens(request.input + (request.instructions ?? '')), outputTokens: 0 };
+  const audio = operation.replies === 'audio'
+    ? await streamUpstreamAudio(operation as ProviderOperation<SpeechRequest, never, never>, target, request)
+    : encodeSpeech(
+      geminiPcm(await streamUpstream(operation as ProviderOperation<SpeechRequest, GeminiGenerateResponse, GeminiGenerateResponse>, target, request), counted),
+      { format: request.response_format ?? 'mp3', speed: request.speed ?? 1, signal: target.signal },
+    );
+  for await (const chunk of audio) {
+    target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens });
+    target.commit();
+    await context.sendChunk(chunk.toString('base64'));
+  }
+  target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens });
+  return { done: true, usage: { input_tokens: counted.inputTokens, output_tokens: counted.outputTokens, total_tokens: counted.inputTokens + counted.outputTokens } };
+}
+
+/**
+ * The PCM of Gemini's events, as they come. Until its last event reports `usageMetadata`, the
+ * output is counted from the audio so far, so a stream cut short is still charged.
+ */
+async function* geminiPcm(events: AsyncIterable<GeminiGenerateResponse>, counted: Counted): AsyncGenerator<Buffer> {
+  let pcmBytes = 0;
+  for await (const event of events) {
+    for (const piece of geminiInlineAudio(event)) {
+      const pcm = Buffer.from(piece.data, 'base64');
+      pcmBytes += pcm.length;
+      if (pcm.length > 0) yield pcm;
+    }
+    if (event.usageMetadata) {
+      counted.inputTokens = event.usageMetadata.promptTokenCount ?? counted.inputTokens;
+      counted.outputTokens = event.usageMetadata.candidatesTokenCount ?? Math.max(0, event.usageMetadata.totalTokenCount - counted.inputTokens);
+    } else {
+      counted.outputTokens = estimateAudioTokens(pcmDurationMs(pcmBytes));
+    }
+  }
+}

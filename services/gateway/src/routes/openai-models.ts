@@ -1,0 +1,43 @@
+/**
+ * The OpenAI model routes (`POST /v1/completions`, `/v1/chat/completions`, `/v1/embeddings`),
+ * one entry each in `openaiEndpoints` (@gateway/contracts), which batches run too: validate the
+ * body with the endpoint's schema, check the key (authenticated by the OpenAI plugin's hook) may
+ * use the model, and relay the completion worker's answer, whole or as server-sent events.
+ */
+import type { FastifyInstance } from 'fastify';
+import { GatewayError, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
+import { keyHolderOf } from '../auth/request-auth.ts';
+import type { ModelApiOptions } from '../plugins/model-api-options.ts';
+import { openaiFormat } from '../error-formats.ts';
+import { admissionGate, relayModelJob, serverSentEvents } from '../model-relay.ts';
+
+const openaiEventStream = serverSentEvents(openaiFormat, { doneMarker: '[DONE]' });
+
+export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions): void {
+  for (const [path, endpoint] of Object.entries(openaiEndpoints) as [string, OpenAIEndpoint][]) {
+    app.post(path.replace(/^\/v1/, ''), { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
+      const holder = keyHolderOf(request);
+      const body = parseOrThrow(endpoint.schema, request.body);
+      if (body.stream === true && !endpoint.streams) {
+        throw new GatewayError({ status: 400, code: 'invalid_request', param: 'stream', message: `${path} does not stream` });
+      }
+      options.apiKeys.authorizeModel(holder, body.model);
+      const payload = {
+        caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group },
+        operation: endpoint.operation,
+        request: body,
+      } as CompletionJobPayload;
+      return relayModelJob(request, reply, {
+        jobs: options.jobs,
+        queue: endpoint.queue,
+        payload,
+        timeoutMs: options.timeoutMs,
+        responseBufferBytes: options.responseBufferBytes,
+        admission: options.admission,
+        holder,
+        worstCase: endpoint.worstCase(body),
+        stream: body.stream === true ? openaiEventStream : undefined,
+      });
+    });
+  }
+}
