@@ -197,7 +197,7 @@ export class BatchFeed {
         if (!isDatabaseUnavailable(error) && !isRedisUnavailable(error)) throw error;
         // PostgreSQL (or Redis) away: the lines in flight run on, their results wait in memory,
         // and feeding resumes when it is back. The runner stops this feed if the lease is lost.
-        deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch paused: its database or Redis is unavailable; trying again');
+        deps.log.warn({ batch: this.batch.id, reason: (error as Error).message }, 'batch paused: its database or Redis is unavailable; trying again');
         await sleep(1000);
         continue;
       }
@@ -363,7 +363,7 @@ export class BatchFeed {
       this.recordedBefore = read;
     } catch (error) {
       this.results = results.concat(this.results);
-      this.deps.log.warn({ batch: this.batch.id, err: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');
+      this.deps.log.warn({ batch: this.batch.id, reason: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');
       await sleep(1000);
     }
   }

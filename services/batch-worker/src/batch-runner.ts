@@ -70,7 +70,7 @@ export class BatchRunner {
         this.feeds.set(row.id, { feed, done });
       }
     } catch (error) {
-      log.warn({ err: (error as Error).message }, 'batches not polled (PostgreSQL unavailable?)');
+      log.warn({ reason: (error as Error).message }, 'batches not polled (PostgreSQL unavailable?)');
       // Leases not renewed for most of their life may be another worker's soon: stop feeding them
       // (lines in flight run on, for whoever holds the batch next, this worker or another).
       if (this.feeds.size > 0 && Date.now() - this.lastRenew > (leaseMs * 2) / 3) {

@@ -20,7 +20,7 @@ const redis = createRedis(config.redis, { name: `gateway-${ingressId}`, failFast
 try {
   await waitForRedis(redis, 60_000);
 } catch (error) {
-  log.fatal({ err: (error as Error).message }, 'cannot reach Redis (REDIS_URL or REDIS_CLUSTER_NODES)');
+  log.fatal({ reason: (error as Error).message }, 'cannot reach Redis (REDIS_URL or REDIS_CLUSTER_NODES)');
   process.exit(1);
 }
 // PostgreSQL keeps the Batch API's files and batches; live requests never wait on it.
@@ -28,7 +28,7 @@ if (config.DATABASE_URL) {
   try {
     await migrate(config.DATABASE_URL, (message) => log.debug({ message }, 'migration'));
   } catch (error) {
-    log.fatal({ err: (error as Error).message }, 'cannot reach or migrate PostgreSQL (DATABASE_URL)');
+    log.fatal({ reason: error instanceof Error ? error.message : String(error) }, 'cannot reach or migrate PostgreSQL (DATABASE_URL)');
     process.exit(1);
   }
 }

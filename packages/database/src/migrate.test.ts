@@ -1,0 +1,29 @@
+import { readdirSync } from 'node:fs';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
+import { migrate, MIGRATIONS_DIR } from './migrate.ts';
+
+describe('migrate', () => {
+  let postgres: TestPostgres;
+  beforeAll(async () => {
+    postgres = await spawnPostgres();
+  }, 60_000);
+  afterAll(() => postgres?.close());
+
+  it('applies each migration once when processes start together (the gateway and the batch worker do)', async () => {
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    await admin.query('CREATE DATABASE fresh');
+    await admin.end();
+    const fresh = postgres.url.replace(/\/\w+$/, '/fresh');
+    const results = await Promise.allSettled(Array.from({ length: 4 }, () => migrate(fresh)));
+    expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    const client = new pg.Client({ connectionString: fresh });
+    await client.connect();
+    const { rows } = await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY id');
+    await client.end();
+    const files = readdirSync(MIGRATIONS_DIR).map((f) => f.replace(/\.\w+$/, '')).sort();
+    expect(rows.map((r) => r.name)).toEqual(files);
+  }, 60_000);
+});
