@@ -21,6 +21,9 @@ export interface KeyHolder extends ModelCaller {
   quotaLimited: boolean;
 }
 
+/** The caller a model job carries: who the key is, for routing, charging and the request log. */
+export const callerOf = (holder: KeyHolder): ModelCaller => ({ tokenId: holder.tokenId, tokenName: holder.tokenName, userId: holder.userId, group: holder.group });
+
 /** The models both lists allow; an empty list allows all. */
 function allowedModels(keyModels: readonly string[], userModels: readonly string[]): readonly string[] | 'all' {
   if (keyModels.length === 0 && userModels.length === 0) return 'all';
@@ -36,7 +39,7 @@ export const mayUseModel = (holder: KeyHolder, model: string) => holder.models =
 export function holderOf(token: StoredToken, user: StoredUser | null | undefined): KeyHolder {
   const batch = token.priority === 'batch' || user?.priority === 'batch';
   return {
-    tokenId: token.id, userId: token.user_id, group: user?.group || 'default',
+    tokenId: token.id, tokenName: token.name, userId: token.user_id, group: user?.group || 'default',
     models: allowedModels(token.models ?? [], user?.models ?? []),
     rpmLimit: token.rpm_limit ?? 0, userRpmLimit: user?.rpm_limit ?? 0,
     priority: batch ? 'batch' : 'interactive',

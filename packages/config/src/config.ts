@@ -158,6 +158,20 @@ export const configSchema = z.object({
    */
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
   POSTGRES_DATA_DIR: z.string().min(1).optional(),
+  /**
+   * The request log (one PostgreSQL row per model request, written in batches off the reply
+   * path): `on` wherever DATABASE_URL is set, or `off`.
+   */
+  REQUEST_LOG: z.enum(['on', 'off']).default('on'),
+  /** Days of the request log kept; older days are dropped whole (0: kept for good). */
+  LOG_RETENTION_DAYS: integer(30, 0, 3650),
+  /**
+   * Characters of each prompt and whole reply the request log keeps (0: none, the default).
+   * Above 0 the log holds what users sent and got: see the README's privacy note.
+   */
+  LOG_CONTENT_CHARS: integer(0, 0, 1_000_000),
+  /** Request log rows one process holds while PostgreSQL is away; past it rows are dropped and counted. */
+  LOG_BUFFER_ROWS: integer(50_000, 100, 10_000_000),
   /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */
   FILE_MAX_BYTES: integer(200 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   FILE_MAX_LINES: integer(50_000, 1, 1_000_000),

@@ -22,3 +22,4 @@ export * from './wire/openai-batch.ts';
 export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { redactUpstreamText, redactUpstreamBody } from './upstream-text.ts';
 export * from './worst-case-usage.ts';
+export * from './request-log.ts';

@@ -10,6 +10,8 @@ import type { SpeechRequest } from './wire/openai-speech.ts';
 
 export interface ModelCaller {
   tokenId: number;
+  /** The key's name when the request came, for the request log. */
+  tokenName?: string;
   userId: number;
   /** The user's group; a channel serves the caller only if its `group` list includes it. */
   group: string;

@@ -59,3 +59,14 @@ export function observeRouting(metrics: WorkerMetrics, queue: string) {
     usage: (tokens: number) => metrics.usageTokens.inc({ queue }, tokens),
   };
 }
+
+/**
+ * The request log's writer, counted in the process's registry: rows written, rows waiting for
+ * PostgreSQL (read at scrape time), and rows dropped because the buffer was full.
+ */
+export function requestLogMetrics(registry: Registry, buffered: () => number) {
+  new Gauge({ name: 'request_log_rows_buffered', help: 'Request log rows waiting to be written to PostgreSQL', registers: [registry], collect() { this.set(buffered()); } });
+  const written = new Counter({ name: 'request_log_rows_written_total', help: 'Request log rows written to PostgreSQL', registers: [registry] });
+  const dropped = new Counter({ name: 'request_log_rows_dropped_total', help: 'Request log rows dropped because the buffer was full (PostgreSQL away or too slow)', registers: [registry] });
+  return { onWritten: (rows: number) => written.inc(rows), onDropped: (rows: number) => dropped.inc(rows) };
+}

@@ -34,12 +34,34 @@ export interface JobContext<P> {
   /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
   sendChunk(chunk: string): Promise<void>;
   log: Logger;
+  /** What the handler learned about the job (where it went, what it used), handed to `onJobEnd`. */
+  facts: Record<string, unknown>;
 }
 
 /** ok: answered with a result; error: answered with an error; cancelled: nobody waited any more; expired: dropped unrun. */
 export type JobOutcome = 'ok' | 'error' | 'cancelled' | 'expired';
 
 export type JobHandler<P> = (context: JobContext<P>) => Promise<unknown>;
+
+/** A job's end, run or dropped unrun, for the request log. */
+export interface JobEnd<P> {
+  jobId: string;
+  requestId: string;
+  payload: P;
+  outcome: JobOutcome;
+  /** The error the ingress was answered with (outcome `error`). */
+  error?: GatewayError;
+  /** The handler's result (outcome `ok`). */
+  result?: unknown;
+  /** Epoch ms the job was queued, taken by this worker, and ended. */
+  queuedAt: number;
+  startedAt: number;
+  endedAt: number;
+  stream: boolean;
+  priority?: number;
+  /** The handler's `facts` (empty for a job dropped unrun). */
+  facts: Record<string, unknown>;
+}
 
 export interface JobWorkerOptions<P> {
   queue: QueueName;
@@ -54,6 +76,8 @@ export interface JobWorkerOptions<P> {
   onJobDropped?: (payload: P) => void;
   /** Told of every finished job, for metrics. */
   onJobDone?: (outcome: JobOutcome, seconds: number) => void;
+  /** Told of every job's end, with what its handler learned, for the request log. Never awaited. */
+  onJobEnd?: (end: JobEnd<P>) => void;
   /** How long a crashed worker's job stays locked before another worker takes it over. */
   lockDurationMs?: number;
   /** Most jobs one lane (BullMQ Worker) runs at once. Default LANE_CONCURRENCY. */
@@ -105,7 +129,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   };
 
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
-  const run = async (jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }): Promise<JobOutcome> => {
+  const run = async (jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
     cancels.track(jobId, controller);
@@ -128,16 +152,18 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         get log() {
           return (log ??= options.log.child(fields));
         },
+        facts,
       });
       await replies.result(envelope.replyTo, jobId, value);
-      return 'ok';
+      return { outcome: 'ok', result: value };
     } catch (error) {
       const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
       if (unavailable) options.log.warn({ ...fields, err: error }, 'job failed: Redis unavailable or failing over');
       else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
-      if (controller.signal.aborted) return 'cancelled';
-      await replies.error(envelope.replyTo, jobId, (unavailable ? redisUnavailableError() : GatewayError.from(error)).toReply());
-      return 'error';
+      if (controller.signal.aborted) return { outcome: 'cancelled' };
+      const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
+      await replies.error(envelope.replyTo, jobId, answered.toReply());
+      return { outcome: 'error', error: answered };
     } finally {
       clearTimeout(timer);
       cancels.untrack(jobId);
@@ -151,24 +177,32 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
     if (envelope.tenant && envelope.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, envelope.tenant, envelope.priority);
     const fields = { reqId: envelope.requestId, jobId };
+    const startedAt = Date.now();
+    const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown) => options.onJobEnd?.({
+      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, result, queuedAt: job.timestamp, startedAt,
+      endedAt: Date.now(), stream: envelope.stream === true, priority: envelope.priority, facts,
+    });
     const dropped = await whyDrop(envelope);
     if (dropped) {
       options.log.warn({ ...fields, queue: options.queue }, `job dropped: ${dropped[1]}`);
       options.onJobDropped?.(envelope.payload);
       options.onJobDone?.(dropped[0], 0);
+      ended(dropped[0], {});
       finished++;
       return;
     }
     const started = performance.now();
+    const facts: Record<string, unknown> = {};
     // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
-    let outcome: JobOutcome = 'error';
+    let result: { outcome: JobOutcome; error?: GatewayError; result?: unknown } = { outcome: 'error' };
     try {
-      outcome = await run(jobId, envelope, fields);
+      result = await run(jobId, envelope, fields, facts);
     } finally {
       finished++;
       const seconds = (performance.now() - started) / 1000;
-      options.onJobDone?.(outcome, seconds);
-      options.log.info({ ...fields, queue: options.queue, outcome, ms: Math.round(seconds * 1000) }, 'job');
+      options.onJobDone?.(result.outcome, seconds);
+      ended(result.outcome, facts, result.error, result.result);
+      options.log.info({ ...fields, queue: options.queue, outcome: result.outcome, ms: Math.round(seconds * 1000) }, 'job');
     }
   };
 

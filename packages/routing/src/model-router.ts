@@ -8,6 +8,7 @@ import { candidateChannels, channelOrder, upstreamModelFor } from './choose-chan
 import { decideOnFailure, exhaustedError, rateLimitedError } from './failure-policy.ts';
 import type { LeaseQueue } from './lease-queue.ts';
 import { buildRouterParts, startRouterParts, type RouterParts, type RouterPartsOptions } from './router-parts.ts';
+import { attemptOf, type RouteRecord } from './route-record.ts';
 import type { UsageLedger, Usage } from './usage-ledger.ts';
 
 /** One model request, whatever its provider. */
@@ -27,6 +28,8 @@ export interface ModelRequest {
    */
   priority?: number;
   log: Logger;
+  /** Filled as the request goes, for the request log (see `RouteRecord`). */
+  record?: RouteRecord;
 }
 
 /** One attempt on one channel, as handed to the caller's `call`. */
@@ -154,6 +157,7 @@ export class ModelRouter {
       assertStillWanted(request);
       const ready = await this.readyChannels(request, attempts);
       if (!ready) continue;
+      const waitStarted = performance.now();
       const { channel, lease } = await this.leaseQueue.acquire(
         channelOrder(ready, (id) => this.health.isCoolingDown(id)),
         {
@@ -161,6 +165,7 @@ export class ModelRouter {
           tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId },
         },
       );
+      if (request.record) request.record.slotMs += performance.now() - waitStarted;
       if (attempts.restingUntil(channel.id, Date.now()) > Date.now()) {
         // It answered 429 to another request while this one waited for its lease.
         if (lease) this.release(lease, request.log);
@@ -205,6 +210,7 @@ export class ModelRouter {
     if (wakeAt + MIN_ATTEMPT_MS >= request.deadline) throw rateLimitedError(wakeAt - now);
     const jitter = Math.random() * Math.min(500, (wakeAt - now) / 10);
     await pause(Math.min(wakeAt + jitter, request.deadline - MIN_ATTEMPT_MS) - now, request.signal);
+    if (request.record) request.record.slotMs += Date.now() - now;
     return undefined;
   }
 
@@ -213,6 +219,8 @@ export class ModelRouter {
     attempts.tried.add(channel.id);
     let committed = false;
     let usage: Usage | undefined;
+    const started = performance.now();
+    let firstByteMs: number | undefined;
     const target: RouteTarget = {
       channel,
       key: '',
@@ -220,10 +228,22 @@ export class ModelRouter {
       attempt: ++attempts.count,
       timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs, request.deadline - Date.now())),
       signal: request.signal,
-      commit: () => { committed = true; },
+      commit: () => {
+        committed = true;
+        firstByteMs ??= performance.now() - started;
+      },
       reportUsage: (u) => { usage = u; },
     };
-    const started = performance.now();
+    const record = request.record;
+    const noteAttempt = (error?: UpstreamError) => {
+      if (!record) return;
+      const ms = performance.now() - started;
+      record.attempts.push(attemptOf(channel, target.upstreamModel, ms, error));
+      record.channelId = channel.id;
+      record.upstreamModel = target.upstreamModel;
+      record.upstreamMs += ms;
+      record.firstByteMs = firstByteMs ?? (error ? undefined : ms);
+    };
     let value: T;
     try {
       target.key = this.revealKey(channel);
@@ -233,6 +253,7 @@ export class ModelRouter {
       // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
       // whichever provider or code path raised it.
       const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
+      noteAttempt(error instanceof UpstreamError ? error : new UpstreamError({ kind: request.signal.aborted ? 'cancelled' : 'protocol', message: (error as Error)?.message ?? String(error) }));
       if (error instanceof UpstreamError && error.kind !== 'cancelled') {
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
       }
@@ -245,6 +266,7 @@ export class ModelRouter {
       return { answered: false };
     }
     if (lease) this.release(lease, request.log);
+    noteAttempt();
     this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
     this.health.noteSuccess(channel.id);
     this.charge(request, channel.id, usage, performance.now() - started);
@@ -308,6 +330,7 @@ export class ModelRouter {
   /** Charged off the reply path: the ledger writes it with the next flush. */
   private charge(request: ModelRequest, channelId: number, usage: Usage | undefined, ms: number, healthy = true): void {
     this.ledger.charge({ caller: request.caller, channelId, usage: usage ?? { totalTokens: 0 }, responseTimeMs: ms, healthy });
+    if (request.record) request.record.usage = usage ?? { totalTokens: 0 };
     this.settings.observer.usage?.(usage?.totalTokens ?? 0);
   }
 }

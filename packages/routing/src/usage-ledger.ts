@@ -7,6 +7,9 @@ import { routingScripts } from './scripts.ts';
 /** Usage of one request, in quota units (one unit per token). */
 export interface Usage {
   totalTokens: number;
+  /** The split, when the upstream reported it (for the request log; the charge is `totalTokens`). */
+  promptTokens?: number;
+  completionTokens?: number;
 }
 
 export interface Charge {

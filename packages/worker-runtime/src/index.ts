@@ -5,15 +5,17 @@
  * handler of one job.
  */
 import { loadServiceConfig, onShutdown, requireSecretKey, type Config } from '@gateway/config';
-import type { ModelCaller, QueueName } from '@gateway/contracts';
+import type { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
-import { countJobs, createWorkerMetrics, observeRouting, serveWorkerPort } from '@gateway/observability';
+import { createDatabase, RequestLogWriter } from '@gateway/database';
+import { countJobs, createWorkerMetrics, observeRouting, requestLogMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
 import { redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
+import { requestLogRow, type ModelPayload } from './request-log-row.ts';
 
-export interface ModelWorkerSpec<P extends { caller: ModelCaller }> {
+export interface ModelWorkerSpec<P extends ModelPayload> {
   service: string;
   queue: QueueName;
   /** The jobs one process runs at once, from the configuration. */
@@ -21,7 +23,7 @@ export interface ModelWorkerSpec<P extends { caller: ModelCaller }> {
   handler: (deps: { router: ModelRouter }) => JobHandler<P>;
 }
 
-export async function runModelWorker<P extends { caller: ModelCaller }>(spec: ModelWorkerSpec<P>): Promise<void> {
+export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSpec<P>): Promise<void> {
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
@@ -48,6 +50,16 @@ export async function runModelWorker<P extends { caller: ModelCaller }>(spec: Mo
     log,
   });
 
+  // One row per request in PostgreSQL, written in batches off the reply path (REQUEST_LOG).
+  const requestLog: RequestLogWriter | undefined = config.DATABASE_URL && config.REQUEST_LOG === 'on'
+    ? new RequestLogWriter(createDatabase(config.DATABASE_URL, { name: `${spec.service}-request-log`, max: 2 }), {
+      retentionDays: config.LOG_RETENTION_DAYS,
+      maxBuffered: config.LOG_BUFFER_ROWS,
+      log,
+      ...requestLogMetrics(metrics.registry, (): number => requestLog?.buffered ?? 0),
+    }).start()
+    : undefined;
+
   // `concurrency` jobs at once in this process; more processes share the same queue.
   const worker = await startJobWorker<P>({
     queue: spec.queue,
@@ -61,6 +73,7 @@ export async function runModelWorker<P extends { caller: ModelCaller }>(spec: Mo
     // A job nobody waits for gives its hold on the quota back at once, uncharged.
     onJobDropped: (payload) => void router.ledger.settle(payload.caller),
     onJobDone: countJobs(metrics, spec.queue),
+    onJobEnd: requestLog && ((end) => requestLog.record(requestLogRow(end, { contentChars: config.LOG_CONTENT_CHARS }))),
     log,
   });
 
@@ -71,6 +84,7 @@ export async function runModelWorker<P extends { caller: ModelCaller }>(spec: Mo
   onShutdown(async () => {
     await worker.close(); // finishes the jobs it holds, giving their leases back
     await router.close(); // writes the usage not yet written
+    await requestLog?.close(); // and the log rows
     http?.close();
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');

@@ -8,7 +8,7 @@ import {
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
-import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
+import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
 import { relaySpeech } from './speech.ts';
 import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-estimate.ts';
 
@@ -30,21 +30,13 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
   return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd | SpeechEnd> => {
     // Validated by the ingress: the envelope is the contract, not checked a second time.
     const payload = context.payload;
-    const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log };
+    const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log, record: routeRecordIn(context.facts) };
     if (payload.operation === 'speech') {
       const speech = payload.request;
       return deps.router.run({ ...common, types: channelTypesFor('speech'), model: speech.model }, (target) => relaySpeech(target, speech, context));
     }
     const request = payload.request;
-    const routed: ModelRequest = {
-      caller: context.payload.caller,
-      types: channelTypesFor('generateContent'),
-      model: payload.model,
-      signal: context.signal,
-      deadline: context.deadline,
-      priority: context.priority,
-      log: context.log,
-    };
+    const routed: ModelRequest = { ...common, types: channelTypesFor('generateContent'), model: payload.model };
     if (payload.method === 'streamGenerateContent') {
       return deps.router.run(routed, (target) => relayStream(target, request, context));
     }
@@ -56,7 +48,7 @@ async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest
   const response = await callUpstream(operationFor('generateContent', target.channel.type), target, request);
   // The upstream reported no usage: estimate it, for the client and for the charge.
   response.usageMetadata ??= estimatedUsage(request, audioMsOf(response));
-  target.reportUsage({ totalTokens: response.usageMetadata.totalTokenCount });
+  target.reportUsage(geminiUsage(response.usageMetadata));
   return response;
 }
 
@@ -73,10 +65,10 @@ async function relayStream(target: RouteTarget, request: GeminiGenerateRequest, 
   for await (const event of events) {
     audioMs += audioMsOf(event);
     if (event.usageMetadata) {
-      target.reportUsage({ totalTokens: event.usageMetadata.totalTokenCount });
+      target.reportUsage(geminiUsage(event.usageMetadata));
       reported = true;
     } else if (!reported) {
-      target.reportUsage({ totalTokens: estimatedUsage(request, audioMs).totalTokenCount });
+      target.reportUsage(geminiUsage(estimatedUsage(request, audioMs)));
     }
     target.commit();
     await context.sendChunk(JSON.stringify(event));
@@ -92,4 +84,9 @@ function estimatedUsage(request: GeminiGenerateRequest, audioMs: number) {
     candidatesTokenCount,
     totalTokenCount: promptTokenCount + candidatesTokenCount,
   };
+}
+
+/** Gemini's usage as the router records it: the charge is the total. */
+function geminiUsage(usage: { promptTokenCount?: number; candidatesTokenCount?: number; totalTokenCount: number }): Usage {
+  return { totalTokens: usage.totalTokenCount, promptTokens: usage.promptTokenCount, completionTokens: usage.candidatesTokenCount };
 }

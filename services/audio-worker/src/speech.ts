@@ -29,11 +29,11 @@ export async function relaySpeech(target: RouteTarget, request: SpeechRequest, c
       { format: request.response_format ?? 'mp3', speed: request.speed ?? 1, signal: target.signal },
     );
   for await (const chunk of audio) {
-    target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens });
+    target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens, promptTokens: counted.inputTokens, completionTokens: counted.outputTokens });
     target.commit();
     await context.sendChunk(chunk.toString('base64'));
   }
-  target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens });
+  target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens, promptTokens: counted.inputTokens, completionTokens: counted.outputTokens });
   return { done: true, usage: { input_tokens: counted.inputTokens, output_tokens: counted.outputTokens, total_tokens: counted.inputTokens + counted.outputTokens } };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
-import type { KeyHolder, ModelAdmission } from '@gateway/admission';
+import { callerOf, type KeyHolder, type ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
@@ -288,7 +288,7 @@ export class BatchFeed {
       entry.queued = true;
       entry.sentAt = Date.now();
       entry.unrun = admitted.unrun;
-      const payload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group, ...(admitted.hold ? { hold: admitted.hold } : {}) }, operation: endpoint.operation, request };
+      const payload = { caller: { ...callerOf(holder), ...(admitted.hold ? { hold: admitted.hold } : {}) }, operation: endpoint.operation, request };
       const text = await this.jobs!.requestText(this.queue, payload, {
         requestId,
         jobId: jobIdOf(this.batch.id, line),

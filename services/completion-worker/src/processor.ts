@@ -14,7 +14,7 @@ import {
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
-import type { ModelRequest, ModelRouter, RouteTarget } from '@gateway/routing';
+import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
 import { chatPromptTokens, chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 
@@ -43,6 +43,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       deadline: context.deadline,
       priority: context.priority,
       log: context.log,
+      record: routeRecordIn(context.facts),
     };
     if (payload.operation === 'embeddings') return deps.router.run(routed, (target) => embedWhole(target, payload.request));
     const request = payload.request;
@@ -67,7 +68,7 @@ async function completeWhole(target: RouteTarget, request: CompletionRequest): P
     const { prompt, completion } = estimatedCompletionUsage(request, response);
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
-  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  target.reportUsage(openaiUsage(response.usage));
   return response;
 }
 
@@ -78,7 +79,7 @@ async function chatWhole(target: RouteTarget, request: ChatRequest): Promise<Cha
     const completion = estimateTokens(chatReplyText(response));
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
-  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  target.reportUsage(openaiUsage(response.usage));
   return response;
 }
 
@@ -88,7 +89,7 @@ async function embedWhole(target: RouteTarget, request: EmbeddingRequest): Promi
     const prompt = embeddingPromptTokens(request);
     response.usage = { prompt_tokens: prompt, total_tokens: prompt };
   }
-  target.reportUsage({ totalTokens: response.usage.total_tokens });
+  target.reportUsage(openaiUsage(response.usage));
   return response;
 }
 
@@ -113,7 +114,7 @@ async function relayStream(target: RouteTarget, payload: CompletionJobPayload, c
   begun();
   for await (const chunk of chunks) {
     if (chunk.usage) {
-      target.reportUsage({ totalTokens: chunk.usage.total_tokens });
+      target.reportUsage(openaiUsage(chunk.usage));
       reported = true;
       // The client is gone: this was all it was still read for. The upstream used it: charged.
       if (context.signal.aborted) {
@@ -131,10 +132,15 @@ async function relayStream(target: RouteTarget, payload: CompletionJobPayload, c
     // only what was sent.
     if (context.signal.aborted) continue;
     streamedChars += chunkText(chunk).length;
-    if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4) });
+    if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4), promptTokens, completionTokens: Math.ceil(streamedChars / 4) });
     target.commit();
     await context.sendChunk(JSON.stringify(chunk));
   }
   if (context.signal.aborted) throw clientCancelled();
   return { done: true };
+}
+
+/** OpenAI's usage as the router records it: the charge is the total. */
+function openaiUsage(usage: { prompt_tokens: number; completion_tokens?: number; total_tokens: number }): Usage {
+  return { totalTokens: usage.total_tokens, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens ?? 0 };
 }

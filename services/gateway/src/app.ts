@@ -33,6 +33,7 @@ import { queueBacklog } from './plugins/queue-backlog.ts';
 import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
 import type { Database } from '@gateway/database';
+import type { RequestLogSink } from './model-relay.ts';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -79,6 +80,8 @@ export interface GatewayDeps {
   files: { maxBytes: number; maxLines: number };
   /** How long a batch's "24h" window lasts (BATCH_COMPLETION_WINDOW_MS). */
   batchCompletionWindowMs: number;
+  /** Rows for the requests that end here without running on a worker (refused, or removed unrun). */
+  requestLog?: RequestLogSink;
 }
 
 export interface Gateway {
@@ -164,7 +167,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });
   const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);
-  app.register(managementApi, { ...management, users: deps.store.users, batches, prefix: '/api' });
+  app.register(managementApi, { ...management, users: deps.store.users, batches, database: deps.database, prefix: '/api' });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed; admission reads the
@@ -186,6 +189,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       bodyLimitBytes: deps.bodyLimitBytes,
       responseBufferBytes: deps.responseBufferBytes,
       bodyBudget: new BodyBudget(deps.bodyBudget),
+      requestLog: deps.requestLog,
     };
     const batch = { database: deps.database, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });

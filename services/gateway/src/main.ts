@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config';
 import { createLogger } from '@gateway/log';
-import { createGatewayMetrics } from '@gateway/observability';
+import { createGatewayMetrics, requestLogMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
 import { ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
-import { createDatabase, migrate } from '@gateway/database';
+import { createDatabase, migrate, RequestLogWriter } from '@gateway/database';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
@@ -36,12 +36,22 @@ const database = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { nam
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
+const metrics = createGatewayMetrics();
+// The rows of requests that end here without a worker (refused, removed unrun); workers write the rest.
+const requestLog: RequestLogWriter | undefined = database && config.REQUEST_LOG === 'on'
+  ? new RequestLogWriter(database, {
+    retentionDays: config.LOG_RETENTION_DAYS,
+    maxBuffered: config.LOG_BUFFER_ROWS,
+    log,
+    ...requestLogMetrics(metrics.registry, (): number => requestLog?.buffered ?? 0),
+  }).start()
+  : undefined;
 const gateway = buildGateway({
   redis,
   store: createStore(redis),
   jobs,
   inbox,
-  metrics: createGatewayMetrics(),
+  metrics,
   log,
   requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
   bodyLimitBytes: config.BODY_LIMIT_BYTES,
@@ -68,6 +78,7 @@ const gateway = buildGateway({
   database,
   files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
+  requestLog,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST, backlog: config.LISTEN_BACKLOG });
@@ -80,6 +91,7 @@ onShutdown(async () => {
   await gateway.app.close(); // waits for requests in flight
   await inbox.stop();
   await jobs.close();
+  await requestLog?.close();
   await database?.end();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);

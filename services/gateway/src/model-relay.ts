@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, type ModelCaller, type QueueName } from '@gateway/contracts';
+import { CLIENT_CLOSED_STATUS, GatewayError, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
 import { beforeDeadline, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from '@gateway/admission';
@@ -41,7 +41,15 @@ export function serverSentEvents(errorFormat: ErrorFormat, options: { doneMarker
   };
 }
 
-export interface ModelRelayOptions<P extends { caller: ModelCaller }> {
+/** Where the gateway's own request log rows go (the process's RequestLogWriter). */
+export interface RequestLogSink {
+  record(row: RequestLogRow): void;
+}
+
+/** A model job's payload, as the log reads it. */
+type RelayedPayload = { caller: ModelCaller; operation?: string; method?: string; model?: string; request: unknown };
+
+export interface ModelRelayOptions<P extends RelayedPayload> {
   jobs: JobClient;
   queue: QueueName;
   payload: P;
@@ -60,6 +68,38 @@ export interface ModelRelayOptions<P extends { caller: ModelCaller }> {
    * behind, though its job is paused, is dropped.
    */
   responseBufferBytes: number;
+  /** Rows for a request that ends here: refused before its job, or its job removed unrun. */
+  requestLog?: RequestLogSink;
+}
+
+/**
+ * The row of a request that never ran on a worker (a worker writes the row of every job it
+ * takes): refused by admission, never queued, or removed from its queue unrun.
+ */
+function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, arrivedAt: number, failure: GatewayError, priority: 'interactive' | 'batch'): void {
+  const { caller } = options.payload;
+  const model = options.payload.model ?? (options.payload.request as { model?: string }).model ?? '';
+  const clientGone = failure.code === 'cancelled';
+  options.requestLog?.record({
+    created_at: arrivedAt,
+    request_id: request.id,
+    user_id: caller.userId,
+    token_id: caller.tokenId,
+    token_name: caller.tokenName ?? '',
+    route: routeOfPayload(options.payload),
+    model,
+    attempts: [],
+    status: clientGone ? CLIENT_CLOSED_STATUS : failure.status,
+    error_code: failure.code,
+    error_message: failure.message.slice(0, 1000),
+    priority,
+    streamed: options.stream !== undefined,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    total_tokens: 0,
+    quota: 0,
+    total_ms: Date.now() - arrivedAt,
+  });
 }
 
 /** A whole reply's slices: each about `size` UTF-16 units, never splitting a surrogate pair. */
@@ -102,17 +142,21 @@ const streamHeaders = {
  * over); after it, the stream ends with an error event. A client that goes away cancels the job,
  * which aborts the worker's upstream call.
  */
-export async function relayModelJob<P extends { caller: ModelCaller }>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
+export async function relayModelJob<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const { holder } = options;
+  const arrivedAt = Date.now();
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
-  const deadline = Date.now() + options.timeoutMs;
+  const deadline = arrivedAt + options.timeoutMs;
   const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
   // Admitted only after the deadline passed: nothing will run, so what it holds goes back.
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
     void admitting.then((late) => late.unrun(), () => {});
+    logUnrun(request, options, arrivedAt, GatewayError.from(error), holder.priority);
     throw error;
   });
+  // The job's failure as the client saw it, for the row of a job removed unrun.
+  let failure: GatewayError | undefined;
   // The priority the request runs at, which X-Priority may have lowered but never raised.
   reply.header('x-priority', admitted.batch ? 'batch' : 'interactive');
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
@@ -122,12 +166,18 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     signal: clientGoneSignal(request),
     priority: admitted.priority,
     tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
-    onUnrun: admitted.unrun,
+    onUnrun: () => {
+      admitted.unrun();
+      // Told from the client's failure path, which may not have run yet when the add itself failed.
+      setImmediate(() => logUnrun(request, options, arrivedAt, failure ?? new GatewayError({ status: 503, code: 'overloaded', message: 'the request could not be queued' }), admitted.batch ? 'batch' : 'interactive'));
+    },
   };
   const format = options.stream;
   if (!format) {
     // The worker's JSON goes to the client as it is: no parse and serialisation in between.
-    const json = await options.jobs.requestText(options.queue, payload, enqueue);
+    const json = await options.jobs.requestText(options.queue, payload, enqueue).catch((error: unknown) => {
+      throw (failure = GatewayError.from(error));
+    });
     reply.type('application/json; charset=utf-8');
     if (json.length <= options.responseBufferBytes) return reply.send(json);
     // Large: a slice at a time as the socket drains, so the gateway buffers one slice (and the
@@ -181,7 +231,7 @@ export async function relayModelJob<P extends { caller: ModelCaller }>(request: 
     begin();
     raw.end(format.end(result));
   } catch (error) {
-    const failure = GatewayError.from(error);
+    failure = GatewayError.from(error);
     if (!started) throw failure;
     const last = format.error(failure);
     if (last === undefined) raw.destroy();

@@ -227,6 +227,33 @@ const batchStatuses = z.string().transform((value, ctx) => {
 });
 /** Every user's batches, for administrators: newest first, by owner and status. */
 export const listBatchesQuery = z.strictObject({ ...pageQuery, user_id: z.coerce.number().int().positive().optional(), status: batchStatuses.optional() });
+/**
+ * Filters of the request log (`GET /api/log/`, `/api/log/self`, `/api/log/stat`): a time range
+ * in epoch seconds (new-api's `start_timestamp` / `end_timestamp`), and exact matches.
+ */
+const logFilters = {
+  start_timestamp: z.coerce.number().int().min(0).optional(),
+  end_timestamp: z.coerce.number().int().min(0).optional(),
+  user_id: z.coerce.number().int().positive().optional(),
+  token_id: z.coerce.number().int().positive().optional(),
+  model_name: z.string().min(1).max(256).optional(),
+  channel: z.coerce.number().int().positive().optional(),
+  status: z.coerce.number().int().min(100).max(599).optional(),
+  /** Only requests that failed (status 400 and above), or only those that did not. */
+  failed: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
+  request_id: z.string().min(1).max(128).optional(),
+  batch_id: z.string().min(1).max(128).optional(),
+};
+export const listLogsQuery = z.strictObject({ ...pageQuery, ...logFilters });
+export const logStatQuery = z.strictObject({
+  ...logFilters,
+  /** Sums per value of this column, or one sum over every row. */
+  group_by: z.enum(['model', 'channel', 'user', 'route', 'status']).optional(),
+  /** Sums per hour or per day (UTC), or one sum over the range. */
+  interval: z.enum(['hour', 'day']).optional(),
+});
+export type ListLogsQuery = z.infer<typeof listLogsQuery>;
+export type LogStatQuery = z.infer<typeof logStatQuery>;
 /** A batch's id (OpenAI's `batch_…`). */
 export const batchIdParam = z.strictObject({ id: z.string().min(1).max(128) });
 

@@ -2,17 +2,21 @@
  * The management API under `/api`, in new-api's `{success, message, data}` envelope: its errors
  * and unknown `/api` paths answer in that envelope; routes whose operation needs a signed-in
  * caller take an access token. Users, channels and keys are operations on the admin queue
- * (`routes/admin.ts`); batches are read from PostgreSQL by the gateway (`routes/admin-batches.ts`).
+ * (`routes/admin.ts`); batches and the request log are read from PostgreSQL by the gateway
+ * (`routes/admin-batches.ts`, `routes/request-log.ts`).
  */
 import type { FastifyInstance } from 'fastify';
 import type { BatchOverview } from '../batch-overview.ts';
 import { adminFormat, useErrorFormat } from '../error-formats.ts';
 import { adminBatchRoutes } from '../routes/admin-batches.ts';
 import { adminRoutes, type AdminRoutesOptions } from '../routes/admin.ts';
+import { requestLogRoutes } from '../routes/request-log.ts';
+import type { Database } from '@gateway/database';
 
-export async function managementApi(app: FastifyInstance, options: AdminRoutesOptions & { batches: BatchOverview }): Promise<void> {
+export async function managementApi(app: FastifyInstance, options: AdminRoutesOptions & { batches: BatchOverview; database?: Database }): Promise<void> {
   useErrorFormat(app, adminFormat);
   // Each family's access-token hook in a context of its own, so an unknown /api path is a 404, not a 401.
   await app.register(async (routes) => adminRoutes(routes, options));
   await app.register(async (routes) => adminBatchRoutes(routes, { users: options.users, overview: options.batches }));
+  await app.register(async (routes) => requestLogRoutes(routes, { users: options.users, database: options.database }));
 }

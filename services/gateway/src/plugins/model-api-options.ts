@@ -3,6 +3,7 @@ import type { BodyBudget } from '../admission/body-budget.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
+import type { RequestLogSink } from '../model-relay.ts';
 
 /** What both model wire formats' plugins are given. */
 export interface ModelApiOptions {
@@ -18,4 +19,6 @@ export interface ModelApiOptions {
   bodyBudget: BodyBudget;
   /** Bytes of one answer buffered for its client (RESPONSE_BUFFER_BYTES). */
   responseBufferBytes: number;
+  /** Rows for the requests that end in the gateway without running on a worker. */
+  requestLog?: RequestLogSink;
 }

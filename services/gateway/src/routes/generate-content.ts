@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { geminiFormat, pathOf } from '../error-formats.ts';
@@ -62,7 +63,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
     const body = parseOrThrow(geminiGenerateRequest, request.body);
     options.apiKeys.authorizeModel(holder, target.model);
     const payload: AudioJobPayload = {
-      caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group },
+      caller: callerOf(holder),
       model: target.model,
       method: target.method,
       request: body,
@@ -75,6 +76,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
       payload,
       timeoutMs: options.timeoutMs,
       responseBufferBytes: options.responseBufferBytes,
+      requestLog: options.requestLog,
       admission: options.admission,
       holder,
       worstCase: speechWorstCase(body),

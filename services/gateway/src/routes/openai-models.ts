@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
+import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
@@ -23,7 +24,7 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
       }
       options.apiKeys.authorizeModel(holder, body.model);
       const payload = {
-        caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group },
+        caller: callerOf(holder),
         operation: endpoint.operation,
         request: body,
       } as CompletionJobPayload;
@@ -33,6 +34,7 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
         payload,
         timeoutMs: options.timeoutMs,
         responseBufferBytes: options.responseBufferBytes,
+        requestLog: options.requestLog,
         admission: options.admission,
         holder,
         worstCase: endpoint.worstCase(body),

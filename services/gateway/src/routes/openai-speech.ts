@@ -18,6 +18,7 @@ import {
   type SpeechAudioDone,
   type SpeechEnd,
 } from '@gateway/contracts';
+import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
@@ -43,13 +44,14 @@ export function openaiSpeechRoutes(app: FastifyInstance, options: ModelApiOption
     const holder = keyHolderOf(request);
     const body = parseOrThrow(speechRequestSchema, request.body);
     options.apiKeys.authorizeModel(holder, body.model);
-    const payload: AudioJobPayload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: holder.group }, operation: 'speech', request: body };
+    const payload: AudioJobPayload = { caller: callerOf(holder), operation: 'speech', request: body };
     return relayModelJob(request, reply, {
       jobs: options.jobs,
       queue: QueueName.audio,
       payload,
       timeoutMs: options.timeoutMs,
       responseBufferBytes: options.responseBufferBytes,
+      requestLog: options.requestLog,
       admission: options.admission,
       holder,
       worstCase: openaiSpeechWorstCase(body),

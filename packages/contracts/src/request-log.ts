@@ -1,0 +1,82 @@
+/**
+ * One row of the request log (see packages/database/migrations/2_request-log.sql): what a model
+ * request asked, where it went, how it ended, what it used and where its time went. Written by
+ * whichever process ended the request; never a key, a channel key or (unless LOG_CONTENT_CHARS
+ * asks for it) a prompt or a reply.
+ */
+
+/** One channel a request tried, in order. */
+export interface RequestAttempt {
+  channel_id: number;
+  upstream_model: string;
+  /** The upstream's HTTP status, when it answered one. */
+  status?: number;
+  /** Why the channel was left: the failure's kind and, for a connection failure, its code (ECONNREFUSED, …). */
+  error?: string;
+  /** The upstream's host, for a failure that never reached an HTTP answer. */
+  host?: string;
+  ms: number;
+}
+
+export interface RequestLogRow {
+  /** Epoch ms the request arrived (its job was queued). */
+  created_at: number;
+  request_id: string;
+  user_id: number;
+  token_id: number;
+  token_name: string;
+  /** The route the client called, e.g. `/v1/chat/completions`. */
+  route: string;
+  /** The model the client asked for. */
+  model: string;
+  upstream_model?: string;
+  /** The channel that answered (or the last one tried). */
+  channel_id?: number;
+  attempts: RequestAttempt[];
+  /** The HTTP status the client got (499 when it left first). */
+  status: number;
+  error_code?: string;
+  error_message?: string;
+  priority: 'interactive' | 'batch';
+  batch_id?: string;
+  streamed: boolean;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** Quota charged to the key, the user and the channel. */
+  quota: number;
+  /** From queued to taken by a worker. */
+  queue_ms?: number;
+  /** Waiting for a slot of a channel at its max_concurrency. */
+  slot_ms?: number;
+  /** From the upstream call's start to its first byte (a stream's first chunk, or the whole reply). */
+  first_byte_ms?: number;
+  /** The upstream calls' time, every attempt included. */
+  upstream_ms?: number;
+  total_ms: number;
+  prompt?: string;
+  reply?: string;
+}
+
+/** The route each model operation is served on, as the log names it. */
+export const routeOfOperation: Record<string, string> = {
+  completions: '/v1/completions',
+  chat: '/v1/chat/completions',
+  embeddings: '/v1/embeddings',
+  speech: '/v1/audio/speech',
+  generateContent: '/v1beta/models/{model}:generateContent',
+  streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
+};
+
+/**
+ * The route a model job's payload came by: its operation, or for a payload without one the
+ * queue's first (a Gemini call names its method; anything else is a completion).
+ */
+export function routeOfPayload(payload: { operation?: string; method?: string }): string {
+  if (payload.method) return routeOfOperation[payload.method] ?? payload.method;
+  if (payload.operation) return routeOfOperation[payload.operation] ?? payload.operation;
+  return routeOfOperation.completions!;
+}
+
+/** A status the log gives a request whose client left before its answer (nginx's convention). */
+export const CLIENT_CLOSED_STATUS = 499;

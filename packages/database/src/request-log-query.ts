@@ -1,0 +1,102 @@
+import type { ListLogsQuery, LogStatQuery, RequestLogRow } from '@gateway/contracts';
+import type { Database } from './connection.ts';
+
+type Filters = Omit<ListLogsQuery, 'p' | 'page_size'>;
+
+/** A row as read back: its times as epoch seconds (new-api's `created_at`), its attempts parsed. */
+export type RequestLogEntry = Omit<RequestLogRow, 'created_at'> & { created_at: number };
+
+export interface RequestLogStat {
+  /** The hour or day (epoch seconds) when `interval` is asked for. */
+  bucket?: number;
+  /** The value grouped by when `group_by` is asked for. */
+  key?: string | number | null;
+  requests: number;
+  errors: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  quota: number;
+  /** Mean and 99th percentile of total_ms. */
+  mean_ms: number;
+  p99_ms: number;
+}
+
+const GROUP_COLUMNS = { model: 'model', channel: 'channel_id', user: 'user_id', route: 'route', status: 'status' } as const;
+
+/** The WHERE clause of the filters, with its parameters (never a value spliced into the SQL). */
+function where(filters: Filters & { only_user?: number }): { sql: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  const add = (clause: string, value: unknown) => {
+    params.push(value);
+    clauses.push(clause.replace('?', `$${params.length}`));
+  };
+  if (filters.start_timestamp !== undefined) add('created_at >= to_timestamp(?)', filters.start_timestamp);
+  if (filters.end_timestamp !== undefined) add('created_at < to_timestamp(?)', filters.end_timestamp);
+  if (filters.only_user !== undefined) add('user_id = ?', filters.only_user);
+  if (filters.user_id !== undefined) add('user_id = ?', filters.user_id);
+  if (filters.token_id !== undefined) add('token_id = ?', filters.token_id);
+  if (filters.model_name !== undefined) add('model = ?', filters.model_name);
+  if (filters.channel !== undefined) add('channel_id = ?', filters.channel);
+  if (filters.status !== undefined) add('status = ?', filters.status);
+  if (filters.failed !== undefined) clauses.push(filters.failed ? 'status >= 400' : 'status < 400');
+  if (filters.request_id !== undefined) add('request_id = ?', filters.request_id);
+  if (filters.batch_id !== undefined) add('batch_id = ?', filters.batch_id);
+  return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params };
+}
+
+const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, request_id, user_id, token_id, token_name, route, model,
+  upstream_model, channel_id, attempts, status, error_code, error_message, priority, batch_id, streamed, prompt_tokens,
+  completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply`;
+
+/** Nulls left out, as the writer left them out. */
+function entryOf(row: Record<string, unknown>): RequestLogEntry {
+  return Object.fromEntries(Object.entries(row).filter(([, value]) => value !== null)) as RequestLogEntry;
+}
+
+/** Reads of the request log, for the management API and the console. */
+export class RequestLogQuery {
+  private readonly db: Database;
+
+  constructor(db: Database) {
+    this.db = db;
+  }
+
+  /** A page of rows, newest first, and how many match. `only_user` narrows to one user's own. */
+  async page(query: ListLogsQuery & { only_user?: number }): Promise<{ items: RequestLogEntry[]; total: number; page: number; page_size: number }> {
+    const { sql, params } = where(query);
+    const offset = (query.p - 1) * query.page_size;
+    const [rows, count] = await Promise.all([
+      this.db.query(`SELECT ${ENTRY_COLUMNS} FROM request_log ${sql} ORDER BY created_at DESC, request_id DESC LIMIT ${query.page_size} OFFSET ${offset}`, params),
+      this.db.query<{ total: string }>(`SELECT count(*) AS total FROM request_log ${sql}`, params),
+    ]);
+    return { items: rows.rows.map(entryOf), total: Number(count.rows[0]!.total), page: query.p, page_size: query.page_size };
+  }
+
+  /** Sums over the rows the filters match, per `group_by` and per `interval` when asked. */
+  async stat(query: LogStatQuery & { only_user?: number }): Promise<RequestLogStat[]> {
+    const { sql, params } = where(query);
+    const keys: string[] = [];
+    if (query.interval) keys.push(`extract(epoch from date_trunc('${query.interval}', created_at, 'UTC'))::bigint AS bucket`);
+    if (query.group_by) keys.push(`${GROUP_COLUMNS[query.group_by]} AS key`);
+    const groupBy = keys.length ? `GROUP BY ${keys.map((_, i) => i + 1).join(', ')} ORDER BY ${keys.map((_, i) => i + 1).join(', ')}` : '';
+    const { rows } = await this.db.query(
+      `SELECT ${keys.length ? `${keys.join(', ')}, ` : ''}count(*)::int AS requests, count(*) FILTER (WHERE status >= 400)::int AS errors,
+         coalesce(sum(prompt_tokens), 0)::int8 AS prompt_tokens, coalesce(sum(completion_tokens), 0)::int8 AS completion_tokens,
+         coalesce(sum(total_tokens), 0)::int8 AS total_tokens, coalesce(sum(quota), 0)::int8 AS quota,
+         coalesce(round(avg(total_ms)), 0)::int AS mean_ms,
+         coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY total_ms), 0)::int AS p99_ms
+       FROM request_log ${sql} ${groupBy} LIMIT 10000`,
+      params,
+    );
+    return rows.map((row) => ({
+      ...row,
+      ...(row.bucket !== undefined ? { bucket: Number(row.bucket) } : {}),
+      prompt_tokens: Number(row.prompt_tokens),
+      completion_tokens: Number(row.completion_tokens),
+      total_tokens: Number(row.total_tokens),
+      quota: Number(row.quota),
+    })) as RequestLogStat[];
+  }
+}

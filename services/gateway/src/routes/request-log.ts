@@ -1,0 +1,45 @@
+/**
+ * The request log's management API, in new-api's envelope: `GET /api/log/` (administrators:
+ * every user's requests, filtered and paged), `GET /api/log/self` (a signed-in user's own), and
+ * `GET /api/log/stat` (sums over the same filters; a common user's narrowed to its own).
+ * Answered by the gateway from PostgreSQL, as the batch overview is.
+ */
+import type { FastifyInstance } from 'fastify';
+import { forbidden, GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role } from '@gateway/contracts';
+import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
+import type { UserStore } from '@gateway/store';
+import { accessTokenHook } from '../auth/request-auth.ts';
+
+export interface RequestLogRoutesOptions {
+  users: UserStore;
+  /** PostgreSQL; unset, the routes answer 503 (the gateway runs without DATABASE_URL). */
+  database?: Database;
+}
+
+const answer = (data: unknown) => ({ success: true, message: '', data });
+
+export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
+  app.addHook('onRequest', accessTokenHook(options.users, () => true));
+  const query = () => {
+    if (!options.database) {
+      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the request log needs PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
+    }
+    return new RequestLogQuery(options.database);
+  };
+
+  app.get('/log/', async (request) => {
+    if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
+    return answer(await orUnavailable(query().page(parseOrThrow(listLogsQuery, { ...(request.query as object) }))));
+  });
+
+  app.get('/log/self', async (request) => {
+    const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
+    return answer(await orUnavailable(query().page({ ...filters, only_user: request.actor!.id })));
+  });
+
+  app.get('/log/stat', async (request) => {
+    const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
+    const own = request.actor!.role < Role.admin ? { only_user: request.actor!.id } : {};
+    return answer(await orUnavailable(query().stat({ ...filters, ...own })));
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * The request log (issue 21), end to end: real gateway and worker processes, Redis, PostgreSQL
+ * and mock upstreams. One row per model request, whichever process ended it, with each channel
+ * tried and why it was left, its tokens equal to what was charged, and the management API's
+ * reads over it.
+ */
+import { describe, expect } from 'vitest';
+import OpenAI from 'openai';
+import { stackTest } from '@gateway/testkit/fixtures';
+import type { Stack } from '@gateway/testkit';
+
+const it = stackTest({ database: true, workers: ['completion-worker'], env: { CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000' } });
+
+let seq = 0;
+const client = (stack: Stack, key: string, requestId?: string) => new OpenAI({
+  baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000,
+  ...(requestId ? { defaultHeaders: { 'x-request-id': requestId } } : {}),
+});
+
+async function logPage(stack: Stack, query: Record<string, string | number>, token?: string) {
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+  return stack.admin('GET', `/api/log/?${search}`, undefined, token);
+}
+
+async function rowOf(stack: Stack, requestId: string): Promise<any> {
+  let row: any;
+  await expect.poll(async () => {
+    row = (await logPage(stack, { request_id: requestId })).body.data?.items?.[0];
+    return row !== undefined;
+  }, { timeout: 15_000, interval: 250 }).toBe(true);
+  return row;
+}
+
+describe('the request log', () => {
+  it('records a failover with each channel tried and why it was left, and a stream, their tokens what was charged', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `log-${++seq}`;
+    const failing = await upstream.openai({ status: 500 });
+    const good = await upstream.openai({ text: 'hello from the good one' });
+    const bad = await channel(failing, [model], { priority: 10 });
+    const ok = await channel(good, [model], { priority: 0 });
+    // A channel whose upstream refuses connections (nothing listens there), tried between them.
+    const refused = await channel({ url: 'http://127.0.0.1:9' } as any, [model], { priority: 5 });
+    const key = await apiKey({ name: 'logged-key' });
+
+    const whole = await client(stack, key.key, `whole-${seq}`).completions.create({ model, prompt: 'hi', max_tokens: 5 });
+    const row = await rowOf(stack, `whole-${seq}`);
+    expect(row).toMatchObject({
+      request_id: `whole-${seq}`, token_id: key.id, token_name: 'logged-key', route: '/v1/completions', model,
+      channel_id: ok.id, status: 200, priority: 'interactive', streamed: false,
+      prompt_tokens: whole.usage!.prompt_tokens, completion_tokens: whole.usage!.completion_tokens,
+      total_tokens: whole.usage!.total_tokens, quota: whole.usage!.total_tokens,
+    });
+    expect(row.attempts.map((a: any) => [a.channel_id, a.status ?? a.error])).toEqual([
+      [bad.id, 500], [refused.id, 'connection ECONNREFUSED'], [ok.id, 200],
+    ]);
+    expect(row.attempts[1].host).toBe('127.0.0.1:9');
+    for (const field of ['queue_ms', 'slot_ms', 'first_byte_ms', 'upstream_ms', 'total_ms']) expect(row[field], field).toBeGreaterThanOrEqual(0);
+    expect(row.prompt, 'no prompt text by default').toBeUndefined();
+
+    const stream = await client(stack, key.key, `stream-${seq}`).completions.create({ model, prompt: 'hi', stream: true, stream_options: { include_usage: true } });
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) usage = chunk.usage ?? usage;
+    expect(await rowOf(stack, `stream-${seq}`)).toMatchObject({ streamed: true, status: 200, total_tokens: usage!.total_tokens, channel_id: ok.id });
+    const used = (await stack.adminData('GET', `/api/token/${key.id}`)).used_quota;
+    expect(used).toBe(whole.usage!.total_tokens + usage!.total_tokens);
+  });
+
+  it('records a request no channel could serve, with why, and one refused before its job', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `log-${++seq}`;
+    const down = await upstream.openai({ status: 503 });
+    await channel(down, [model]);
+    const key = await apiKey({ unlimited_quota: true });
+    const failed = await client(stack, key.key, `failed-${seq}`).completions.create({ model, prompt: 'hi' }).catch((e) => e);
+    expect(failed.status).toBe(502);
+    const row = await rowOf(stack, `failed-${seq}`);
+    expect(row).toMatchObject({ status: 502, error_code: failed.code ?? expect.any(String), total_tokens: 0 });
+    expect(row.attempts).toEqual([expect.objectContaining({ status: 503, error: 'http' })]);
+
+    // A request admission refuses after its body (the key's requests per minute): no job, and
+    // the gateway writes its row.
+    const limited = await apiKey({ rpm_limit: 1 });
+    await client(stack, limited.key).completions.create({ model, prompt: 'hi' }).catch(() => {});
+    const refused = await client(stack, limited.key, `refused-${seq}`).completions.create({ model, prompt: 'hi' }).catch((e) => e);
+    expect(refused.status).toBe(429);
+    expect(await rowOf(stack, `refused-${seq}`)).toMatchObject({ status: 429, error_code: expect.any(String), attempts: [], token_id: limited.id, total_tokens: 0 });
+  });
+
+  it('answers administrators every row, a user its own, refuses a common user the whole log, and sums by model', async ({ stack, upstream, channel }) => {
+    const model = `log-${++seq}`;
+    const mock = await upstream.openai({ text: 'x' });
+    await channel(mock, [model]);
+    const user = await stack.adminData('POST', '/api/user/', { username: `logger${seq}`, password: 'logger-password' });
+    const { key } = await stack.adminData('POST', '/api/token/', { name: 'mine', user_id: user.id, unlimited_quota: true });
+    for (let i = 0; i < 3; i++) await client(stack, key, `own-${seq}-${i}`).completions.create({ model, prompt: 'hi' });
+    await rowOf(stack, `own-${seq}-2`);
+    const login = await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `logger${seq}`, password: 'logger-password' }) });
+    const token = (await login.json()).data.access_token;
+
+    expect((await logPage(stack, {}, token)).status).toBe(403);
+    const own = await stack.admin('GET', '/api/log/self?page_size=100', undefined, token);
+    expect(own.status).toBe(200);
+    expect(own.body.data.total).toBe(3);
+    expect(own.body.data.items.every((r: any) => r.user_id === user.id)).toBe(true);
+    const stat = await stack.admin('GET', `/api/log/stat?group_by=model&interval=day&model_name=${model}`, undefined, token);
+    expect(stat.body.data).toEqual([expect.objectContaining({ key: model, requests: 3, errors: 0, bucket: expect.any(Number) })]);
+    expect((await stack.admin('GET', '/api/log/self', undefined, 'not-a-token')).status).toBe(401);
+    expect((await logPage(stack, { status: 'abc' })).status).toBe(400);
+  });
+});
