@@ -6,6 +6,7 @@
  */
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
+import pg from 'pg';
 import { stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
@@ -18,7 +19,7 @@ const client = (stack: Stack, key: string, requestId?: string) => new OpenAI({
 });
 
 async function logPage(stack: Stack, query: Record<string, string | number>, token?: string) {
-  const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+  const search = new URLSearchParams(Object.entries(query).map(([k, v]): [string, string] => [k, String(v)]));
   return stack.admin('GET', `/api/log/?${search}`, undefined, token);
 }
 
@@ -94,7 +95,7 @@ describe('the request log', () => {
     for (let i = 0; i < 3; i++) await client(stack, key, `own-${seq}-${i}`).completions.create({ model, prompt: 'hi' });
     await rowOf(stack, `own-${seq}-2`);
     const login = await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `logger${seq}`, password: 'logger-password' }) });
-    const token = (await login.json()).data.access_token;
+    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
 
     expect((await logPage(stack, {}, token)).status).toBe(403);
     const own = await stack.admin('GET', '/api/log/self?page_size=100', undefined, token);
@@ -106,4 +107,72 @@ describe('the request log', () => {
     expect((await stack.admin('GET', '/api/log/self', undefined, 'not-a-token')).status).toBe(401);
     expect((await logPage(stack, { status: 'abc' })).status).toBe(400);
   });
+
+  it('has exactly one row per request after 10,000 with failovers, cancellations and streams, their tokens what the key was charged', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `log-${++seq}`;
+    // The first channel fails one call in three: those requests fail over to the second.
+    const flaky = await upstream.openai({ text: 'a b c d e f', delayMs: 5 });
+    let calls = 0;
+    const flakyScript = setInterval(() => {
+      if (flaky.requests.length > calls) {
+        calls = flaky.requests.length;
+        flaky.next({ status: 500 }, {}, {});
+      }
+    }, 5);
+    const steady = await upstream.openai({ text: 'one two three four five six seven eight', delayMs: 10, chunkDelayMs: 2 });
+    await channel(flaky, [model], { priority: 10 });
+    await channel(steady, [model], { priority: 0 });
+    const key = await apiKey();
+    const N = 10_000;
+    const ids = Array.from({ length: N }, (_, i) => `load-${seq}-${i}`);
+    const outcomes: Record<string, number> = {};
+    const answered: string[] = [];
+    let next = 0;
+    const one = async (i: number) => {
+      const stream = i % 3 === 1;
+      // One in ten leaves early: while queued, waiting, or mid-stream.
+      const signal = i % 10 === 7 ? AbortSignal.timeout(5 + (i % 30)) : undefined;
+      const body = JSON.stringify({ model, prompt: `p${i}`, max_tokens: 8, ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+      const outcome = await fetch(`${stack.gateway.url}/v1/completions`, {
+        method: 'POST', body, signal,
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'x-request-id': ids[i]! },
+      }).then(async (r) => { await r.text(); return String(r.status); }, () => 'left');
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+      if (outcome !== 'left') answered.push(ids[i]!);
+    };
+    await Promise.all(Array.from({ length: 64 }, async () => { while (next < N) await one(next++); }));
+    clearInterval(flakyScript);
+    console.log(`[request log] ${N} requests: ${JSON.stringify(outcomes)}`);
+    expect(outcomes.left).toBeGreaterThan(0);
+
+    const db = new pg.Client({ connectionString: stack.postgres!.url });
+    await db.connect();
+    try {
+      const counted = async () => (await db.query(`SELECT count(*)::int AS rows, count(DISTINCT request_id)::int AS ids, coalesce(sum(quota), 0)::int AS quota,
+        count(*) FILTER (WHERE jsonb_array_length(attempts) > 1)::int AS failovers, count(*) FILTER (WHERE status = 499)::int AS cancelled,
+        count(*) FILTER (WHERE streamed)::int AS streamed FROM request_log WHERE token_id = $1`, [key.id])).rows[0];
+      // Every request the gateway answered has its row; one whose client left early has one too,
+      // unless it left before the gateway had the whole of it (then the gateway never saw it).
+      const missing = async (of: string[]) => (await db.query(`SELECT id FROM unnest($1::text[]) AS id WHERE id NOT IN (SELECT request_id FROM request_log WHERE token_id = $2)`, [of, key.id])).rows.map((r) => r.id as string);
+      await expect.poll(async () => (await missing(answered)).length, { timeout: 30_000, interval: 500 }).toBe(0);
+      await new Promise((r) => setTimeout(r, 1500)); // the last rows of requests that left
+      const twice = await db.query(`SELECT request_id, created_at, status, error_code, channel_id, total_ms, queue_ms, jsonb_array_length(attempts) AS tries FROM request_log
+        WHERE token_id = $1 AND request_id IN (SELECT request_id FROM request_log WHERE token_id = $1 GROUP BY 1 HAVING count(*) > 1) ORDER BY 1 LIMIT 12`, [key.id]);
+      expect(twice.rows, 'requests with more than one row').toEqual([]);
+      const unseen = await missing(ids);
+      console.log(`[request log] ${unseen.length} of ${outcomes.left} clients that left have no row: they left before the gateway had their request`);
+      for (const id of unseen) expect(stack.gateway.logs.some((l) => l.reqId === id), `${id} reached the gateway`).toBe(false);
+      const used = async () => (await stack.adminData('GET', `/api/token/${key.id}`)).used_quota;
+      await expect.poll(used, { timeout: 10_000 }).toBe((await counted()).quota);
+      const totals = await counted();
+      console.log(`[request log] rows ${JSON.stringify(totals)}`);
+      expect(totals.ids).toBe(totals.rows);
+      expect(totals.rows).toBe(N - unseen.length);
+      expect(totals.failovers).toBeGreaterThan(0);
+      expect(totals.cancelled).toBeGreaterThan(0);
+      expect(totals.streamed).toBeGreaterThan(0);
+    } finally {
+      await db.end();
+    }
+  }, 180_000);
 });

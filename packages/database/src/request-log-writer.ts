@@ -34,7 +34,8 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
 
 const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(', ')})
   SELECT * FROM unnest(${COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
-  ON CONFLICT (created_at, request_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}`;
+  ON CONFLICT (created_at, request_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
+  WHERE excluded.queue_ms IS NOT NULL OR request_log.queue_ms IS NULL`;
 
 const DAY_MS = 86_400_000;
 const partitionName = (day: number) => `request_log_${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
@@ -121,8 +122,16 @@ export class RequestLogWriter {
   }
 
   private async write(batch: RequestLogRow[]): Promise<void> {
-    // One row per key in one INSERT (a job run twice, its rows in one batch): the last stands.
-    const rows = [...new Map(batch.map((row) => [`${row.created_at}\u0000${row.request_id}`, row])).values()];
+    // One row per key in one INSERT (a job run twice, its rows in one batch): the last stands,
+    // as it does across INSERTs, except that a worker's row (it has a queue_ms) is never replaced
+    // by the gateway's (a request it saw leave as its job was taken: the worker's row says more).
+    const byKey = new Map<string, RequestLogRow>();
+    for (const row of batch) {
+      const key = `${row.created_at}\u0000${row.request_id}`;
+      const before = byKey.get(key);
+      if (!before || row.queue_ms !== undefined || before.queue_ms === undefined) byKey.set(key, row);
+    }
+    const rows = [...byKey.values()];
     for (const day of new Set(rows.map((row) => dayOf(row.created_at)))) await this.ensurePartition(day);
     const columns = COLUMNS.map(([name]) => rows.map((row) => {
       const value = row[name];

@@ -31,6 +31,8 @@ export interface RequestOptions {
    * once however often its line is fed, and its reply can be followed after a takeover.
    */
   jobId?: string;
+  /** When the request arrived (epoch ms): the job's timestamp, which its worker reads. Default now. */
+  queuedAt?: number;
 }
 
 
@@ -40,6 +42,22 @@ export interface RequestOptions {
  * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
  * set; nobody reads that set, and the worker's log says why the job ended.
  */
+/**
+ * Removes a job that is still waiting; resolves whether it did. BullMQ's `remove` answers 1 for
+ * any job not locked, one already run and gone included, which would count a job that ran as
+ * unrun (its hold given back twice, its request logged twice): only a waiting job is removed.
+ * A worker may still take it between the two calls; the remove then finds it locked.
+ */
+async function removeIfWaiting(queue: Queue, jobId: string): Promise<boolean> {
+  try {
+    const state = await queue.getJobState(jobId);
+    if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return false;
+    return (await queue.remove(jobId)) === 1;
+  } catch {
+    return false;
+  }
+}
+
 export const defaultJobOptions = {
   removeOnComplete: true,
   removeOnFail: true,
@@ -153,7 +171,8 @@ export class JobClient {
     // job (a newcomer goes first, as in FairOrder), for three Redis commands less than the
     // prioritized set; its envelope keeps its rank for the worker.
     const bullPriority = options.priority && !options.tenant?.listed ? options.priority : undefined;
-    const added = queue.add(queueName, envelope, bullPriority ? { jobId, priority: bullPriority } : { jobId });
+    const timestamp = options.queuedAt ?? Date.now();
+    const added = queue.add(queueName, envelope, bullPriority ? { jobId, priority: bullPriority, timestamp } : { jobId, timestamp });
     added.catch(() => {});
     let abandoned = false;
     try {
@@ -232,7 +251,7 @@ export class JobClient {
    */
   cancelById(name: QueueName, jobId: string, onUnrun?: () => void): void {
     this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
-    void Promise.all(this.shardsOf(name).map((queue) => queue.remove(jobId).catch(() => 0))).then((removed) => {
+    void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId))).then((removed) => {
       if (removed.some(Boolean)) onUnrun?.();
     });
   }
@@ -240,7 +259,7 @@ export class JobClient {
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
   cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
     this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
-    queue.remove(jobId).then((removed) => { if (removed) onUnrun?.(); }, () => {});
+    void removeIfWaiting(queue, jobId).then((removed) => { if (removed) onUnrun?.(); });
   }
 
   async close(): Promise<void> {

@@ -162,6 +162,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
   const enqueue = {
     requestId: request.id,
+    queuedAt: arrivedAt,
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,
