@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, log
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
@@ -19,6 +19,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import os from 'node:os';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb } from './batch.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
@@ -31,7 +32,7 @@ const costRequests = 3000;
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const burstUpstreamMs = 20;
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,log').split(','));
 const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
@@ -189,7 +190,8 @@ const limited = await startMock();
 // The load generator is one client address holding the whole burst open at once, against the
 // gateway's default settings: the front door counts no connections.
 // The Batch API's PostgreSQL (a private one, fsync off as in the tests), only when it is measured.
-const postgres = parts.has('batch') ? await spawnPostgres() : undefined;
+// With it the request log is on (its default), for every part; the `log` part compares it off.
+const postgres = parts.has('batch') || parts.has('log') ? await spawnPostgres() : undefined;
 const env = {
   ...(cluster ? { REDIS_CLUSTER_NODES: cluster.seeds } : { REDIS_URL: redisServer!.url }), QUEUE_SHARDS: queueShards, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   ...(postgres ? { DATABASE_URL: postgres.url } : {}),
@@ -555,6 +557,54 @@ try {
       { scenario, path: 'bursting tenant', 'req/s': Math.round(burstSize / (hog.durationMs / 1000)), 'p50 ms': hog.p50, 'p99 ms': hog.p99, errors: burstSize - hog.ok, note: `${(100 * hog.ok / burstSize).toFixed(1)}% ok (${JSON.stringify(hog.statusCodes)}), ${upstream.overLimit} over-limit, last reply ${(hog.durationMs / 1000).toFixed(2)} s (${(100 * (hog.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)` },
     );
     figures.tenants = { baseline, beside, hog: { ...hog, upstream }, physicalS };
+  }
+
+  if (parts.has('log') && postgres) {
+    // The request log's cost on the hot path: the same requests at c=64 with it on (the default)
+    // and off (the gateway and the completion worker restarted with REQUEST_LOG=off).
+    const db = new pg.Client({ connectionString: postgres.url });
+    await db.connect();
+    const rowCount = async () => Number((await db.query('SELECT count(*) AS n FROM request_log')).rows[0].n);
+    const logRequests = 20_000;
+    const measure = async (gatewayNow: ServiceProcess, workerNow: ServiceProcess) => {
+      await load({ ...through('bench-model'), url: `${gatewayNow.url}/v1/completions`, connections: 64, amount: 2000 }).done; // warm-up
+      await new Promise((r) => setTimeout(r, 1000));
+      // PostgreSQL is a process per connection: its CPU is the postmaster's and its backends'.
+      const processes: [string, () => number][] = [
+        ['gateway', () => cpuMs(gatewayNow.child.pid!)], ['completion-worker', () => cpuMs(workerNow.child.pid!)],
+        ...redisPids.map(([name, pid]) => [name, () => cpuMs(pid)] as [string, () => number]), ['PostgreSQL', () => postgresCpuMs(postgres.pid)],
+      ];
+      await resetRedisStats();
+      const rowsBefore = await rowCount();
+      const cpuBefore = processes.map(([, cpu]) => cpu());
+      const result = await load({ ...through('bench-model'), url: `${gatewayNow.url}/v1/completions`, connections: 64, amount: logRequests }).done;
+      const seconds = result.durationMs / 1000;
+      await new Promise((r) => setTimeout(r, 1500)); // the last rows' flush
+      const cpu = processes.map(([name, spent], i) => [name, (spent() - cpuBefore[i]!) / logRequests] as const);
+      const rowsWritten = (await rowCount()) - rowsBefore;
+      const commands = commandTotals(await redisInfo('commandstats'), logRequests);
+      return { result, cpu, commands: commands.calls, rowsWritten, rowsPerSecond: rowsWritten / seconds };
+    };
+    progress(`request log on: ${logRequests} requests at c=64…`);
+    const on = await measure(gateway, services[1]!);
+    progress('request log off: restarting the gateway and the completion worker with REQUEST_LOG=off…');
+    const offEnv = { ...env, REQUEST_LOG: 'off' };
+    await Promise.all([gateway.stop(), services[1]!.stop()]);
+    const workerOff = await startService('completion-worker', offEnv, 20_000, quiet);
+    const gatewayOff = await startService('gateway', offEnv, 20_000, quiet);
+    services.push(workerOff, gatewayOff);
+    progress(`request log off: ${logRequests} requests at c=64…`);
+    const off = await measure(gatewayOff, workerOff);
+    await db.end();
+    const scenario = `request log, ${logRequests.toLocaleString('en')} at c=64`;
+    const cpuNote = (m: typeof on) => m.cpu.filter(([, ms]) => ms >= 0.001).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
+    for (const [path, m] of [['log on (default)', on], ['log off', off]] as const) {
+      rows.push({
+        scenario, path, 'req/s': m.result.rps, 'p50 ms': m.result.p50, 'p99 ms': m.result.p99, errors: m.result.non2xx + m.result.errors,
+        note: `${m.commands.toFixed(1)} Redis commands/request; CPU ms/request: ${cpuNote(m)}; rows written ${m.rowsWritten} (${m.rowsPerSecond.toFixed(0)}/s)`,
+      });
+    }
+    figures.requestLog = { on, off };
   }
 
   const round = (value: unknown, digits: number) => (typeof value === 'number' ? Number(value.toFixed(digits)) : value);

@@ -36,7 +36,7 @@ describe('API-key authentication', () => {
   it('resolves a key to its holder, from the cache after the first lookup', async () => {
     const { user, token, key } = await newKey();
     expect(await auth.authenticate(bearer(key))).toEqual({
-      tokenId: token.id, userId: user.id, group: 'vip', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'interactive',
+      tokenId: token.id, tokenName: token.name, userId: user.id, group: 'vip', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'interactive',
       keyInFlightCap: 0, userInFlightCap: 0, quotaLimited: false,
     });
     // Served from memory: no more reads of the token or user records.
