@@ -69,6 +69,32 @@ describe('upstream metrics', () => {
   });
 });
 
+describe('channel and queue metrics', () => {
+  it('shows a channel\'s slots filling to its max_concurrency, its state, and each queue\'s workers and finished jobs', async () => {
+    const slow = await startMockOpenAIUpstream({ delayMs: 1500 });
+    const limited = (await stack.admin('POST', '/api/channel/', { name: 'limited', type: 'openai', key: 'sk-up', base_url: slow.url, models: ['slots'], max_concurrency: 2, tag: 'metrics' })).body.data;
+    const key = (await stack.admin('POST', '/api/token/', { name: 'slots', unlimited_quota: true })).body.data.key;
+    const metrics = async () => (await fetch(stack.gateway.url + '/metrics', { headers: { authorization: `Bearer ${stack.adminToken}` } })).text();
+    const value = (text: string, name: string, labels: string) => Number(new RegExp(`${name}\\{${labels}[^}]*\\} (\\d+)`).exec(text)?.[1] ?? NaN);
+    const finishedBefore = value(await metrics(), 'gateway_queue_jobs_finished', '[^}]*queue="completion"');
+    const requests = Array.from({ length: 5 }, () => fetch(stack.gateway.url + '/v1/completions', {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"slots","prompt":"hi"}',
+    }));
+    await expect.poll(async () => value(await metrics(), 'gateway_channel_in_flight', `channel="${limited.id}"`), { timeout: 10_000 }).toBe(2);
+    const text = await metrics();
+    expect(value(text, 'gateway_channel_max_concurrency', `channel="${limited.id}"`)).toBe(2);
+    expect(value(text, 'gateway_channel_state', `channel="${limited.id}",state="enabled"`)).toBe(1);
+    expect(value(text, 'gateway_queue_workers', '[^}]*queue="completion"')).toBeGreaterThan(0);
+    expect(text).not.toMatch(/channel="limited"/);
+    await Promise.all(requests);
+    expect(value(await metrics(), 'gateway_channel_in_flight', `channel="${limited.id}"`)).toBe(0);
+    await expect.poll(async () => value(await metrics(), 'gateway_queue_jobs_finished', '[^}]*queue="completion"') - (Number.isNaN(finishedBefore) ? 0 : finishedBefore)).toBeGreaterThanOrEqual(5);
+    await stack.admin('POST', '/api/channel/tag/disabled', { tag: 'metrics' });
+    await expect.poll(async () => value(await metrics(), 'gateway_channel_state', `channel="${limited.id}",state="disabled"`)).toBe(1);
+    await slow.close();
+  });
+});
+
 describe('request tracing', () => {
   it('returns the request id and logs it in the gateway and in the worker that ran the job', async () => {
     const id = `trace-${Date.now()}`;

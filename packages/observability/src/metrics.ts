@@ -14,6 +14,11 @@ export function createGatewayMetrics() {
     queueJobs: new Gauge({ name: 'gateway_queue_jobs', help: 'Jobs in each queue by state (read at scrape time)', labelNames: ['queue', 'state'], registers: [registry] }),
     waitingReplies: new Gauge({ name: 'gateway_requests_waiting', help: 'Requests of this gateway waiting for a worker reply', registers: [registry] }),
     rejected: new Counter({ name: 'gateway_requests_rejected_total', help: 'Requests refused before enqueueing, by reason', labelNames: ['reason'], registers: [registry] }),
+    queueWorkers: new Gauge({ name: 'gateway_queue_workers', help: 'Worker connections serving each queue, summed over its shards (read at scrape time)', labelNames: ['queue'], registers: [registry] }),
+    queueFinished: new Gauge({ name: 'gateway_queue_jobs_finished', help: 'Jobs finished by each queue since Redis began counting (monotonic: its rate() is the drain rate)', labelNames: ['queue'], registers: [registry] }),
+    channelInFlight: new Gauge({ name: 'gateway_channel_in_flight', help: 'Requests holding a slot of each channel with a max_concurrency (read at scrape time)', labelNames: ['channel'], registers: [registry] }),
+    channelLimit: new Gauge({ name: 'gateway_channel_max_concurrency', help: 'Each channel\'s max_concurrency (0: unlimited)', labelNames: ['channel'], registers: [registry] }),
+    channelState: new Gauge({ name: 'gateway_channel_state', help: '1 for each channel\'s state now: enabled, cooling_down, disabled, auto_disabled', labelNames: ['channel', 'state'], registers: [registry] }),
   };
 }
 export type GatewayMetrics = ReturnType<typeof createGatewayMetrics>;

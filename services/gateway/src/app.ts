@@ -34,6 +34,7 @@ import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
 import type { Database } from '@gateway/database';
 import type { RequestLogSink } from './model-relay.ts';
+import { OperationsSnapshot } from './operations-snapshot.ts';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -161,7 +162,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   useErrorFormat(app, adminFormat);
 
   app.register(healthRoutes, { redis: deps.redis, isStopping: () => stopping, notYetServing: rootCredentialCheck(deps.store.users, deps.adminToken) });
-  app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users });
+  const operations = new OperationsSnapshot(deps.redis, deps.jobs, deps.store.channels);
+  app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users, operations });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
   const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });

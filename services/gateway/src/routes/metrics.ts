@@ -4,13 +4,18 @@ import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, ReplyInbox } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import type { OperationsSnapshot } from '../operations-snapshot.ts';
 
 export interface MetricsOptions {
   metrics: GatewayMetrics;
   jobs: JobClient;
   inbox: ReplyInbox;
   users: UserStore;
+  /** Queues' workers and drain, channels' slots and states, read at scrape time. */
+  operations: OperationsSnapshot;
 }
+
+const CONDITIONS = ['enabled', 'cooling_down', 'disabled', 'auto_disabled'] as const;
 
 /** `GET /metrics` (Prometheus text), for administrators: send an admin's access token. */
 export async function metricsRoutes(app: FastifyInstance, options: MetricsOptions): Promise<void> {
@@ -26,6 +31,22 @@ export async function metricsRoutes(app: FastifyInstance, options: MetricsOption
       }),
     );
     options.metrics.waitingReplies.set(options.inbox.waiting);
+    const { metrics } = options;
+    const [queues, channels] = await Promise.all([options.operations.queues(), options.operations.channelStates()]);
+    for (const q of queues) {
+      metrics.queueWorkers.set({ queue: q.queue }, q.shards.reduce((sum, shard) => sum + shard.workers, 0));
+      metrics.queueFinished.set({ queue: q.queue }, q.finished);
+    }
+    // Labelled by channel id: a name is an administrator's text, kept out of labels.
+    metrics.channelInFlight.reset();
+    metrics.channelLimit.reset();
+    metrics.channelState.reset();
+    for (const c of channels) {
+      const channel = String(c.id);
+      metrics.channelInFlight.set({ channel }, c.in_flight);
+      metrics.channelLimit.set({ channel }, c.max_concurrency);
+      for (const state of CONDITIONS) metrics.channelState.set({ channel, state }, c.condition === state ? 1 : 0);
+    }
     return reply.type(options.metrics.registry.contentType).send(await options.metrics.registry.metrics());
   });
 }
