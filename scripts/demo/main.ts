@@ -58,6 +58,7 @@ function demoBanner(gatewayUrl: string, records: DemoRecords, credentials: DemoC
     `Gateway     ${g}`,
     `API key     ${records.apiKey}`,
     `Models      ${records.models.completion} (OpenAI completions), ${records.models.speech} (Gemini speech)`,
+    `Console     ${g}/admin   queues, channels, the request log and charts (same sign-in)`,
     `Dashboard   ${g}/admin/queues   sign in as root / ${credentials.adminPassword}`,
     `Data        ${data}; root's credentials and SECRET_KEY beside it, in ${dataDir}`,
     '',

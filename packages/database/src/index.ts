@@ -12,4 +12,4 @@ export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
 export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';
 export { RequestLogWriter, type RequestLogWriterOptions } from './request-log-writer.ts';
-export { RequestLogQuery, type RequestLogEntry, type RequestLogStat } from './request-log-query.ts';
+export { RequestLogQuery, type RequestLogEntry, type RequestLogStat, type ChannelHealth } from './request-log-query.ts';

@@ -17,8 +17,23 @@ export interface RequestLogStat {
   completion_tokens: number;
   total_tokens: number;
   quota: number;
-  /** Mean and 99th percentile of total_ms. */
+  /** Mean, median and 99th percentile of total_ms. */
   mean_ms: number;
+  p50_ms: number;
+  p99_ms: number;
+}
+
+/** How one channel's upstream calls went over the last minutes, from every request's attempts. */
+export interface ChannelHealth {
+  channel_id: number;
+  /** Calls made to it (a request that failed over counts once for each channel it tried). */
+  calls: number;
+  /** Calls that failed: an HTTP error status or no answer at all. */
+  errors: number;
+  /** Answers of 429 (rate limited) from its upstream. */
+  rate_limited: number;
+  /** Median and 99th percentile of a call's time. */
+  p50_ms: number;
   p99_ms: number;
 }
 
@@ -86,6 +101,7 @@ export class RequestLogQuery {
          coalesce(sum(prompt_tokens), 0)::int8 AS prompt_tokens, coalesce(sum(completion_tokens), 0)::int8 AS completion_tokens,
          coalesce(sum(total_tokens), 0)::int8 AS total_tokens, coalesce(sum(quota), 0)::int8 AS quota,
          coalesce(round(avg(total_ms)), 0)::int AS mean_ms,
+         coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY total_ms), 0)::int AS p50_ms,
          coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY total_ms), 0)::int AS p99_ms
        FROM request_log ${sql} ${groupBy} LIMIT 10000`,
       params,
@@ -98,5 +114,21 @@ export class RequestLogQuery {
       total_tokens: Number(row.total_tokens),
       quota: Number(row.quota),
     })) as RequestLogStat[];
+  }
+
+  /** Each channel's calls over the last `seconds`, from the attempts of the requests that arrived in that time. */
+  async channelHealth(seconds: number): Promise<ChannelHealth[]> {
+    const { rows } = await this.db.query<ChannelHealth>(
+      `SELECT (a->>'channel_id')::int AS channel_id, count(*)::int AS calls,
+         count(*) FILTER (WHERE a->>'error' IS NOT NULL OR (a->>'status')::int >= 400)::int AS errors,
+         count(*) FILTER (WHERE (a->>'status')::int = 429)::int AS rate_limited,
+         percentile_disc(0.5) WITHIN GROUP (ORDER BY (a->>'ms')::int)::int AS p50_ms,
+         percentile_disc(0.99) WITHIN GROUP (ORDER BY (a->>'ms')::int)::int AS p99_ms
+       FROM request_log, jsonb_array_elements(attempts) AS a
+       WHERE created_at >= now() - make_interval(secs => $1)
+       GROUP BY 1`,
+      [seconds],
+    );
+    return rows;
   }
 }

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
@@ -215,13 +216,16 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
   const lanes: Worker<JobEnvelope<P>>[] = [];
   const connections: Redis[] = [];
+  const laneConcurrency = Math.ceil(perShard / lanesPerShard);
   for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
     const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
     const worker = new Worker<JobEnvelope<P>>(options.queue, process, {
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
-      concurrency: Math.ceil(perShard / lanesPerShard),
+      concurrency: laneConcurrency,
+      // In CLIENT LIST, so the console can tell the processes serving a queue and their concurrency.
+      name: workerNameOf(laneConcurrency),
       lockDuration,
       stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)),
       maxStalledCount: 1,
@@ -246,4 +250,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       for (const connection of connections) connection.disconnect();
     },
   };
+}
+
+/** A lane's name as its queue's clients show it: `<host>/<pid>/<concurrency>` (see workerOfClientName). */
+function workerNameOf(concurrency: number): string {
+  return `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}/${process.pid}/${concurrency}`;
+}
+
+/** The process and concurrency a lane's Redis client name (`…:w:<host>/<pid>/<concurrency>`) names, if it does. */
+export function workerOfClientName(rawName: string): { process: string; concurrency: number } | undefined {
+  const match = /:w:([^/]+\/\d+)\/(\d+)$/.exec(rawName);
+  return match ? { process: match[1]!, concurrency: Number(match[2]) } : undefined;
 }

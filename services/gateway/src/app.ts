@@ -25,6 +25,8 @@ import { wireConstraint } from './wire-constraint.ts';
 import { closeSilentConnections } from './silent-connections.ts';
 import { dropStalledReaders } from './stalled-readers.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
+import { consoleRoutes } from './routes/console.ts';
+import { ADMIN_PATH } from './dashboard/admin-session.ts';
 import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { changeFeed } from './plugins/change-feed.ts';
@@ -199,6 +201,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
   });
   app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
+  app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: deps.database });
 
   return {
     app,

@@ -6,7 +6,7 @@
  * it to Prometheus.
  */
 import { QueueName, type Channel } from '@gateway/contracts';
-import { drainedCounterKey, type JobClient, type Redis } from '@gateway/queue';
+import { drainedCounterKey, workerOfClientName, type JobClient, type Redis } from '@gateway/queue';
 import { routingKeys } from '@gateway/routing';
 import type { ChannelStore } from '@gateway/store';
 
@@ -21,9 +21,18 @@ export interface QueueShardState {
   workers: number;
 }
 
+/** A worker process serving a queue: its lanes on every shard, and the jobs it runs at once. */
+export interface QueueWorkerProcess {
+  /** `<host>/<pid>`. */
+  process: string;
+  lanes: number;
+  concurrency: number;
+}
+
 export interface QueueState {
   queue: string;
   shards: QueueShardState[];
+  processes: QueueWorkerProcess[];
   /** Jobs finished (run or dropped) since Redis began counting: its rate is the queue's drain rate. */
   finished: number;
 }
@@ -57,15 +66,22 @@ export class OperationsSnapshot {
 
   async queues(): Promise<QueueState[]> {
     return Promise.all(Object.values(QueueName).map(async (queue) => {
+      const processes = new Map<string, QueueWorkerProcess>();
       const shards = await Promise.all(this.jobs.shardsOf(queue).map(async (shard, index) => {
-        const [counts, workers] = await Promise.all([
+        const [counts, clients] = await Promise.all([
           shard.getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
-          shard.getWorkersCount().catch(() => 0),
+          shard.getWorkers().catch(() => []),
         ]);
-        return { queue, shard: index, waiting: counts.waiting ?? 0, prioritized: counts.prioritized ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, workers };
+        for (const client of clients) {
+          const lane = workerOfClientName(String(client.rawname ?? ''));
+          if (!lane) continue;
+          const known = processes.get(lane.process) ?? { process: lane.process, lanes: 0, concurrency: 0 };
+          processes.set(lane.process, { ...known, lanes: known.lanes + 1, concurrency: known.concurrency + lane.concurrency });
+        }
+        return { queue, shard: index, waiting: counts.waiting ?? 0, prioritized: counts.prioritized ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, workers: clients.length };
       }));
       const finished = Number((await this.redis.get(drainedCounterKey(queue))) ?? 0);
-      return { queue, shards, finished };
+      return { queue, shards, processes: [...processes.values()].sort((a, b) => a.process.localeCompare(b.process)), finished };
     }));
   }
 

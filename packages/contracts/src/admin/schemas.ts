@@ -249,8 +249,8 @@ export const logStatQuery = z.strictObject({
   ...logFilters,
   /** Sums per value of this column, or one sum over every row. */
   group_by: z.enum(['model', 'channel', 'user', 'route', 'status']).optional(),
-  /** Sums per hour or per day (UTC), or one sum over the range. */
-  interval: z.enum(['hour', 'day']).optional(),
+  /** Sums per minute, hour or day (UTC), or one sum over the range. */
+  interval: z.enum(['minute', 'hour', 'day']).optional(),
 });
 export type ListLogsQuery = z.infer<typeof listLogsQuery>;
 export type LogStatQuery = z.infer<typeof logStatQuery>;

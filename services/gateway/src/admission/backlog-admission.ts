@@ -58,6 +58,11 @@ export class BacklogAdmission {
     return { backlog: sample.backlog, waitMs: sample.rate > 0 ? (sample.backlog / sample.rate) * 1000 : Infinity };
   }
 
+  /** Jobs `queue` finishes a second, as admission last measured it (0 before any finished). */
+  drainRate(queue: QueueName): number {
+    return this.samples.get(queue)?.rate ?? 0;
+  }
+
   /** Throws 503 when a job put on `queue` now would not be served within the time-out. */
   admit(queue: QueueName): void {
     const { backlog, waitMs } = this.estimate(queue);

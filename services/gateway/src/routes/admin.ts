@@ -69,21 +69,32 @@ export function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
       url,
       config: { operation },
       bodyLimit: options.bodyLimitBytes,
-      handler: async (request: FastifyRequest) => {
-        const spec = adminOperations[operation];
-        const actor = request.actor;
-        const input = parseOrThrow(spec.input, inputOf(request, source));
-        const prepared = await options.adminJobs.prepare(operation, input, request.ip);
-        const payload: AdminJobPayload = { operation, actor, input: prepared.input };
-        const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
-          requestId: request.id,
-          timeoutMs: options.timeoutMs,
-          signal: clientGoneSignal(request),
-        });
-        // The secret the gateway made (a token, a key) joins the answer here, having never left it.
-        const data = prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
-        return { success: true, message: '', data };
-      },
+      handler: async (request: FastifyRequest) => runAdminOperation(options, request, operation, inputOf(request, source)),
     });
   }
+}
+
+/**
+ * Runs one admin operation for the request's actor on the admin queue, in new-api's envelope:
+ * the input validated by the operation's schema, its secrets made into their job form first.
+ * The management API and the operations console both change things only through this.
+ */
+export async function runAdminOperation(
+  options: Pick<AdminRoutesOptions, 'jobs' | 'adminJobs' | 'timeoutMs'>,
+  request: FastifyRequest,
+  operation: AdminOperationName,
+  rawInput: unknown,
+): Promise<{ success: true; message: ''; data: unknown }> {
+  const spec = adminOperations[operation];
+  const input = parseOrThrow(spec.input, rawInput);
+  const prepared = await options.adminJobs.prepare(operation, input, request.ip);
+  const payload: AdminJobPayload = { operation, actor: request.actor, input: prepared.input };
+  const result = await options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
+    requestId: request.id,
+    timeoutMs: options.timeoutMs,
+    signal: clientGoneSignal(request),
+  });
+  // The secret the gateway made (a token, a key) joins the answer here, having never left it.
+  const data = prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
+  return { success: true, message: '', data };
 }

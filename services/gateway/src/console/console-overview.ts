@@ -1,0 +1,88 @@
+/**
+ * What the operations console shows at a glance, in one answer it polls: each queue (per shard,
+ * with the worker processes serving it, their concurrency, its drain rate and the wait that
+ * admission estimates), each channel (in flight against max_concurrency, its state, and how its
+ * upstream calls went over the last minutes from the request log), and the batches in progress.
+ * The live parts come from Redis; the log's parts are left out, not failed, while PostgreSQL is
+ * away, so the console still shows the queues and channels then.
+ */
+import { QueueName, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
+import { RequestLogQuery, type ChannelHealth, type Database } from '@gateway/database';
+import type { BacklogAdmission } from '../admission/backlog-admission.ts';
+import type { BatchOverview, BatchOverviewItem } from '../batch-overview.ts';
+import type { ChannelState, OperationsSnapshot, QueueState } from '../operations-snapshot.ts';
+
+/** The minutes of the request log a channel's recent calls are counted over. */
+export const CHANNEL_HEALTH_MINUTES = 5;
+const RUNNING_BATCHES_SHOWN = 20;
+
+export interface ConsoleQueue extends QueueState {
+  /** Jobs finished a second, as admission measures it. */
+  drain_per_second: number;
+  /** Jobs waiting for a worker, every shard together. */
+  backlog: number;
+  /** How long a job queued now would wait, as admission estimates it (null: nothing drains). */
+  wait_estimate_ms: number | null;
+}
+
+export interface ConsoleChannel extends ChannelState {
+  /** Its upstream calls over the last CHANNEL_HEALTH_MINUTES; absent without the request log. */
+  recent?: Omit<ChannelHealth, 'channel_id'>;
+}
+
+export interface ConsoleOverviewAnswer {
+  at: number;
+  queues: ConsoleQueue[];
+  channels: ConsoleChannel[];
+  /** Batches validating, in progress, finalizing or cancelling; absent without PostgreSQL. */
+  batches?: { total: number; items: BatchOverviewItem[] };
+  /** Why the log's parts are missing, when they are. */
+  log_unavailable?: string;
+}
+
+const NO_CALLS: Omit<ChannelHealth, 'channel_id'> = { calls: 0, errors: 0, rate_limited: 0, p50_ms: 0, p99_ms: 0 };
+
+export class ConsoleOverview {
+  private readonly operations: OperationsSnapshot;
+  /** Admission's sampler (a decorator of the app, there once it is ready). */
+  private readonly admission: () => BacklogAdmission;
+  private readonly batches: BatchOverview;
+  private readonly database: Database | undefined;
+
+  constructor(operations: OperationsSnapshot, admission: () => BacklogAdmission, batches: BatchOverview, database: Database | undefined) {
+    this.operations = operations;
+    this.admission = admission;
+    this.batches = batches;
+    this.database = database;
+  }
+
+  async read(): Promise<ConsoleOverviewAnswer> {
+    const [queues, channels, logged] = await Promise.all([this.operations.queues(), this.operations.channelStates(), this.logged()]);
+    const admission = this.admission();
+    const health = new Map(logged.health?.map(({ channel_id, ...calls }) => [channel_id, calls]));
+    return {
+      at: Date.now(),
+      queues: queues.map((queue) => {
+        const { backlog, waitMs } = admission.estimate(queue.queue as QueueName);
+        return { ...queue, backlog, drain_per_second: admission.drainRate(queue.queue as QueueName), wait_estimate_ms: Number.isFinite(waitMs) ? Math.round(waitMs) : null };
+      }),
+      channels: channels.map((channel) => (logged.health ? { ...channel, recent: health.get(channel.id) ?? NO_CALLS } : channel)),
+      ...(logged.batches ? { batches: logged.batches } : {}),
+      ...(logged.problem ? { log_unavailable: logged.problem } : {}),
+    };
+  }
+
+  /** The parts read from PostgreSQL, or why there are none. */
+  private async logged(): Promise<{ health?: ChannelHealth[]; batches?: ConsoleOverviewAnswer['batches']; problem?: string }> {
+    if (!this.database) return { problem: 'this gateway runs without DATABASE_URL: no request log and no batches' };
+    try {
+      const [health, page] = await Promise.all([
+        new RequestLogQuery(this.database).channelHealth(CHANNEL_HEALTH_MINUTES * 60),
+        this.batches.page({ p: 1, page_size: RUNNING_BATCHES_SHOWN, status: [...RUNNING_BATCH_STATUSES] }),
+      ]);
+      return { health, batches: { total: page.total, items: page.items } };
+    } catch (error) {
+      return { problem: `PostgreSQL did not answer: ${(error as Error).message}` };
+    }
+  }
+}

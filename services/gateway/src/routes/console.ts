@@ -1,0 +1,83 @@
+/**
+ * The operations console at /admin: one page for administrators that answers at a glance which
+ * channel is full, cooling down or auto-disabled, how the queues drain and who serves them, and
+ * what happened to a request, with charts from the request log. Behind the same sign-in as the
+ * queue dashboard (bull-board, at /admin/queues, linked from the page), or an administrator's
+ * access token. Its calls:
+ *
+ * - `GET /admin/api/overview`: queues, channels and batches in progress (console-overview.ts);
+ * - `GET /admin/api/log` and `/admin/api/log/stat`: the request log, as `/api/log/` and
+ *   `/api/log/stat` answer it;
+ * - `PUT /admin/api/channel/` (enable or disable one channel) and
+ *   `POST /admin/api/channel/tag/{enabled,disabled}`: the management API's operations, run on
+ *   the admin queue with the same rules.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role, type AdminOperationName } from '@gateway/contracts';
+import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
+import type { BatchOverview } from '../batch-overview.ts';
+import { ConsoleOverview } from '../console/console-overview.ts';
+import { consolePage, loadConsoleAssets } from '../console/console-assets.ts';
+import { ADMIN_PATH, adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
+import type { OperationsSnapshot } from '../operations-snapshot.ts';
+import { runAdminOperation } from './admin.ts';
+
+export interface ConsoleOptions extends AdminSessionOptions {
+  operations: OperationsSnapshot;
+  batches: BatchOverview;
+  /** PostgreSQL, for the request log; without it the log's parts answer 503. */
+  database?: Database;
+}
+
+const answer = (data: unknown) => ({ success: true, message: '', data });
+
+/** The channel changes the console makes: the management API's, by the same operations. */
+const actions: [method: 'PUT' | 'POST', path: string, operation: AdminOperationName][] = [
+  ['PUT', '/api/channel/', 'channel.update'],
+  ['POST', '/api/channel/tag/disabled', 'channel.disableTag'],
+  ['POST', '/api/channel/tag/enabled', 'channel.enableTag'],
+];
+
+export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
+  const page = { base: ADMIN_PATH, title: 'operations console' };
+  await signInRoutes(app, { ...options, ...page });
+  const assets = loadConsoleAssets();
+  const shell = consolePage(ADMIN_PATH);
+  const overview = new ConsoleOverview(options.operations, () => app.queueBacklog, options.batches, options.database);
+  const log = () => {
+    if (!options.database) {
+      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the request log needs PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
+    }
+    return new RequestLogQuery(options.database);
+  };
+
+  app.register(async (pages) => {
+    // Administrators look and act as the management API lets them; root's rules are the admin worker's.
+    pages.addHook('onRequest', adminGuard({ ...page, store: options.store, changeRole: Role.admin, changeRefusal: 'only administrators may change channels' }));
+
+    pages.get('/', async (_request, reply) => reply.headers(shell.headers).type('text/html; charset=utf-8').send(shell.html));
+
+    pages.get<{ Params: { name: string } }>('/assets/:name', async (request, reply) => {
+      const file = assets.get(request.params.name);
+      if (!file) return reply.status(404).send({ success: false, message: 'no such file' });
+      reply.headers({ etag: file.etag, 'cache-control': 'private, max-age=300', 'x-content-type-options': 'nosniff' }).type(file.type);
+      if (request.headers['if-none-match'] === file.etag) return reply.status(304).send();
+      return reply.send(file.body);
+    });
+
+    pages.get('/api/overview', async () => answer(await overview.read()));
+
+    pages.get('/api/log', async (request) => answer(await orUnavailable(log().page(parseOrThrow(listLogsQuery, { ...(request.query as object) })))));
+
+    pages.get('/api/log/stat', async (request) => answer(await orUnavailable(log().stat(parseOrThrow(logStatQuery, { ...(request.query as object) })))));
+
+    for (const [method, url, operation] of actions) {
+      pages.route({
+        method,
+        url,
+        bodyLimit: options.bodyLimitBytes,
+        handler: async (request: FastifyRequest) => runAdminOperation(options, request, operation, request.body),
+      });
+    }
+  });
+}

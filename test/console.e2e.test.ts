@@ -1,0 +1,213 @@
+/**
+ * The operations console (/admin) in a real headless Chromium, against real gateway and worker
+ * processes, Redis, PostgreSQL and mock upstreams: an administrator signs in and sees a channel
+ * fill to its max_concurrency and cool down, disables a tag and sees the routing follow, finds a
+ * failed request by its id and reads why it failed; a common user is refused. With UPDATE_DOCS=1
+ * it writes the screenshots in docs/console/.
+ */
+import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import OpenAI from 'openai';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM_ARGS, findChromium, repoRoot, type Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
+
+const ROOT_PASSWORD = 'root-password-for-console';
+const it = stackTest({
+  database: true,
+  workers: ['completion-worker'],
+  env: { ADMIN_PASSWORD: ROOT_PASSWORD, CHANNEL_FAILURES_BEFORE_COOLDOWN: '2', CHANNEL_COOLDOWN_MS: '60000' },
+});
+
+let browser: Browser;
+beforeAll(async () => {
+  const { executablePath } = await findChromium();
+  browser = await chromium.launch({ executablePath, args: [...CHROMIUM_ARGS] });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+const SHOTS = join(repoRoot, 'docs', 'console');
+/** docs/console/<name>.png, rewritten only when asked (UPDATE_DOCS=1), so a test run leaves the tree clean. */
+async function screenshot(page: Page, name: string) {
+  if (process.env.UPDATE_DOCS !== '1') return;
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+async function signedIn(stack: Stack, username = 'root', password = ROOT_PASSWORD): Promise<{ context: BrowserContext; page: Page }> {
+  // A locale Intl accepts: headless Chromium under LANG=C reports en-US@posix, which uPlot's
+  // number format (made when it loads) refuses.
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' });
+  const page = await context.newPage();
+  const first = await page.goto(stack.gateway.url + '/admin');
+  expect(first?.status()).toBe(401);
+  await page.fill('#username', username);
+  await page.fill('#password', password);
+  await page.click('button[type=submit]');
+  return { context, page };
+}
+
+const client = (stack: Stack, key: string, requestId?: string) => new OpenAI({
+  baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000,
+  ...(requestId ? { defaultHeaders: { 'x-request-id': requestId } } : {}),
+});
+
+/** A port nothing listens on: a channel pointing there fails with ECONNREFUSED. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('the operations console', () => {
+  it('refuses anyone not signed in, and a common user, by form, token or call', async ({ stack }) => {
+    const page = await fetch(stack.gateway.url + '/admin', { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(401);
+    expect(await page.text()).toContain('Sign in');
+    expect((await fetch(stack.gateway.url + '/admin/api/overview')).status).toBe(401);
+    expect((await fetch(stack.gateway.url + '/admin/assets/console.js')).status).toBe(401);
+
+    await stack.admin('POST', '/api/user/', { username: 'plain', password: 'plain-password' });
+    const login = await stack.admin('POST', '/api/user/login', { username: 'plain', password: 'plain-password' });
+    const plainToken = login.body.data.access_token;
+    expect((await fetch(stack.gateway.url + '/admin/api/overview', { headers: { authorization: `Bearer ${plainToken}` } })).status).toBe(403);
+    const change = await fetch(stack.gateway.url + '/admin/api/channel/tag/disabled', {
+      method: 'POST', headers: { authorization: `Bearer ${plainToken}`, 'content-type': 'application/json' }, body: '{"tag":"any"}',
+    });
+    expect(change.status).toBe(403);
+
+    const { context, page: browserPage } = await signedIn(stack, 'plain', 'plain-password');
+    await expect(browserPage.locator('[role=alert]').textContent()).resolves.toMatch(/only administrators may sign in to the operations console/);
+    expect(await browserPage.locator('#channels').count()).toBe(0);
+    await context.close();
+
+    // An administrator's access token opens the calls, as the management API's does.
+    const overview = await fetch(stack.gateway.url + '/admin/api/overview', { headers: { authorization: `Bearer ${stack.adminToken}` } });
+    expect(overview.status).toBe(200);
+    const completion = ((await overview.json()) as any).data.queues.find((q: any) => q.queue === 'completion');
+    expect(completion.processes).toEqual([expect.objectContaining({ concurrency: expect.any(Number), lanes: expect.any(Number) })]);
+    expect(completion.processes[0].concurrency).toBeGreaterThan(0);
+  });
+
+  it('shows a channel fill to its max_concurrency under a burst, then cool down after upstream failures', async ({ stack, upstream, channel, apiKey }) => {
+    const slow = await upstream.openai({ delayMs: 2500 });
+    const limited = await channel(slow, ['console-burst'], { name: 'limited', max_concurrency: 2, tag: 'burst' });
+    const { key } = await apiKey();
+    const { context, page } = await signedIn(stack);
+    await page.waitForURL(/\/admin$/);
+    const row = page.locator(`tr[data-channel="${limited.id}"]`);
+    await expect(row.locator('.state').textContent()).resolves.toContain('enabled');
+
+    const openai = client(stack, key);
+    const burst = Array.from({ length: 6 }, () => openai.completions.create({ model: 'console-burst', prompt: 'hi' }).then(() => 'ok', (e) => `failed ${e.status}`));
+    await row.locator('.slots', { hasText: '2 / 2' }).waitFor({ timeout: 15_000 });
+    expect(await row.locator('.meter.full').count()).toBe(1);
+    expect(slow.maxInFlight).toBeLessThanOrEqual(2);
+    await page.locator('tr[data-queue="completion"] .workers .process').first().waitFor();
+    await screenshot(page, 'overview');
+
+    // The upstream starts failing: two failures in a row cool the channel down.
+    slow.setBehaviour({ status: 500 });
+    const outcomes = await Promise.all(burst);
+    expect(outcomes).toContain('ok');
+    // (A success charged after the failures resets their count: fail until the channel cools down.)
+    await expect.poll(async () => {
+      await openai.completions.create({ model: 'console-burst', prompt: 'hi' }).catch(() => undefined);
+      await page.waitForTimeout(500);
+      return row.locator('.state').textContent();
+    }, { timeout: 20_000 }).toMatch(/cooling down until \d/);
+    // The calls of the last minutes, from the request log: the failures counted.
+    await expect.poll(async () => Number(await row.locator('.errors').textContent()), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    expect(Number(await row.locator('.calls').textContent())).toBeGreaterThanOrEqual(4);
+    await context.close();
+  }, 60_000);
+
+  it('disables every channel of a tag, and the routing follows', async ({ stack, upstream, channel, apiKey }) => {
+    const blue = await upstream.openai({ text: 'from blue' });
+    const green = await upstream.openai({ text: 'from green' });
+    const blueChannel = await channel(blue, ['console-tag'], { name: 'blue-1', tag: 'blue', priority: 10 });
+    await channel(green, ['console-tag'], { name: 'green-1', tag: 'green', priority: 0 });
+    const { key } = await apiKey();
+    const openai = client(stack, key);
+    expect((await openai.completions.create({ model: 'console-tag', prompt: 'hi' })).choices[0]!.text).toBe('from blue');
+
+    const { context, page } = await signedIn(stack);
+    await page.waitForURL(/\/admin$/);
+    await page.fill('#tag', 'blue');
+    await page.getByRole('button', { name: 'Disable tag' }).click();
+    await page.locator('[role=status]', { hasText: 'Disable tag blue: done' }).waitFor();
+    await page.locator(`tr[data-channel="${blueChannel.id}"] .state`, { hasText: 'disabled' }).waitFor();
+
+    // The gateway routes the next request to the tag still enabled.
+    await expect.poll(async () => (await openai.completions.create({ model: 'console-tag', prompt: 'hi' })).choices[0]!.text, { timeout: 10_000 }).toBe('from green');
+    const blueCalls = blue.requests.length;
+    expect((await openai.completions.create({ model: 'console-tag', prompt: 'hi' })).choices[0]!.text).toBe('from green');
+    expect(blue.requests.length).toBe(blueCalls);
+
+    // And back: enabled again from its row.
+    await page.locator(`tr[data-channel="${blueChannel.id}"]`).getByRole('button', { name: 'Enable' }).click();
+    await page.locator(`tr[data-channel="${blueChannel.id}"] .state`, { hasText: 'enabled' }).waitFor();
+    await expect.poll(async () => (await openai.completions.create({ model: 'console-tag', prompt: 'hi' })).choices[0]!.text, { timeout: 10_000 }).toBe('from blue');
+    await context.close();
+  }, 60_000);
+
+  it('finds a failed request by its request id, with every channel tried and why it was left', async ({ stack, upstream, channel, apiKey }) => {
+    const failing = await upstream.openai({ status: 503, body: { error: { message: 'upstream overloaded', type: 'server_error' } } });
+    const port = await closedPort();
+    const refused = await stack.adminData('POST', '/api/channel/', { name: 'refused', type: 'openai', key: 'sk-refused', base_url: `http://127.0.0.1:${port}`, models: ['console-fail'], priority: 10 });
+    const overloaded = await channel(failing, ['console-fail'], { name: 'overloaded', priority: 0 });
+    const { key } = await apiKey({ name: 'console-key' });
+    const requestId = `console-failed-${Date.now()}`;
+    await expect(client(stack, key, requestId).completions.create({ model: 'console-fail', prompt: 'hi' })).rejects.toMatchObject({ status: expect.any(Number) });
+    // Some successes around it, so the search has something to leave out.
+    const good = await upstream.openai({ text: 'fine' });
+    await channel(good, ['console-ok']);
+    for (let i = 0; i < 3; i++) await client(stack, key).completions.create({ model: 'console-ok', prompt: 'hi' });
+
+    const { context, page } = await signedIn(stack);
+    await page.waitForURL(/\/admin$/);
+    await page.getByRole('link', { name: 'Request log' }).click();
+    await page.fill('input[name=request_id]', requestId);
+    // The worker writes its row in batches, off the reply path: search until it is there.
+    await expect.poll(async () => {
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForTimeout(300);
+      return page.locator(`tr[data-request="${requestId}"]`).count();
+    }, { timeout: 15_000 }).toBe(1);
+    expect(await page.locator('tr.entry').count()).toBe(1);
+    await page.locator(`tr[data-request="${requestId}"]`).click();
+    const detail = page.locator('aside.entry-detail');
+    await detail.waitFor();
+    expect(Number(await detail.locator('[data-field=status]').textContent())).toBeGreaterThanOrEqual(500);
+    await expect(detail.locator('[data-field=token_name]').textContent()).resolves.toBe('console-key');
+    const attempts = await detail.locator('table.attempts tbody tr').allTextContents();
+    expect(attempts).toHaveLength(2);
+    expect(attempts[0]).toContain(String(refused.id));
+    expect(attempts[0]).toContain('ECONNREFUSED');
+    expect(attempts[0]).toContain(`127.0.0.1:${port}`);
+    expect(attempts[1]).toContain(String(overloaded.id));
+    expect(attempts[1]).toContain('503');
+    await screenshot(page, 'request-log');
+
+    // Failed only, for the whole log: the successes are left out.
+    await page.fill('input[name=request_id]', '');
+    await page.check('input[name=failed]');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator(`tr[data-request="${requestId}"]`).waitFor();
+    const statuses = await page.locator('tr.entry .status').allTextContents();
+    expect(statuses.every((s) => Number(s) >= 400)).toBe(true);
+
+    await page.getByRole('link', { name: 'Charts' }).click();
+    await page.locator('figure.chart figcaption', { hasText: 'Requests per minute' }).waitFor({ timeout: 15_000 });
+    expect(await page.locator('figure.chart canvas').count()).toBeGreaterThanOrEqual(4);
+    await page.locator('figure.chart figcaption', { hasText: 'Jobs waiting, live' }).waitFor({ timeout: 15_000 });
+    await screenshot(page, 'charts');
+    await context.close();
+  }, 60_000);
+});
