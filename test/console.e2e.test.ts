@@ -123,7 +123,7 @@ describe('the operations console', () => {
       return row.locator('.state').textContent();
     }, { timeout: 20_000 }).toMatch(/cooling down until \d/);
     // The calls of the last minutes, from the request log: the failures counted.
-    await expect.poll(async () => Number(await row.locator('.errors').textContent()), { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(async () => Number(await row.locator('.errors').textContent()), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
     expect(Number(await row.locator('.calls').textContent())).toBeGreaterThanOrEqual(4);
     await context.close();
   }, 60_000);

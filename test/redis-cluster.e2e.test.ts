@@ -92,6 +92,12 @@ describe('the gateway on a Redis Cluster', () => {
     expect(board.queues.map((q) => q.name).sort()).toEqual(['admin', 'audio', 'completion', 's1:audio', 's1:completion', 's2:audio', 's2:completion']);
     const metrics = await fetch(`${stack.gateway.url}/metrics`, { headers: { authorization: `Bearer ${stack.adminToken}` } }).then((r) => r.text());
     expect(metrics).toMatch(/gateway_queue_jobs\{[^}]*queue="completion"[^}]*\} 0/);
+    // So does the operations console, with the worker processes serving each queue.
+    const overview = (await (await fetch(`${stack.gateway.url}/admin/api/overview`, { headers: { authorization: `Bearer ${stack.adminToken}` } })).json()) as any;
+    const completion = overview.data.queues.find((q: any) => q.queue === 'completion');
+    expect(completion.shards).toHaveLength(3);
+    expect(completion.processes).toEqual([expect.objectContaining({ concurrency: expect.any(Number) })]);
+    expect(metrics).toMatch(/gateway_queue_workers\{queue="completion"[^}]*\} 1/);
   });
 
   it("holds a key to its requests-per-minute limit", async () => {

@@ -95,15 +95,18 @@ export class RequestLogQuery {
     const keys: string[] = [];
     if (query.interval) keys.push(`extract(epoch from date_trunc('${query.interval}', created_at, 'UTC'))::bigint AS bucket`);
     if (query.group_by) keys.push(`${GROUP_COLUMNS[query.group_by]} AS key`);
-    const groupBy = keys.length ? `GROUP BY ${keys.map((_, i) => i + 1).join(', ')} ORDER BY ${keys.map((_, i) => i + 1).join(', ')}` : '';
+    const columns = keys.map((_, i) => i + 1);
+    // Past the row cap, the newest buckets are the ones kept (then put back in time order).
+    const groupBy = keys.length ? `GROUP BY ${columns.join(', ')} ORDER BY ${columns.map((c) => `${c} DESC`).join(', ')}` : '';
+    const reorder = keys.length ? `ORDER BY ${columns.join(', ')}` : '';
     const { rows } = await this.db.query(
-      `SELECT ${keys.length ? `${keys.join(', ')}, ` : ''}count(*)::int AS requests, count(*) FILTER (WHERE status >= 400)::int AS errors,
+      `SELECT * FROM (SELECT ${keys.length ? `${keys.join(', ')}, ` : ''}count(*)::int AS requests, count(*) FILTER (WHERE status >= 400)::int AS errors,
          coalesce(sum(prompt_tokens), 0)::int8 AS prompt_tokens, coalesce(sum(completion_tokens), 0)::int8 AS completion_tokens,
          coalesce(sum(total_tokens), 0)::int8 AS total_tokens, coalesce(sum(quota), 0)::int8 AS quota,
          coalesce(round(avg(total_ms)), 0)::int AS mean_ms,
          coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY total_ms), 0)::int AS p50_ms,
          coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY total_ms), 0)::int AS p99_ms
-       FROM request_log ${sql} ${groupBy} LIMIT 10000`,
+       FROM request_log ${sql} ${groupBy} LIMIT 10000) AS sums ${reorder}`,
       params,
     );
     return rows.map((row) => ({

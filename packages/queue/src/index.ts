@@ -9,6 +9,7 @@ export { ReplySender } from './reply-sender.ts';
 export { JobClient, defaultJobOptions, type RequestOptions } from './job-client.ts';
 export { shardPrefixes } from './queue-shards.ts';
 export { CancelListener } from './cancel-listener.ts';
-export { startJobWorker, workerOfClientName, type JobContext, type JobEnd, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
+export { startJobWorker, type JobContext, type JobEnd, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
 export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';
 export { FairShares, type FairPlace, type Tenant } from './fair-shares.ts';
+export { registerWorker, workersOf, workerRegistryKey, WORKER_HEARTBEAT_MS, WORKER_STALE_MS, type WorkerProcess } from './worker-registry.ts';

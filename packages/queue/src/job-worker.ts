@@ -1,4 +1,3 @@
-import { hostname } from 'node:os';
 import { Worker, type Job } from 'bullmq';
 import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
@@ -10,6 +9,7 @@ import { IngressLiveness } from './ingress-liveness.ts';
 import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey } from './reply-keys.ts';
+import { registerWorker } from './worker-registry.ts';
 import { ReplySender } from './reply-sender.ts';
 
 /**
@@ -224,8 +224,6 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
       concurrency: laneConcurrency,
-      // In CLIENT LIST, so the console can tell the processes serving a queue and their concurrency.
-      name: workerNameOf(laneConcurrency),
       lockDuration,
       stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)),
       maxStalledCount: 1,
@@ -237,12 +235,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     lanes.push(worker);
   }
   const worker = lanes[0]!;
+  // Seen by the operations console and the metrics as one process serving the queue.
+  const registration = registerWorker(redis, options.queue, { lanes: lanes.length, concurrency: laneConcurrency * lanes.length });
 
   return {
     worker,
     redis,
     async close() {
       await Promise.all(lanes.map((lane) => lane.close()));
+      await registration.stop();
       clearInterval(flushTimer);
       if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});
       await cancels.close();
@@ -250,15 +251,4 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       for (const connection of connections) connection.disconnect();
     },
   };
-}
-
-/** A lane's name as its queue's clients show it: `<host>/<pid>/<concurrency>` (see workerOfClientName). */
-function workerNameOf(concurrency: number): string {
-  return `${hostname().replace(/[^A-Za-z0-9._-]/g, '_')}/${process.pid}/${concurrency}`;
-}
-
-/** The process and concurrency a lane's Redis client name (`…:w:<host>/<pid>/<concurrency>`) names, if it does. */
-export function workerOfClientName(rawName: string): { process: string; concurrency: number } | undefined {
-  const match = /:w:([^/]+\/\d+)\/(\d+)$/.exec(rawName);
-  return match ? { process: match[1]!, concurrency: Number(match[2]) } : undefined;
 }

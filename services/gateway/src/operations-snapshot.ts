@@ -6,7 +6,7 @@
  * it to Prometheus.
  */
 import { QueueName, type Channel } from '@gateway/contracts';
-import { drainedCounterKey, workerOfClientName, type JobClient, type Redis } from '@gateway/queue';
+import { drainedCounterKey, workersOf, type JobClient, type Redis, type WorkerProcess } from '@gateway/queue';
 import { routingKeys } from '@gateway/routing';
 import type { ChannelStore } from '@gateway/store';
 
@@ -17,22 +17,13 @@ export interface QueueShardState {
   prioritized: number;
   active: number;
   delayed: number;
-  /** Worker connections (BullMQ's `getWorkersCount`: one per lane of each worker process). */
-  workers: number;
-}
-
-/** A worker process serving a queue: its lanes on every shard, and the jobs it runs at once. */
-export interface QueueWorkerProcess {
-  /** `<host>/<pid>`. */
-  process: string;
-  lanes: number;
-  concurrency: number;
 }
 
 export interface QueueState {
   queue: string;
   shards: QueueShardState[];
-  processes: QueueWorkerProcess[];
+  /** The worker processes serving it (their registry: worker-registry.ts). */
+  processes: WorkerProcess[];
   /** Jobs finished (run or dropped) since Redis began counting: its rate is the queue's drain rate. */
   finished: number;
 }
@@ -66,22 +57,12 @@ export class OperationsSnapshot {
 
   async queues(): Promise<QueueState[]> {
     return Promise.all(Object.values(QueueName).map(async (queue) => {
-      const processes = new Map<string, QueueWorkerProcess>();
       const shards = await Promise.all(this.jobs.shardsOf(queue).map(async (shard, index) => {
-        const [counts, clients] = await Promise.all([
-          shard.getJobCounts('waiting', 'prioritized', 'active', 'delayed'),
-          shard.getWorkers().catch(() => []),
-        ]);
-        for (const client of clients) {
-          const lane = workerOfClientName(String(client.rawname ?? ''));
-          if (!lane) continue;
-          const known = processes.get(lane.process) ?? { process: lane.process, lanes: 0, concurrency: 0 };
-          processes.set(lane.process, { ...known, lanes: known.lanes + 1, concurrency: known.concurrency + lane.concurrency });
-        }
-        return { queue, shard: index, waiting: counts.waiting ?? 0, prioritized: counts.prioritized ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0, workers: clients.length };
+        const counts = await shard.getJobCounts('waiting', 'prioritized', 'active', 'delayed');
+        return { queue, shard: index, waiting: counts.waiting ?? 0, prioritized: counts.prioritized ?? 0, active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
       }));
-      const finished = Number((await this.redis.get(drainedCounterKey(queue))) ?? 0);
-      return { queue, shards, processes: [...processes.values()].sort((a, b) => a.process.localeCompare(b.process)), finished };
+      const [processes, finished] = await Promise.all([workersOf(this.redis, queue), this.redis.get(drainedCounterKey(queue))]);
+      return { queue, shards, processes, finished: Number(finished ?? 0) };
     }));
   }
 

@@ -5,6 +5,10 @@
  * upstream calls went over the last minutes from the request log), and the batches in progress.
  * The live parts come from Redis; the log's parts are left out, not failed, while PostgreSQL is
  * away, so the console still shows the queues and channels then.
+ *
+ * However many consoles are open, one read is made at a time and its answer shared for
+ * OVERVIEW_FRESH_MS; the channels' health (an aggregate over minutes of log rows) for
+ * LOG_PARTS_FRESH_MS.
  */
 import { QueueName, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
 import { RequestLogQuery, type ChannelHealth, type Database } from '@gateway/database';
@@ -15,6 +19,31 @@ import type { ChannelState, OperationsSnapshot, QueueState } from '../operations
 /** The minutes of the request log a channel's recent calls are counted over. */
 export const CHANNEL_HEALTH_MINUTES = 5;
 const RUNNING_BATCHES_SHOWN = 20;
+export const OVERVIEW_FRESH_MS = 1_500;
+export const LOG_PARTS_FRESH_MS = 10_000;
+
+/** A value read at most once per `freshMs`, concurrent callers sharing the read under way. */
+class Shared<T> {
+  private readonly read: () => Promise<T>;
+  private readonly freshMs: number;
+  private last: { at: number; value: Promise<T> } | undefined;
+
+  constructor(read: () => Promise<T>, freshMs: number) {
+    this.read = read;
+    this.freshMs = freshMs;
+  }
+
+  get(): Promise<T> {
+    const now = Date.now();
+    if (!this.last || now - this.last.at >= this.freshMs) {
+      const value = this.read();
+      this.last = { at: now, value };
+      // A failed read is not kept: the next caller tries again.
+      value.catch(() => { if (this.last?.value === value) this.last = undefined; });
+    }
+    return this.last.value;
+  }
+}
 
 export interface ConsoleQueue extends QueueState {
   /** Jobs finished a second, as admission measures it. */
@@ -48,6 +77,8 @@ export class ConsoleOverview {
   private readonly admission: () => BacklogAdmission;
   private readonly batches: BatchOverview;
   private readonly database: Database | undefined;
+  private readonly overview = new Shared(() => this.compose(), OVERVIEW_FRESH_MS);
+  private readonly health = new Shared(() => new RequestLogQuery(this.database!).channelHealth(CHANNEL_HEALTH_MINUTES * 60), LOG_PARTS_FRESH_MS);
 
   constructor(operations: OperationsSnapshot, admission: () => BacklogAdmission, batches: BatchOverview, database: Database | undefined) {
     this.operations = operations;
@@ -56,7 +87,11 @@ export class ConsoleOverview {
     this.database = database;
   }
 
-  async read(): Promise<ConsoleOverviewAnswer> {
+  read(): Promise<ConsoleOverviewAnswer> {
+    return this.overview.get();
+  }
+
+  private async compose(): Promise<ConsoleOverviewAnswer> {
     const [queues, channels, logged] = await Promise.all([this.operations.queues(), this.operations.channelStates(), this.logged()]);
     const admission = this.admission();
     const health = new Map(logged.health?.map(({ channel_id, ...calls }) => [channel_id, calls]));
@@ -72,12 +107,12 @@ export class ConsoleOverview {
     };
   }
 
-  /** The parts read from PostgreSQL, or why there are none. */
+  /** The parts read from PostgreSQL (channel health shared for LOG_PARTS_FRESH_MS), or why there are none. */
   private async logged(): Promise<{ health?: ChannelHealth[]; batches?: ConsoleOverviewAnswer['batches']; problem?: string }> {
     if (!this.database) return { problem: 'this gateway runs without DATABASE_URL: no request log and no batches' };
     try {
       const [health, page] = await Promise.all([
-        new RequestLogQuery(this.database).channelHealth(CHANNEL_HEALTH_MINUTES * 60),
+        this.health.get(),
         this.batches.page({ p: 1, page_size: RUNNING_BATCHES_SHOWN, status: [...RUNNING_BATCH_STATUSES] }),
       ]);
       return { health, batches: { total: page.total, items: page.items } };

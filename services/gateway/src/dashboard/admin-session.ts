@@ -43,6 +43,13 @@ const sessionOf = (request: FastifyRequest): string | undefined => {
  */
 const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: ADMIN_PATH, secure: request.protocol === 'https' }) as const;
 
+/**
+ * Before the console, the cookie's path was /admin/queues; a browser sends such a cookie first
+ * there, and a stale one would hide the new session from the dashboard. Cleared with every
+ * sign-in and sign-out.
+ */
+const clearOldCookie = (reply: FastifyReply, request: FastifyRequest) => reply.clearCookie(COOKIE, { ...sessionCookie(request), path: `${ADMIN_PATH}/queues` });
+
 /** True when the request carries the session cookie (a credential the browser adds by itself). */
 const hasSessionCookie = (request: FastifyRequest) => request.cookies[COOKIE] !== undefined;
 
@@ -109,6 +116,7 @@ export async function signInRoutes(app: FastifyInstance, options: AdminSessionOp
       const { expires_in } = result.data as { expires_in: number };
       const session = prepared.reveal!.session!;
       reply.setCookie(COOKIE, session, { ...sessionCookie(request), maxAge: expires_in });
+      clearOldCookie(reply, request);
       return reply.redirect(options.base, 303);
     } catch (error) {
       const failure = GatewayError.from(error);
@@ -128,6 +136,7 @@ export async function signInRoutes(app: FastifyInstance, options: AdminSessionOp
       });
     }
     reply.clearCookie(COOKIE, sessionCookie(request));
+    clearOldCookie(reply, request);
     return reply.redirect(`${options.base}/login`, 303);
   });
 }

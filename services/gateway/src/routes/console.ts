@@ -8,12 +8,13 @@
  * - `GET /admin/api/overview`: queues, channels and batches in progress (console-overview.ts);
  * - `GET /admin/api/log` and `/admin/api/log/stat`: the request log, as `/api/log/` and
  *   `/api/log/stat` answer it;
- * - `PUT /admin/api/channel/` (enable or disable one channel) and
+ * - `PUT /admin/api/channel/` (`{id, status}`: enable or disable one channel) and
  *   `POST /admin/api/channel/tag/{enabled,disabled}`: the management API's operations, run on
  *   the admin queue with the same rules.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role, type AdminOperationName } from '@gateway/contracts';
+import { z } from 'zod';
+import { GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody, type AdminOperationName } from '@gateway/contracts';
 import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
 import type { BatchOverview } from '../batch-overview.ts';
 import { ConsoleOverview } from '../console/console-overview.ts';
@@ -31,11 +32,15 @@ export interface ConsoleOptions extends AdminSessionOptions {
 
 const answer = (data: unknown) => ({ success: true, message: '', data });
 
-/** The channel changes the console makes: the management API's, by the same operations. */
-const actions: [method: 'PUT' | 'POST', path: string, operation: AdminOperationName][] = [
-  ['PUT', '/api/channel/', 'channel.update'],
-  ['POST', '/api/channel/tag/disabled', 'channel.disableTag'],
-  ['POST', '/api/channel/tag/enabled', 'channel.enableTag'],
+/**
+ * The channel changes the console makes: the management API's, by the same operations, and no
+ * more than enabling and disabling (a channel's key, address or models are changed through
+ * `/api/channel/`, not from a browser session).
+ */
+const actions: [method: 'PUT' | 'POST', path: string, operation: AdminOperationName, input: z.ZodType][] = [
+  ['PUT', '/api/channel/', 'channel.update', z.strictObject({ id: z.number().int().positive(), status: z.union([z.literal(1), z.literal(2)]) })],
+  ['POST', '/api/channel/tag/disabled', 'channel.disableTag', tagBody],
+  ['POST', '/api/channel/tag/enabled', 'channel.enableTag', tagBody],
 ];
 
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleOptions): Promise<void> {
@@ -71,12 +76,12 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
 
     pages.get('/api/log/stat', async (request) => answer(await orUnavailable(log().stat(parseOrThrow(logStatQuery, { ...(request.query as object) })))));
 
-    for (const [method, url, operation] of actions) {
+    for (const [method, url, operation, input] of actions) {
       pages.route({
         method,
         url,
         bodyLimit: options.bodyLimitBytes,
-        handler: async (request: FastifyRequest) => runAdminOperation(options, request, operation, request.body),
+        handler: async (request: FastifyRequest) => runAdminOperation(options, request, operation, parseOrThrow(input, request.body)),
       });
     }
   });

@@ -34,7 +34,8 @@ export async function metricsRoutes(app: FastifyInstance, options: MetricsOption
     const { metrics } = options;
     const [queues, channels] = await Promise.all([options.operations.queues(), options.operations.channelStates()]);
     for (const q of queues) {
-      metrics.queueWorkers.set({ queue: q.queue }, q.shards.reduce((sum, shard) => sum + shard.workers, 0));
+      metrics.queueWorkers.set({ queue: q.queue }, q.processes.length);
+      metrics.queueConcurrency.set({ queue: q.queue }, q.processes.reduce((sum, p) => sum + p.concurrency, 0));
       metrics.queueFinished.set({ queue: q.queue }, q.finished);
     }
     // Labelled by channel id: a name is an administrator's text, kept out of labels.

@@ -77,7 +77,7 @@ function Queues({ queues }) {
           <td class="workers">${q.processes.length === 0 ? html`<span class="bad">none</span>`
             : q.processes.map((p) => html`<span class="process" title=${`${p.lanes} lane(s)`}>${p.process} × ${p.concurrency}</span>`)}</td>
         </tr>
-        ${sharded && q.shards.map((s) => html`<tr class="shard"><td>shard ${s.shard}</td><td>${number(s.waiting + s.prioritized)}</td><td>${number(s.active)}</td><td>${number(s.delayed)}</td><td colspan="3">${s.workers} worker connection(s)</td></tr>`)}`;
+        ${sharded && q.shards.map((s) => html`<tr class="shard"><td>shard ${s.shard}</td><td>${number(s.waiting + s.prioritized)}</td><td>${number(s.active)}</td><td>${number(s.delayed)}</td><td colspan="3"></td></tr>`)}`;
     })}</tbody></table></section>`;
 }
 
@@ -174,8 +174,12 @@ function queryOf(filters, page) {
   return query;
 }
 
+/** `datetime-local`'s value for a moment, in the browser's time zone. */
+const localInput = (ms) => { const d = new Date(ms); return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}`; };
+
 export function LogSearch({ base }) {
-  const [filters, setFilters] = useState({});
+  // The last day by default: a search of every retained day is asked for, not made on opening.
+  const [filters, setFilters] = useState(() => ({ from: localInput(Date.now() - 86_400_000) }));
   const [page, setPage] = useState(1);
   const [result, setResult] = useState(undefined);
   const [error, setError] = useState(undefined);
