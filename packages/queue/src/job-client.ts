@@ -7,6 +7,9 @@ import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { CANCEL_CHANNEL, ControlMessage, PAUSE_RENEW_MS } from './reply-keys.ts';
 
+/** How a client's full socket ended: it drained (the client reads again), or the client left. */
+export type CaughtUp = 'drained' | 'gone';
+
 export interface RequestOptions {
   requestId: string;
   timeoutMs: number;
@@ -14,9 +17,9 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /**
    * Receives stream chunks as the worker produces them. A promise returned says the client is
-   * behind: the worker pauses the job until it resolves.
+   * behind: the worker pauses the job until it resolves ('drained'), or for good ('gone').
    */
-  onChunk?: (chunk: string) => void | Promise<void>;
+  onChunk?: (chunk: string) => void | Promise<CaughtUp | void>;
   /** Its fair rank as a BullMQ priority: lower served first (see `FairShares`). */
   priority?: number;
   /**
@@ -227,7 +230,7 @@ export class JobClient {
    * The pause is renewed while it lasts (a worker lets an unrenewed pause lapse), so a client that
    * stops reading holds its job paused until it reads again or is dropped.
    */
-  private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<void>): (chunk: string) => void {
+  private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<CaughtUp | void>): (chunk: string) => void {
     let paused = false;
     const pause = () => this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
     return (chunk) => {
@@ -237,10 +240,12 @@ export class JobClient {
       pause();
       const renew = setInterval(pause, PAUSE_RENEW_MS);
       renew.unref();
-      void caughtUp.then(() => {
+      void caughtUp.then((how) => {
         clearInterval(renew);
         paused = false;
-        this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
+        // A client that left is not caught up: the job stays paused until its cancel (which
+        // follows) stops it, rather than streaming on at full speed to nobody in between.
+        if (how !== 'gone') this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
       });
     };
   }

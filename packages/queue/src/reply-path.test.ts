@@ -123,6 +123,42 @@ describe('the reply path', () => {
     expect(seen).toEqual(Array.from({ length: 100 }, (_, i) => `chunk-${i}`));
   });
 
+  it('keeps a stream paused when its client leaves instead of catching up, until the cancel stops it', async () => {
+    let sent = 0;
+    handler = async ({ payload, sendChunk, signal }) => {
+      for (let i = 0; i < payload.chunks! && !signal.aborted; i++) {
+        await sendChunk(`chunk-${i}`);
+        sent++;
+        await new Promise((r) => setTimeout(r, 2));
+      }
+      if (signal.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' });
+      return 'done';
+    };
+    await runWorker();
+    const controller = new AbortController();
+    const gone = Promise.withResolvers<'gone'>();
+    let seen = 0;
+    const result = jobs.request(QueueName.admin, { n: 1, chunks: 10_000 }, {
+      requestId: 'leaves', timeoutMs: 10_000, signal: controller.signal,
+      onChunk: () => {
+        seen++;
+        if (seen === 1) return gone.promise;
+      },
+    });
+    await vi.waitFor(() => expect(seen).toBeGreaterThan(0), { timeout: 3000 });
+    await new Promise((r) => setTimeout(r, 200));
+    const sentWhilePaused = sent;
+    expect(sentWhilePaused).toBeLessThan(20);
+    // The client's socket closes: no resume. Its cancel comes a little later, as it does when a
+    // gateway drops a stalled client; in between, the job must not stream on to nobody.
+    gone.resolve('gone');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(sent - sentWhilePaused).toBeLessThan(5);
+    controller.abort();
+    await expect(result).rejects.toMatchObject({ status: 499 });
+    expect(sent).toBeLessThan(40);
+  });
+
   it('gives a 504 at the deadline and aborts the worker that holds the job', async () => {
     let aborted = false;
     handler = ({ signal }) =>

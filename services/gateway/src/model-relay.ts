@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
-import { beforeDeadline, type JobClient } from '@gateway/queue';
+import { beforeDeadline, type CaughtUp, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
@@ -189,18 +189,20 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
 
   const raw = reply.raw;
   let started = false;
-  /** Set while the client's socket is full: resolves when it has drained (or closed). */
-  let draining: Promise<void> | undefined;
+  /** Set while the client's socket is full: resolves when it has drained, or closed. */
+  let draining: Promise<CaughtUp> | undefined;
   const drained = () => {
-    draining ??= new Promise<void>((resolve) => {
-      const done = () => {
-        raw.off('drain', done);
-        raw.off('close', done);
+    draining ??= new Promise<CaughtUp>((resolve) => {
+      const done = (how: CaughtUp) => () => {
+        raw.off('drain', onDrain);
+        raw.off('close', onClose);
         draining = undefined;
-        resolve();
+        resolve(how);
       };
-      raw.on('drain', done);
-      raw.on('close', done);
+      const onDrain = done('drained');
+      const onClose = done('gone');
+      raw.on('drain', onDrain);
+      raw.on('close', onClose);
     });
     return draining;
   };
