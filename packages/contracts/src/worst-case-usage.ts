@@ -12,8 +12,21 @@ import type { ChatRequest } from './wire/openai-chat.ts';
 import type { SpeechRequest } from './wire/openai-speech.ts';
 import { embeddingInputs, type EmbeddingRequest } from './wire/openai-embeddings.ts';
 
+/**
+ * The one estimate of usage the workers charge by when an upstream reports none (or a stream is
+ * cut short before its usage): four characters a token of text, and Gemini's 32 tokens a second
+ * of audio. An upstream's own counts always win.
+ */
+export function tokensOfChars(chars: number): number {
+  return Math.ceil(chars / 4);
+}
+
 export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
+  return tokensOfChars(text.length);
+}
+
+export function estimateAudioTokens(audioMs: number): number {
+  return Math.ceil((audioMs / 1000) * 32);
 }
 
 export function estimatePromptTokens(prompt: unknown): number {

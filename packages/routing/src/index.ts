@@ -7,7 +7,7 @@
  * upstream 429s as back-pressure (`back-pressure.ts`), and quota and usage accounting
  * (`usage-ledger.ts`). A worker supplies only "call this channel"; `ModelRouter.run` does the rest.
  */
-export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RouterSettings, type RoutingObserver, type RouteTarget, type ChannelCall } from './model-router.ts';
+export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RouterSettings, type RoutingObserver, type RouteTarget, type RouteAttempt } from './model-router.ts';
 export { newRouteRecord, attemptOf, routeRecordIn, type RouteRecord } from './route-record.ts';
 export { candidateChannels, channelOrder, pickChannel, upstreamModelFor, servesGroup, type ChannelQuery } from './choose-channel.ts';
 export { servedModels, type CatalogQuery, type ServedModel } from './model-catalog.ts';

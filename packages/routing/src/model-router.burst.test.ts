@@ -11,7 +11,7 @@ import { callUpstream, openai } from '@gateway/providers';
 import { issueApiKey, type NewChannel } from '@gateway/store';
 import { type MockOpenAIUpstream } from '@gateway/testkit';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
-import { useRouterTestbed } from './router-testbed.ts';
+import { serveWhole, useRouterTestbed } from './router-testbed.ts';
 import { type ModelRequest, type RouteTarget } from './model-router.ts';
 import { routingKeys } from './routing-keys.ts';
 
@@ -42,8 +42,7 @@ const complete = async (target: RouteTarget) => {
     target,
     { model: 'x', prompt: 'hello' } as CompletionRequest,
   );
-  target.reportUsage({ totalTokens: response.usage.total_tokens });
-  return target.channel.id;
+  return { value: target.channel.id, usage: { totalTokens: response.usage.total_tokens } };
 };
 
 describe('per-channel concurrency', () => {
@@ -53,7 +52,7 @@ describe('per-channel concurrency', () => {
     mock.limitConcurrency(2);
     const m = model();
     const ch = await channel(mock, m, { max_concurrency: 2 });
-    const results = await Promise.all(Array.from({ length: 20 }, () => bed.router.run(request(m), complete)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => serveWhole(bed.router, request(m), complete)));
     expect(results).toEqual(Array(20).fill(ch.id));
     expect(mock.maxInFlight).toBe(2);
     expect(mock.overLimit).toBe(0);
@@ -66,7 +65,7 @@ describe('per-channel concurrency', () => {
     const m = model();
     const preferred = await channel(small, m, { priority: 10, max_concurrency: 1 });
     const backup = await channel(spare, m, { priority: 0 });
-    const results = await Promise.all([0, 1, 2].map(() => bed.router.run(request(m), complete)));
+    const results = await Promise.all([0, 1, 2].map(() => serveWhole(bed.router, request(m), complete)));
     expect(results.filter((id) => id === preferred.id)).toHaveLength(1);
     expect(results.filter((id) => id === backup.id)).toHaveLength(2);
   });
@@ -76,10 +75,10 @@ describe('per-channel concurrency', () => {
     const m = model();
     const ch = await channel(mock, m, { max_concurrency: 1 });
     mock.setBehaviour({ status: 500 });
-    await expect(bed.router.run(request(m), complete)).rejects.toMatchObject({ status: 502 });
+    await expect(serveWhole(bed.router, request(m), complete)).rejects.toMatchObject({ status: 502 });
     mock.setBehaviour({ hang: true });
     const controller = new AbortController();
-    const run = bed.router.run(request(m, 10_000, controller.signal), complete);
+    const run = serveWhole(bed.router, request(m, 10_000, controller.signal), complete);
     await mock.waitFor((x) => x.inFlight === 1);
     controller.abort();
     await expect(run).rejects.toMatchObject({ status: 499 });
@@ -94,7 +93,7 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     const ch = await channel(mock, m);
     const started = Date.now();
-    const results = await Promise.all(Array.from({ length: 5 }, () => bed.router.run(request(m), complete)));
+    const results = await Promise.all(Array.from({ length: 5 }, () => serveWhole(bed.router, request(m), complete)));
     expect(results).toEqual(Array(5).fill(ch.id));
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
     expect(mock.requests.length).toBe(7);
@@ -109,8 +108,8 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(limited, m, { priority: 10 });
     const spare = await channel(other, m);
-    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
-    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
+    expect(await serveWhole(bed.router, request(m), complete)).toBe(spare.id);
+    expect(await serveWhole(bed.router, request(m), complete)).toBe(spare.id);
     expect(limited.requests.length).toBe(1);
   });
 
@@ -120,7 +119,7 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(mock, m);
     const started = Date.now();
-    await bed.router.run(request(m), complete);
+    await serveWhole(bed.router, request(m), complete);
     const elapsed = Date.now() - started;
     // 250–500 ms, then 500–1000 ms.
     expect(elapsed).toBeGreaterThanOrEqual(740);
@@ -134,7 +133,7 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     await channel(mock, m);
     const started = Date.now();
-    const error = await bed.router.run(request(m, 1200), complete).catch((e: unknown) => e);
+    const error = await serveWhole(bed.router, request(m, 1200), complete).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: expect.any(Number) });
     expect(Date.now() - started).toBeLessThan(1200);
     expect(mock.requests.length).toBeGreaterThanOrEqual(2);
@@ -146,11 +145,11 @@ describe('upstream 429 as back-pressure', () => {
     const m = model();
     const dry = await channel(broke, m, { priority: 10 });
     const spare = await channel(fine, m);
-    expect(await bed.router.run(request(m), complete)).toBe(spare.id);
+    expect(await serveWhole(bed.router, request(m), complete)).toBe(spare.id);
     expect(bed.router.health.isCoolingDown(dry.id)).toBe(true);
     const alone = model();
     await channel(broke, alone);
-    await expect(bed.router.run(request(alone), complete)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    await expect(serveWhole(bed.router, request(alone), complete)).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
   });
 });
 

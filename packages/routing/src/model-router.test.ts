@@ -5,7 +5,7 @@ import { UpstreamError } from '@gateway/contracts';
 import { callUpstream, openai } from '@gateway/providers';
 import { issueApiKey, type NewChannel } from '@gateway/store';
 import { type MockOpenAIUpstream } from '@gateway/testkit';
-import { useRouterTestbed } from './router-testbed.ts';
+import { serveWhole, useRouterTestbed } from './router-testbed.ts';
 import { type ModelRequest, type RouteTarget } from './model-router.ts';
 
 const bed = useRouterTestbed({ failuresBeforeCooldown: 100 });
@@ -37,8 +37,7 @@ const complete = (body: Partial<CompletionRequest> = {}) => async (target: Route
     target,
     { model: 'x', prompt: 'hello there', ...body } as CompletionRequest,
   );
-  target.reportUsage({ totalTokens: response.usage.total_tokens });
-  return { response, channelId: target.channel.id, upstreamModel: target.upstreamModel };
+  return { value: { response, channelId: target.channel.id, upstreamModel: target.upstreamModel }, usage: { totalTokens: response.usage.total_tokens } };
 };
 
 const model = () => `model-${++modelSeq}`;
@@ -50,7 +49,7 @@ describe('ModelRouter', () => {
     const m = model();
     await channel(bad, m, { priority: 10 });
     const ok = await channel(good, m, { priority: 0 });
-    const result = await bed.router.run(request(m, await caller()), complete());
+    const result = await serveWhole(bed.router, request(m, await caller()), complete());
     expect(result.channelId).toBe(ok.id);
     expect(bad.requests.length).toBe(1);
     expect(good.requests.length).toBe(1);
@@ -63,7 +62,7 @@ describe('ModelRouter', () => {
     const m = model();
     await channel(strict, m, { priority: 10 });
     await channel(other, m);
-    await expect(bed.router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
+    await expect(serveWhole(bed.router, request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
     expect(other.requests.length).toBe(0);
   });
 
@@ -75,14 +74,14 @@ describe('ModelRouter', () => {
     b.setBehaviour({ status: 500 });
     await channel(a, m1);
     await channel(b, m1);
-    await expect(bed.router.run(request(m1, await caller()), complete())).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
+    await expect(serveWhole(bed.router, request(m1, await caller()), complete())).rejects.toMatchObject({ status: 502, code: 'upstream_error' });
     expect(a.requests.length + b.requests.length).toBe(2);
 
     const slow = await upstream();
     slow.setBehaviour({ hang: true });
     const m2 = model();
     await channel(slow, m2, { timeout_ms: 200 });
-    await expect(bed.router.run(request(m2, await caller()), complete())).rejects.toMatchObject({ status: 504, code: 'timeout' });
+    await expect(serveWhole(bed.router, request(m2, await caller()), complete())).rejects.toMatchObject({ status: 504, code: 'timeout' });
     await slow.waitFor((x) => x.aborted === 1);
 
     const limited = await upstream();
@@ -90,18 +89,18 @@ describe('ModelRouter', () => {
     limited.setBehaviour({ status: 429, retryAfter: 30 });
     const m3 = model();
     await channel(limited, m3);
-    await expect(bed.router.run(request(m3, await caller()), complete())).rejects.toMatchObject({ status: 429, retryAfter: 30 });
+    await expect(serveWhole(bed.router, request(m3, await caller()), complete())).rejects.toMatchObject({ status: 429, retryAfter: 30 });
     expect(limited.requests.length).toBe(1);
   });
 
   it('answers 404 for a model no channel serves and 503 when none may take it now', async () => {
-    await expect(bed.router.run(request(model(), await caller()), complete())).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
+    await expect(serveWhole(bed.router, request(model(), await caller()), complete())).rejects.toMatchObject({ status: 404, code: 'model_not_found' });
     const mock = await upstream();
     const m = model();
     await channel(mock, m, { status: 2 });
     await channel(mock, m, { group: 'vip' });
-    await expect(bed.router.run(request(m, await caller()), complete())).rejects.toMatchObject({ status: 503, code: 'no_channel' });
-    expect((await bed.router.run(request(m, await caller({ unlimited_quota: true }, 'vip')), complete())).response.model).toBe('x');
+    await expect(serveWhole(bed.router, request(m, await caller()), complete())).rejects.toMatchObject({ status: 503, code: 'no_channel' });
+    expect((await serveWhole(bed.router, request(m, await caller({ unlimited_quota: true }, 'vip')), complete())).response.model).toBe('x');
   });
 
   it('sees a channel change at once: a disabled tag is never chosen on the next request', async () => {
@@ -110,7 +109,7 @@ describe('ModelRouter', () => {
     await channel(tagged, m, { priority: 10, tag: `tag-${m}` });
     await channel(plain, m);
     const who = await caller();
-    await bed.router.run(request(m, who), complete());
+    await serveWhole(bed.router, request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
     await bed.store.channels.setStatusByTag(`tag-${m}`, 2, 'disabled by tag');
     // The change was announced before the write returned. In this one process the announcement
@@ -118,7 +117,7 @@ describe('ModelRouter', () => {
     // answered after the announcement, so once it returns the router has heard it. (Across
     // processes the admin's reply travels through the gateway first, which takes longer.)
     await bed.subscriber.ping();
-    for (let i = 0; i < 10; i++) await bed.router.run(request(m, who), complete());
+    for (let i = 0; i < 10; i++) await serveWhole(bed.router, request(m, who), complete());
     expect(tagged.requests.length).toBe(1);
     expect(plain.requests.length).toBe(10);
   });
@@ -127,7 +126,7 @@ describe('ModelRouter', () => {
     const mock = await upstream();
     const m = model();
     await channel(mock, `${m}-upstream`, { model_mapping: { [m]: `${m}-upstream` } });
-    const result = await bed.router.run(request(m, await caller()), complete());
+    const result = await serveWhole(bed.router, request(m, await caller()), complete());
     expect(result.upstreamModel).toBe(`${m}-upstream`);
     expect(mock.requests[0]!.body.model).toBe(`${m}-upstream`);
   });
@@ -137,13 +136,13 @@ describe('ModelRouter', () => {
     const m = model();
     const ch = await channel(mock, m);
     const who = await caller({ remain_quota: 5 });
-    const { response } = await bed.router.run(request(m, who), complete());
+    const { response } = await serveWhole(bed.router, request(m, who), complete());
     await bed.router.ledger.flush();
     const token = (await bed.store.tokens.get(who.tokenId))!;
     expect(token.used_quota).toBe(response.usage.total_tokens);
     expect(token.remain_quota).toBe(5 - response.usage.total_tokens);
     expect((await bed.store.channels.get(ch.id))!.used_quota).toBe(response.usage.total_tokens);
-    await expect(bed.router.run(request(m, who), complete())).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
+    await expect(serveWhole(bed.router, request(m, who), complete())).rejects.toMatchObject({ status: 429, code: 'insufficient_quota' });
     expect(mock.requests.length).toBe(1);
   });
 
@@ -153,11 +152,13 @@ describe('ModelRouter', () => {
     const ch = await channel(first, m, { priority: 10 });
     await channel(second, m);
     const who = await caller();
-    const run = bed.router.run(request(m, who), async (target) => {
-      target.commit();
-      target.reportUsage({ totalTokens: 3 });
-      throw new UpstreamError({ kind: 'connection', message: 'broke mid-stream' });
-    });
+    // A stream as the relay serves it: a piece sent (the attempt committed), then the upstream breaks.
+    const run = (async () => {
+      for await (const attempt of bed.router.attempts(request(m, who))) {
+        attempt.commit();
+        await attempt.fail(new UpstreamError({ kind: 'connection', message: 'broke mid-stream' }), { totalTokens: 3 });
+      }
+    })();
     await expect(run).rejects.toMatchObject({ status: 502 });
     await bed.router.ledger.flush();
     expect((await bed.store.channels.get(ch.id))!.used_quota).toBe(3);
@@ -171,7 +172,7 @@ describe('ModelRouter', () => {
     await channel(hanging, m, { priority: 10 });
     await channel(other, m);
     const controller = new AbortController();
-    const run = bed.router.run(request(m, await caller(), controller.signal), complete());
+    const run = serveWhole(bed.router, request(m, await caller(), controller.signal), complete());
     await hanging.waitFor((x) => x.inFlight === 1);
     controller.abort();
     await expect(run).rejects.toMatchObject({ status: 499, code: 'cancelled' });

@@ -32,7 +32,7 @@ export interface ModelRequest {
   record?: RouteRecord;
 }
 
-/** One attempt on one channel, as handed to the caller's `call`. */
+/** One channel to call, as the router chose it for an attempt. */
 export interface RouteTarget {
   /** The chosen channel (its key encrypted, as stored). */
   channel: Channel;
@@ -46,17 +46,35 @@ export interface RouteTarget {
   timeoutMs: number;
   /** Aborted when nobody waits for the answer any more. */
   signal: AbortSignal;
-  /**
-   * Says that output has reached the client (a stream's first chunk). From then on a failure
-   * ends the request instead of failing over.
-   */
-  commit(): void;
-  /** The usage to charge for this attempt; charged on success, and after a commit even on failure. */
-  reportUsage(usage: Usage): void;
 }
 
-/** Calls the upstream through one channel; throws `UpstreamError` when the upstream failed. */
-export type ChannelCall<T> = (target: RouteTarget) => Promise<T>;
+/**
+ * One attempt on one channel, as `ModelRouter.attempts` hands it out: the caller calls the
+ * upstream through `target`, then says how it went. The router never calls its caller.
+ */
+export interface RouteAttempt {
+  readonly target: RouteTarget;
+  /**
+   * Output has reached the client (a stream's first piece): from now on a failure ends the
+   * request instead of failing over.
+   */
+  commit(): void;
+  /** The call answered: the channel is healthy, and `usage` is charged. */
+  succeed(usage: Usage | undefined): void;
+  /**
+   * The call failed (an `UpstreamError`, or anything else the call threw). Resolves when the
+   * request may go on to another channel (the caller takes the next attempt); rejects with the
+   * request's error when it may not. After a commit, `usage` (what was used so far) is charged.
+   */
+  fail(error: unknown, usage?: Usage): Promise<void>;
+}
+
+/** A `RouteAttempt` as the router keeps it: ended or not, and given up if its caller left it. */
+interface ChannelAttempt extends RouteAttempt {
+  readonly state: 'pending' | 'succeeded' | 'failed';
+  /** Its lease given back, when its caller left without saying how it went. */
+  abandon(): void;
+}
 
 export interface ModelRouterOptions extends RouterPartsOptions {
   /**
@@ -83,7 +101,7 @@ export interface RoutingObserver {
 }
 
 /**
- * Routing for every model worker, generic over "call this channel": checks quota, chooses a
+ * Routing for every model worker, generic over what a call is: checks quota, chooses a
  * channel (enabled, of the type, serving the model and the caller's group; highest priority,
  * weighted random inside it; channels cooling down last), takes a lease on it when it limits
  * its concurrency (waiting for one when every channel is full), calls it, fails over to the next
@@ -129,34 +147,48 @@ export class ModelRouter {
   }
 
   /**
-   * Serves one request through `call`, failing over between channels, and charges its usage.
+   * The attempts of one request, one channel each, until one succeeds or the request ends:
+   *
+   *   for await (const attempt of router.attempts(request)) {
+   *     try { const answer = await call(attempt.target); attempt.succeed(usage); return answer; }
+   *     catch (error) { await attempt.fail(error); }   // rejects when the request must end
+   *   }
+   *
    * Waits (up to the deadline) for a lease on a channel that is at its max_concurrency, and for
-   * a channel that answered 429 to have rested. Rejects with a `GatewayError`: 429
+   * a channel that answered 429 to have rested. The request ends with a `GatewayError`: 429
    * insufficient_quota before any call; 404 for a model no channel serves; 503 when no channel
    * may take it; the caller's own 4xx as the upstream gave it; 429 when the rate-limited
    * channels would not rest before the deadline; or, when every candidate failed, 502 / 504
-   * after the last failure.
+   * after the last failure. However it ends, its usage is charged and its hold on the quota
+   * given back before the loop is left.
    *
-   * Each turn of the loop: check the request is still wanted, find the channels ready to be
-   * called (or wait for one to rest), take a lease on the best of them, call it, and either
-   * return its answer or decide what its failure means for the next turn.
+   * Each turn: check the request is still wanted, find the channels ready to be called (or wait
+   * for one to rest), take a lease on the best of them, and hand out the attempt on it.
    */
-  async run<T>(request: ModelRequest, call: ChannelCall<T>): Promise<T> {
+  async *attempts(request: ModelRequest): AsyncGenerator<RouteAttempt, void, undefined> {
+    let current: ChannelAttempt | undefined;
     try {
-      return await this.serve(request, call);
+      await this.ledger.assertQuota(request.caller);
+      const attempts = new Attempts(await this.candidatesFor(request), this.retryAfter);
+      for (;;) {
+        current = await this.nextAttempt(request, attempts);
+        if (!current) continue;
+        yield current;
+        if (current.state === 'succeeded') return;
+        if (current.state === 'pending') throw new Error('an attempt was neither succeeded nor failed before the next was asked for');
+      }
     } finally {
+      current?.abandon();
       // Charged and its hold on the quota given back in one step, before the answer leaves.
       await this.ledger.settle(request.caller);
     }
   }
 
-  private async serve<T>(request: ModelRequest, call: ChannelCall<T>): Promise<T> {
-    await this.ledger.assertQuota(request.caller);
-    const attempts = new Attempts(await this.candidatesFor(request), this.retryAfter);
-    for (;;) {
-      assertStillWanted(request);
-      const ready = await this.readyChannels(request, attempts);
-      if (!ready) continue;
+  /** The next channel to call, leased; undefined when this turn found none ready yet (look again). */
+  private async nextAttempt(request: ModelRequest, attempts: Attempts): Promise<ChannelAttempt | undefined> {
+    assertStillWanted(request);
+    const ready = await this.readyChannels(request, attempts);
+    if (!ready) return undefined;
       const waitStarted = performance.now();
       const { channel, lease } = await this.leaseQueue.acquire(
         channelOrder(ready, (id) => this.health.isCoolingDown(id)),
@@ -169,11 +201,17 @@ export class ModelRouter {
       if (attempts.restingUntil(channel.id, Date.now()) > Date.now()) {
         // It answered 429 to another request while this one waited for its lease.
         if (lease) this.release(lease, request.log);
-        continue;
+        return undefined;
       }
-      const outcome = await this.attempt(request, channel, lease, attempts, call);
-      if (outcome.answered) return outcome.value;
-    }
+      const attempt = this.attemptOn(request, channel, lease, attempts);
+      try {
+        attempt.target.key = this.revealKey(channel);
+      } catch (error) {
+        // A key that cannot be used fails this channel like a refused key: on to the next.
+        await attempt.fail(error);
+        return undefined;
+      }
+      return attempt;
   }
 
   /** The channels that may serve the request, or 404 / 503. */
@@ -214,11 +252,11 @@ export class ModelRouter {
     return undefined;
   }
 
-  /** One call on one channel: its answer, or what its failure means for the next turn. */
-  private async attempt<T>(request: ModelRequest, channel: Channel, lease: Lease | undefined, attempts: Attempts, call: ChannelCall<T>): Promise<{ answered: true; value: T } | { answered: false }> {
+  /** An attempt on one leased channel: what its caller says of it decides the next turn. */
+  private attemptOn(request: ModelRequest, channel: Channel, lease: Lease | undefined, attempts: Attempts): ChannelAttempt {
     attempts.tried.add(channel.id);
+    let state: ChannelAttempt['state'] = 'pending';
     let committed = false;
-    let usage: Usage | undefined;
     const started = performance.now();
     let firstByteMs: number | undefined;
     const target: RouteTarget = {
@@ -228,11 +266,6 @@ export class ModelRouter {
       attempt: ++attempts.count,
       timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs, request.deadline - Date.now())),
       signal: request.signal,
-      commit: () => {
-        committed = true;
-        firstByteMs ??= performance.now() - started;
-      },
-      reportUsage: (u) => { usage = u; },
     };
     const record = request.record;
     const noteAttempt = (error?: UpstreamError) => {
@@ -244,33 +277,45 @@ export class ModelRouter {
       record.upstreamMs += ms;
       record.firstByteMs = firstByteMs ?? (error ? undefined : ms);
     };
-    let value: T;
-    try {
-      target.key = this.revealKey(channel);
-      value = await call(target);
-    } catch (thrown) {
+    const end = (outcome: 'succeeded' | 'failed') => {
+      if (state !== 'pending') throw new Error(`this attempt has already ${state}`);
+      state = outcome;
       if (lease) this.release(lease, request.log);
-      // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
-      // whichever provider or code path raised it.
-      const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
-      noteAttempt(error instanceof UpstreamError ? error : new UpstreamError({ kind: request.signal.aborted ? 'cancelled' : 'protocol', message: (error as Error)?.message ?? String(error) }));
-      if (error instanceof UpstreamError && error.kind !== 'cancelled') {
-        this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
-      }
-      if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
-      if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
-      if (!(error instanceof UpstreamError)) throw error;
-      attempts.lastFailure = error;
-      if (committed) await this.failAfterCommit(request, channel, error, attempts.count);
-      await this.afterFailure(request, channel, error, attempts);
-      return { answered: false };
-    }
-    if (lease) this.release(lease, request.log);
-    noteAttempt();
-    this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
-    this.health.noteSuccess(channel.id);
-    this.charge(request, channel.id, usage, performance.now() - started);
-    return { answered: true, value };
+    };
+    return {
+      target,
+      get state() { return state; },
+      commit: () => {
+        committed = true;
+        firstByteMs ??= performance.now() - started;
+      },
+      succeed: (usage) => {
+        end('succeeded');
+        noteAttempt();
+        this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
+        this.health.noteSuccess(channel.id);
+        this.charge(request, channel.id, usage, performance.now() - started);
+      },
+      fail: async (thrown, usage) => {
+        end('failed');
+        // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
+        // whichever provider or code path raised it.
+        const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
+        noteAttempt(error instanceof UpstreamError ? error : new UpstreamError({ kind: request.signal.aborted ? 'cancelled' : 'protocol', message: (error as Error)?.message ?? String(error) }));
+        if (error instanceof UpstreamError && error.kind !== 'cancelled') {
+          this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
+        }
+        if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
+        if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
+        if (!(error instanceof UpstreamError)) throw error;
+        attempts.lastFailure = error;
+        if (committed) await this.failAfterCommit(request, channel, error, attempts.count);
+        await this.afterFailure(request, channel, error, attempts);
+      },
+      abandon: () => {
+        if (state === 'pending') end('failed');
+      },
+    };
   }
 
   /** Output already reached the client: no failover, but the cut stream counts against the channel. */

@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 import { createLogger } from '@gateway/log';
 import { createStore, type Store } from '@gateway/store';
 import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
-import { ModelRouter } from './model-router.ts';
+import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
+import type { Usage } from './usage-ledger.ts';
 
 export interface RouterTestbed {
   server: TestRedis;
@@ -53,4 +54,21 @@ export function useRouterTestbed(settings: { failuresBeforeCooldown: number }): 
     await bed.server.close();
   });
   return bed;
+}
+
+/**
+ * One request through the router's attempts with a whole call, as the workers' relay makes it
+ * (packages/worker-runtime/src/model-relay.ts): the router's side of the loop, tested alone.
+ */
+export async function serveWhole<T>(router: ModelRouter, request: ModelRequest, call: (target: RouteTarget) => Promise<{ value: T; usage: Usage }>): Promise<T> {
+  for await (const attempt of router.attempts(request)) {
+    try {
+      const { value, usage } = await call(attempt.target);
+      attempt.succeed(usage);
+      return value;
+    } catch (error) {
+      await attempt.fail(error);
+    }
+  }
+  throw new Error('the router ended its attempts with neither an answer nor an error');
 }

@@ -89,3 +89,4 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
 }
+export { relayModelJob, type ModelAnswer, type ModelCall, type Piece, type StreamedAnswer, type WholeAnswer } from './model-relay.ts';

@@ -1,4 +1,6 @@
 import {
+  estimateAudioTokens,
+  estimateTokens,
   geminiRequestText,
   type AudioJobPayload,
   type GeminiGenerateRequest,
@@ -9,8 +11,9 @@ import {
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
-import { relaySpeech } from './speech.ts';
-import { audioMsOf, estimateAudioTokens, estimateTextTokens } from './usage-estimate.ts';
+import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
+import { openSpeech } from './speech.ts';
+import { audioMsOf } from './usage-estimate.ts';
 
 export interface AudioWorkerDeps {
   router: ModelRouter;
@@ -19,8 +22,8 @@ export interface AudioWorkerDeps {
 /**
  * Serves one speech job (its request validated by the ingress): Gemini's own `generateContent`,
  * or OpenAI's text-to-speech (`speech.ts`). The router chooses the channel, of any type whose
- * provider offers the operation (failover, cooldown, usage), while this module only says how to
- * call one, whole or streamed.
+ * provider offers the operation (failover, cooldown, usage), and the relay (`relayModelJob`)
+ * runs the attempts; this module only says how to call one channel, whole or streamed.
  *
  * A whole reply travels back as the job's result: one copy on the waiting ingress's reply
  * stream, deleted as soon as it is read, never in BullMQ's shared events stream (the job itself
@@ -33,51 +36,46 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
     const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log, record: routeRecordIn(context.facts) };
     if (payload.operation === 'speech') {
       const speech = payload.request;
-      return deps.router.run({ ...common, types: channelTypesFor('speech'), model: speech.model }, (target) => relaySpeech(target, speech, context));
+      return relayModelJob(deps.router, { ...common, types: channelTypesFor('speech'), model: speech.model }, context, (target) => openSpeech(target, speech));
     }
     const request = payload.request;
     const routed: ModelRequest = { ...common, types: channelTypesFor('generateContent'), model: payload.model };
     if (payload.method === 'streamGenerateContent') {
-      return deps.router.run(routed, (target) => relayStream(target, request, context));
+      return relayModelJob(deps.router, routed, context, (target) => openStream(target, request));
     }
-    return deps.router.run(routed, (target) => generateWhole(target, request));
+    return relayModelJob(deps.router, routed, context, (target) => generateWhole(target, request));
   };
 }
 
-async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest): Promise<GeminiGenerateResponse> {
+async function generateWhole(target: RouteTarget, request: GeminiGenerateRequest): Promise<WholeAnswer<GeminiGenerateResponse>> {
   const response = await callUpstream(operationFor('generateContent', target.channel.type), target, request);
   // The upstream reported no usage: estimate it, for the client and for the charge.
   response.usageMetadata ??= estimatedUsage(request, audioMsOf(response));
-  target.reportUsage(geminiUsage(response.usageMetadata));
-  return response;
+  return { whole: response, usage: geminiUsage(response.usageMetadata) };
 }
 
 /**
- * Relays the upstream's events one by one as they come (each a whole GenerateContentResponse).
- * The first event sent commits the attempt: the router fails over only before it. Gemini puts
- * usageMetadata on the last event; until it arrives the charge is an estimate of what was
- * streamed, so a stream cut short is still charged.
+ * A stream opened on one channel: the upstream's events (each a whole GenerateContentResponse)
+ * as the client's pieces, as they come. Gemini puts usageMetadata on the last event; until it
+ * arrives the usage is an estimate of what was streamed, so a stream cut short is still charged.
  */
-async function relayStream(target: RouteTarget, request: GeminiGenerateRequest, context: JobContext<AudioJobPayload>): Promise<StreamEnd> {
-  let audioMs = 0;
-  let reported = false;
+async function openStream(target: RouteTarget, request: GeminiGenerateRequest): Promise<ModelAnswer<StreamEnd>> {
   const events = await streamUpstream(operationFor('generateContent', target.channel.type), target, request);
+  return { pieces: eventPieces(events, request), end: () => ({ done: true }) };
+}
+
+async function* eventPieces(events: AsyncIterable<GeminiGenerateResponse>, request: GeminiGenerateRequest): AsyncGenerator<Piece> {
+  let audioMs = 0;
+  let reported: Usage | undefined;
   for await (const event of events) {
     audioMs += audioMsOf(event);
-    if (event.usageMetadata) {
-      target.reportUsage(geminiUsage(event.usageMetadata));
-      reported = true;
-    } else if (!reported) {
-      target.reportUsage(geminiUsage(estimatedUsage(request, audioMs)));
-    }
-    target.commit();
-    await context.sendChunk(JSON.stringify(event));
+    if (event.usageMetadata) reported = geminiUsage(event.usageMetadata);
+    yield { data: JSON.stringify(event), usage: reported ?? geminiUsage(estimatedUsage(request, audioMs)) };
   }
-  return { done: true };
 }
 
 function estimatedUsage(request: GeminiGenerateRequest, audioMs: number) {
-  const promptTokenCount = estimateTextTokens(geminiRequestText(request));
+  const promptTokenCount = estimateTokens(geminiRequestText(request));
   const candidatesTokenCount = estimateAudioTokens(audioMs);
   return {
     promptTokenCount,

@@ -2,23 +2,22 @@
  * OpenAI's text-to-speech on one chosen channel. From a provider that speaks it (an openai
  * channel), the audio bytes are relayed as they come. From a Gemini speech model, its PCM events
  * are read as they come and encoded (`@gateway/audio`, FFmpeg processes off the event loop) into
- * the format and speed asked for. Either way the audio goes to the client a piece at a time, the
- * first piece commits the attempt (the router fails over only before it), and the job's result
- * is the usage, which `stream_format: "sse"` ends with.
+ * the format and speed asked for. Either way the audio goes to the client a piece at a time (the
+ * relay commits the attempt at the first), and the job's result is the usage, which
+ * `stream_format: "sse"` ends with.
  */
 import { encodeSpeech } from '@gateway/audio';
-import { estimateTokens, geminiInlineAudio, pcmDurationMs, type AudioJobPayload, type GeminiGenerateResponse, type SpeechEnd, type SpeechRequest } from '@gateway/contracts';
+import { estimateAudioTokens, estimateTokens, geminiInlineAudio, pcmDurationMs, type GeminiGenerateResponse, type SpeechEnd, type SpeechRequest } from '@gateway/contracts';
 import { operationFor, streamUpstream, streamUpstreamAudio, type ProviderOperation } from '@gateway/providers';
-import type { JobContext } from '@gateway/queue';
-import type { RouteTarget } from '@gateway/routing';
-import { estimateAudioTokens } from './usage-estimate.ts';
+import type { RouteTarget, Usage } from '@gateway/routing';
+import type { ModelAnswer, Piece } from '@gateway/worker-runtime';
 
 interface Counted {
   inputTokens: number;
   outputTokens: number;
 }
 
-export async function relaySpeech(target: RouteTarget, request: SpeechRequest, context: JobContext<AudioJobPayload>): Promise<SpeechEnd> {
+export async function openSpeech(target: RouteTarget, request: SpeechRequest): Promise<ModelAnswer<SpeechEnd>> {
   const operation = operationFor('speech', target.channel.type);
   // OpenAI prices speech by its input: what an upstream that reports nothing is charged.
   const counted: Counted = { inputTokens: estimateTokens(request.input + (request.instructions ?? '')), outputTokens: 0 };
@@ -28,13 +27,17 @@ export async function relaySpeech(target: RouteTarget, request: SpeechRequest, c
       geminiPcm(await streamUpstream(operation as ProviderOperation<SpeechRequest, GeminiGenerateResponse, GeminiGenerateResponse>, target, request), counted),
       { format: request.response_format ?? 'mp3', speed: request.speed ?? 1, signal: target.signal },
     );
-  for await (const chunk of audio) {
-    target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens, promptTokens: counted.inputTokens, completionTokens: counted.outputTokens });
-    target.commit();
-    await context.sendChunk(chunk.toString('base64'));
-  }
-  target.reportUsage({ totalTokens: counted.inputTokens + counted.outputTokens, promptTokens: counted.inputTokens, completionTokens: counted.outputTokens });
-  return { done: true, usage: { input_tokens: counted.inputTokens, output_tokens: counted.outputTokens, total_tokens: counted.inputTokens + counted.outputTokens } };
+  return {
+    pieces: audioPieces(audio, counted),
+    end: () => ({ done: true, usage: { input_tokens: counted.inputTokens, output_tokens: counted.outputTokens, total_tokens: counted.inputTokens + counted.outputTokens } }),
+  };
+}
+
+/** The audio as the client's pieces (base64), each with the usage counted so far, and the final count last. */
+async function* audioPieces(audio: AsyncIterable<Buffer>, counted: Counted): AsyncGenerator<Piece> {
+  const usage = (): Usage => ({ totalTokens: counted.inputTokens + counted.outputTokens, promptTokens: counted.inputTokens, completionTokens: counted.outputTokens });
+  for await (const chunk of audio) yield { data: chunk.toString('base64'), usage: usage() };
+  yield { usage: usage() };
 }
 
 /**

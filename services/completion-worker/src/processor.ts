@@ -1,6 +1,7 @@
 import {
   clientCancelled,
   estimateTokens,
+  tokensOfChars,
   type ChatChunk,
   type ChatRequest,
   type ChatResponse,
@@ -15,6 +16,7 @@ import {
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
 import type { JobContext } from '@gateway/queue';
 import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
+import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
 import { chatPromptTokens, chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 
@@ -27,8 +29,8 @@ type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | StreamEnd;
 /**
  * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
  * by the ingress). The router chooses the channel, of any type whose provider offers the
- * operation (the registry); this module only says how to call one, whole or streamed, and what
- * it is charged.
+ * operation (the registry), and the relay (`relayModelJob`) runs the attempts; this module only
+ * says how to call one channel, whole or streamed, and what it is charged.
  */
 export function completionJobHandler(deps: CompletionWorkerDeps) {
   return async (context: JobContext<CompletionJobPayload>): Promise<Answer> => {
@@ -45,84 +47,87 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       log: context.log,
       record: routeRecordIn(context.facts),
     };
-    if (payload.operation === 'embeddings') return deps.router.run(routed, (target) => embedWhole(target, payload.request));
+    const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call);
+    if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
     const request = payload.request;
     if (request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
-        return await deps.router.run({ ...routed, signal: grace.signal }, (target) => relayStream(target, payload, context, grace.begun));
+        return await relay({ ...routed, signal: grace.signal }, (target) => openStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
-    if (payload.operation === 'chat') return deps.router.run(routed, (target) => chatWhole(target, payload.request));
-    return deps.router.run(routed, (target) => completeWhole(target, request as CompletionRequest));
+    if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
+    return relay(routed, (target) => completeWhole(target, request as CompletionRequest));
   };
 }
 
-async function completeWhole(target: RouteTarget, request: CompletionRequest): Promise<CompletionResponse> {
+async function completeWhole(target: RouteTarget, request: CompletionRequest): Promise<WholeAnswer<CompletionResponse>> {
   const response = await callUpstream(operationFor('completions', target.channel.type), target, request);
   if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
     // The upstream reported no usage: estimate it, for the client and for the charge.
     const { prompt, completion } = estimatedCompletionUsage(request, response);
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
-  target.reportUsage(openaiUsage(response.usage));
-  return response;
+  return { whole: response, usage: openaiUsage(response.usage) };
 }
 
-async function chatWhole(target: RouteTarget, request: ChatRequest): Promise<ChatResponse> {
+async function chatWhole(target: RouteTarget, request: ChatRequest): Promise<WholeAnswer<ChatResponse>> {
   const response = await callUpstream(operationFor('chat', target.channel.type), target, request);
   if (response.usage.total_tokens === 0 && response.usage.prompt_tokens === 0) {
     const prompt = chatPromptTokens(request);
     const completion = estimateTokens(chatReplyText(response));
     response.usage = { ...response.usage, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
   }
-  target.reportUsage(openaiUsage(response.usage));
-  return response;
+  return { whole: response, usage: openaiUsage(response.usage) };
 }
 
-async function embedWhole(target: RouteTarget, request: EmbeddingRequest): Promise<EmbeddingResponse> {
+async function embedWhole(target: RouteTarget, request: EmbeddingRequest): Promise<WholeAnswer<EmbeddingResponse>> {
   const response = await callUpstream(operationFor('embeddings', target.channel.type), target, request);
   if (response.usage.total_tokens === 0) {
     const prompt = embeddingPromptTokens(request);
     response.usage = { prompt_tokens: prompt, total_tokens: prompt };
   }
-  target.reportUsage(openaiUsage(response.usage));
-  return response;
+  return { whole: response, usage: openaiUsage(response.usage) };
 }
 
 /** The upstream's chunks, of whichever streamed operation, as the client's format has them. */
-async function openStream(target: RouteTarget, payload: CompletionJobPayload): Promise<AsyncGenerator<CompletionChunk | ChatChunk>> {
+async function upstreamChunks(target: RouteTarget, payload: CompletionJobPayload): Promise<AsyncGenerator<CompletionChunk | ChatChunk>> {
   if (payload.operation === 'chat') return streamUpstream(operationFor('chat', target.channel.type), target, payload.request);
   return streamUpstream(operationFor('completions', target.channel.type), target, payload.request as CompletionRequest);
 }
 
 /**
- * Relays the upstream's chunks one by one as they come. The first chunk sent commits the
- * attempt: the router fails over only before it. The usage chunk reaches the client only when
- * it asked for it (the upstream is always asked, so the request can be charged).
+ * A stream opened on one channel: its chunks as the client's pieces, as they come. The usage
+ * chunk reaches the client only when it asked for it (the upstream is always asked, so the
+ * request can be charged); until it comes, the usage is estimated from what was sent.
  */
-async function relayStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<StreamEnd> {
-  const request = payload.request as CompletionRequest | ChatRequest;
+async function openStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<ModelAnswer<StreamEnd>> {
+  const chunks = await upstreamChunks(target, payload);
+  begun();
+  return { pieces: streamPieces(chunks, payload.request as CompletionRequest | ChatRequest, context.signal), end: () => ({ done: true }) };
+}
+
+async function* streamPieces(chunks: AsyncIterable<CompletionChunk | ChatChunk>, request: CompletionRequest | ChatRequest, signal: AbortSignal): AsyncGenerator<Piece> {
   const includeUsage = request.stream_options?.include_usage === true;
   const promptTokens = streamPromptTokens(request);
   let streamedChars = 0;
-  let reported = false;
-  const chunks = await openStream(target, payload);
-  begun();
+  let reported: Usage | undefined;
   for await (const chunk of chunks) {
     if (chunk.usage) {
-      target.reportUsage(openaiUsage(chunk.usage));
-      reported = true;
+      reported = openaiUsage(chunk.usage);
       // The client is gone: this was all it was still read for. The upstream used it: charged.
-      if (context.signal.aborted) {
-        target.commit();
+      if (signal.aborted) {
+        yield { usage: reported, used: true };
         throw clientCancelled();
       }
       if (!includeUsage) {
-        if (chunk.choices.length === 0) continue;
+        if (chunk.choices.length === 0) {
+          yield { usage: reported };
+          continue;
+        }
         delete chunk.usage;
       }
     } else if (includeUsage) {
@@ -130,14 +135,12 @@ async function relayStream(target: RouteTarget, payload: CompletionJobPayload, c
     }
     // The client is gone: read on (within the grace) for the usage only; the estimate counts
     // only what was sent.
-    if (context.signal.aborted) continue;
+    if (signal.aborted) continue;
     streamedChars += chunkText(chunk).length;
-    if (!reported) target.reportUsage({ totalTokens: promptTokens + Math.ceil(streamedChars / 4), promptTokens, completionTokens: Math.ceil(streamedChars / 4) });
-    target.commit();
-    await context.sendChunk(JSON.stringify(chunk));
+    const completionTokens = tokensOfChars(streamedChars);
+    yield { data: JSON.stringify(chunk), usage: reported ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
   }
-  if (context.signal.aborted) throw clientCancelled();
-  return { done: true };
+  if (signal.aborted) throw clientCancelled();
 }
 
 /** OpenAI's usage as the router records it: the charge is the total. */
