@@ -1,5 +1,6 @@
 import type { Redis } from './redis-connection.ts';
-import { CANCEL_CHANNEL, ControlMessage, PAUSE_LAPSE_MS } from './reply-keys.ts';
+import { decodeJobControl } from './job-control.ts';
+import { CANCEL_CHANNEL, PAUSE_LAPSE_MS } from './reply-keys.ts';
 
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
@@ -27,14 +28,15 @@ export class CancelListener {
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, message: string) => {
-      if (message.startsWith(ControlMessage.pause)) return this.pause(message.slice(ControlMessage.pause.length));
-      if (message.startsWith(ControlMessage.resume)) return this.resume(message.slice(ControlMessage.resume.length));
-      const running = this.running.get(message);
+      const { kind, jobId } = decodeJobControl(message);
+      if (kind === 'pause') return this.pause(jobId);
+      if (kind === 'resume') return this.resume(jobId);
+      const running = this.running.get(jobId);
       if (running) {
-        this.resume(message);
+        this.resume(jobId);
         return running.abort(new Error('cancelled by the ingress'));
       }
-      this.remember(message);
+      this.remember(jobId);
     });
   }
 

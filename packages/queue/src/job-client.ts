@@ -5,7 +5,8 @@ import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
-import { CANCEL_CHANNEL, ControlMessage, PAUSE_RENEW_MS } from './reply-keys.ts';
+import { publishJobControl } from './job-control.ts';
+import { PAUSE_RENEW_MS } from './reply-keys.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -232,7 +233,7 @@ export class JobClient {
    */
   private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<CaughtUp | void>): (chunk: string) => void {
     let paused = false;
-    const pause = () => this.redis.publish(CANCEL_CHANNEL, ControlMessage.pause + jobId).catch(() => {});
+    const pause = () => publishJobControl(this.redis, { kind: 'pause', jobId });
     return (chunk) => {
       const caughtUp = onChunk(chunk);
       if (!caughtUp || paused) return;
@@ -245,7 +246,7 @@ export class JobClient {
         paused = false;
         // A client that left is not caught up: the job stays paused until its cancel (which
         // follows) stops it, rather than streaming on at full speed to nobody in between.
-        if (how !== 'gone') this.redis.publish(CANCEL_CHANNEL, ControlMessage.resume + jobId).catch(() => {});
+        if (how !== 'gone') publishJobControl(this.redis, { kind: 'resume', jobId });
       });
     };
   }
@@ -255,7 +256,7 @@ export class JobClient {
    * removed from whichever shard holds it while it waits (then `onUnrun`), and stopped where it runs.
    */
   cancelById(name: QueueName, jobId: string, onUnrun?: () => void): void {
-    this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
+    publishJobControl(this.redis, { kind: 'cancel', jobId });
     void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId))).then((removed) => {
       if (removed.some(Boolean)) onUnrun?.();
     });
@@ -263,7 +264,7 @@ export class JobClient {
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
   cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
-    this.redis.publish(CANCEL_CHANNEL, jobId).catch(() => {});
+    publishJobControl(this.redis, { kind: 'cancel', jobId });
     void removeIfWaiting(queue, jobId).then((removed) => { if (removed) onUnrun?.(); });
   }
 

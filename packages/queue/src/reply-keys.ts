@@ -1,11 +1,10 @@
 /** Redis keys and channels of the reply path and of queue accounting. */
 export const replyStreamKey = (ingressId: string) => `gw:replies:${ingressId}`;
 /**
- * Channel on which an ingress tells the workers that nobody waits for a job any more (the
- * message: the job id), or that a stream's client is slow (`pause:` and `resume:` + job id).
+ * Channel on which an ingress tells the workers that nobody waits for a job any more, or that a
+ * stream's client is slow (a `JobControl`: job-control.ts).
  */
 export const CANCEL_CHANNEL = 'gw:cancel';
-export const ControlMessage = { pause: 'pause:', resume: 'resume:' } as const;
 /**
  * A pause lapses by itself after PAUSE_LAPSE_MS (its resume may be lost to a reconnect, or its
  * ingress may die); the ingress renews it every PAUSE_RENEW_MS for as long as its client's

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, type JobHandler, type JobWorker, type Redis } from './index.ts';
+import { createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
 
 let server: TestRedis;
 let redis: Redis;
@@ -16,6 +16,8 @@ let handler: JobHandler<{ n: number; wait?: number; chunks?: number }> = async (
 beforeAll(async () => {
   server = await useTestRedis();
   redis = createRedis(server.url, { name: 'test' });
+  // A request before the connection is ready is refused (503) by design: the tests wait for it.
+  await waitForRedis(redis);
   inbox = new ReplyInbox('test-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
   inbox.start();
   jobs = new JobClient(redis, inbox);

@@ -1,6 +1,6 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { keys } from '@gateway/store';
-import { cooldownMessage, parseCooldownMessage, routingKeys } from './routing-keys.ts';
+import { keys, publishChange, type Change } from '@gateway/store';
+import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
 
 export interface ChannelHealthOptions {
@@ -65,9 +65,9 @@ export class ChannelHealth {
     );
     if (verdict === 'cooldown') {
       this.coolingUntil.set(channelId, Number(until));
-      await this.redis.publish(keys.invalidations, cooldownMessage(channelId, Number(until)));
+      await publishChange(this.redis, { kind: 'channel-cooldown', channelId, until: Number(until) });
     } else if (verdict === 'disabled') {
-      await this.redis.publish(keys.invalidations, 'channels');
+      await publishChange(this.redis, { kind: 'channels' });
     }
     return verdict as HealthVerdict;
   }
@@ -104,8 +104,7 @@ export class ChannelHealth {
   }
 
   /** Applies a cooldown another process announced. */
-  hear(message: string): void {
-    const cooldown = parseCooldownMessage(message);
-    if (cooldown) this.coolingUntil.set(cooldown.channelId, cooldown.until);
+  hear(change: Change): void {
+    if (change.kind === 'channel-cooldown') this.coolingUntil.set(change.channelId, change.until);
   }
 }

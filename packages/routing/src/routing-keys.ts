@@ -1,6 +1,6 @@
 import { STORE_PREFIX } from '@gateway/store';
 
-/** Redis keys and invalidation messages that routing adds to the store's. */
+/** Redis keys that routing adds to the store's (its change messages are the store's `Change`). */
 export const routingKeys = {
   /**
    * Hash of one channel's health: consecutive failures, consecutive auth failures, cooldown end.
@@ -12,11 +12,3 @@ export const routingKeys = {
   /** Pub/sub channel on which a lease given back on a full channel is announced (message: channel id). */
   leaseFreed: 'gw:channel-lease-freed',
 };
-
-/** Invalidation message announcing that a channel cools down until an epoch-ms time. */
-export const cooldownMessage = (channelId: number, until: number) => `channel-cooldown:${channelId}:${until}`;
-
-export function parseCooldownMessage(message: string): { channelId: number; until: number } | undefined {
-  const match = /^channel-cooldown:(\d+):(\d+)$/.exec(message);
-  return match ? { channelId: Number(match[1]), until: Number(match[2]) } : undefined;
-}

@@ -6,6 +6,7 @@ import { alreadyWritten, writeRecord, withRetry, type RecordWrite, type WriteOnc
 import { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 import { maskSecret } from './secrets.ts';
 import { storeScripts } from './scripts.ts';
+import { publishChange } from './change-messages.ts';
 
 const codec: Codec<Channel> = {
   id: 'int', name: 'string', type: 'string', key: 'string', base_url: 'string', models: 'json',
@@ -163,6 +164,6 @@ export class ChannelStore {
   }
 
   private async announce(): Promise<void> {
-    await this.redis.publish(keys.invalidations, 'channels');
+    await publishChange(this.redis, { kind: 'channels' });
   }
 }

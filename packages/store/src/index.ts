@@ -20,7 +20,8 @@ export { migrateKeyLayout } from './key-layout.ts';
 export { SessionStore } from './session-store.ts';
 export { ChannelKeyCipher, isEncryptedKey } from './channel-key-cipher.ts';
 export { QuotaHolds, type HoldSubject, type HoldRefusal } from './quota-holds.ts';
-export { InvalidationFeed, EVERYTHING, touchesCallers, touchesChannels } from './invalidation-feed.ts';
+export { InvalidationFeed } from './invalidation-feed.ts';
+export { decodeChange, encodeChange, publishChange, touchesCallers, touchesChannels, type Change } from './change-messages.ts';
 
 export interface Store {
   users: UserStore;

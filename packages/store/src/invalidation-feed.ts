@@ -1,33 +1,27 @@
 import { createRedisBeside, type RedisClient as Redis } from '@gateway/config';
+import { decodeChange, type Change } from './change-messages.ts';
 import { keys } from './keys.ts';
-
-/** Sent to listeners when the feed may have missed messages (a reconnect): drop everything. */
-export const EVERYTHING = '*';
-
-/** Whether a feed message may change what a key or user may do (keys, users, quotas). */
-export const touchesCallers = (message: string) => message === EVERYTHING || message.startsWith('token:') || message.startsWith('user:');
-/** Whether a feed message may change the channel table. */
-export const touchesChannels = (message: string) => message === 'channels' || message === EVERYTHING;
 
 /**
  * One process's subscription to the store's change announcements (`keys.invalidations`), fanned
- * out to its in-process caches. Writers publish `channels`, `token:<id>`, `user:<id>`, … ; after
- * a reconnect every listener hears `*`, since messages published meanwhile are lost.
+ * out to its in-process caches as `Change`s (change-messages.ts); after a reconnect every
+ * listener hears `everything`, since messages published meanwhile are lost.
  */
 export class InvalidationFeed {
   private readonly subscriber: Redis;
-  private readonly listeners: ((message: string) => void)[] = [];
+  private readonly listeners: ((change: Change) => void)[] = [];
   private subscribed = false;
 
   /** `subscriber` must be a connection of its own: it enters subscribe mode. */
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
     subscriber.on('message', (channel: string, message: string) => {
-      if (channel === keys.invalidations) this.emit(message);
+      const change = channel === keys.invalidations ? decodeChange(message) : undefined;
+      if (change) this.emit(change);
     });
     subscriber.on('ready', () => {
       // ioredis re-subscribes by itself after a reconnect; what was published meanwhile is gone.
-      if (this.subscribed) this.emit(EVERYTHING);
+      if (this.subscribed) this.emit({ kind: 'everything' });
     });
   }
 
@@ -37,7 +31,7 @@ export class InvalidationFeed {
     return new InvalidationFeed(createRedisBeside(redis, { name: connectionName, blocking: true }));
   }
 
-  on(listener: (message: string) => void): void {
+  on(listener: (change: Change) => void): void {
     this.listeners.push(listener);
   }
 
@@ -50,7 +44,7 @@ export class InvalidationFeed {
     this.subscriber.disconnect();
   }
 
-  private emit(message: string): void {
-    for (const listener of this.listeners) listener(message);
+  private emit(change: Change): void {
+    for (const listener of this.listeners) listener(change);
   }
 }

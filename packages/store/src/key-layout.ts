@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { RedisClient as Redis } from '@gateway/config';
-import { EVERYTHING } from './invalidation-feed.ts';
+import { publishChange } from './change-messages.ts';
 import { keys, STORE_PREFIX } from './keys.ts';
 
 /** Store keys as named before they shared the `{store}` hash tag. */
@@ -25,6 +25,6 @@ export async function migrateKeyLayout(redis: Redis): Promise<number> {
       if (await redis.renamenx(key, STORE_PREFIX + key.slice('gw:'.length))) moved++;
     }
   } while (cursor !== '0');
-  if (moved > 0) await redis.publish(keys.invalidations, EVERYTHING);
+  if (moved > 0) await publishChange(redis, { kind: 'everything' });
   return moved;
 }

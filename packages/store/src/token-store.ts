@@ -4,6 +4,7 @@ import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from 
 import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
 import { sameDigest, sha256, type IssuedKey } from './secrets.ts';
+import { publishChange } from './change-messages.ts';
 
 /** A token as stored: the key only as its hash and a masked preview. */
 export interface StoredToken extends Omit<Token, 'key'> {
@@ -92,7 +93,7 @@ export class TokenStore {
       key: keys.token(id), id: String(id), set: encodeFields(codec, changes),
     });
     if (!result.ok) throw notFound(`no token with id ${id}`);
-    await this.redis.publish(keys.invalidations, `token:${id}`);
+    await publishChange(this.redis, { kind: 'token', id: Number(id) });
     return (await this.get(id))!;
   }
 
@@ -114,7 +115,7 @@ export class TokenStore {
       if (result.reason === 'stale') return 'stale';
       throw notFound(`no token with id ${id}`);
     });
-    await this.redis.publish(keys.invalidations, `token:${id}`);
+    await publishChange(this.redis, { kind: 'token', id: Number(id) });
   }
 
   async listByUser(userId: number, page: number, pageSize: number): Promise<Page<StoredToken>> {

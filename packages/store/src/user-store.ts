@@ -5,6 +5,7 @@ import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
 import { indexSkeletons, nameConflict, nameForCreate, nameForDelete, nameForRename } from './username-index.ts';
 import { sameDigest, sha256 } from './secrets.ts';
+import { publishChange } from './change-messages.ts';
 
 /** A user as stored, with the secrets that never leave the store's callers. */
 export interface StoredUser extends User {
@@ -116,7 +117,7 @@ export class UserStore {
       throw await nameConflict(this.redis, changes.username!);
     });
     // API-key caches hold the user's status and group.
-    await this.redis.publish(keys.invalidations, `user:${id}`);
+    await publishChange(this.redis, { kind: 'user', id: Number(id) });
     return updated;
   }
 
@@ -141,7 +142,7 @@ export class UserStore {
       if (result.reason === 'stale') return 'stale';
       throw notFound(`no user with id ${id}`);
     });
-    await this.redis.publish(keys.invalidations, `user:${id}`);
+    await publishChange(this.redis, { kind: 'user', id: Number(id) });
   }
 
   /** Replaces the user's access token; the previous one stops working at once. */
