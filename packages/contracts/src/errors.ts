@@ -82,6 +82,10 @@ export const conflict = (message: string) => new GatewayError({ status: 409, cod
 export const rateLimited = (message: string, retryAfter: number) => new GatewayError({ status: 429, code: 'rate_limited', message, retryAfter });
 /** 429 that waiting does not cure: the quota is used up (x-should-retry: false). */
 export const insufficientQuota = (message: string) => new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
+/** 503 that a retry after `retryAfter` seconds may cure: busy, shutting down, a store away for a moment. */
+export const overloaded = (message: string, retryAfter = 1) => new GatewayError({ status: 503, code: 'overloaded', message, retryAfter });
+/** 503 that no retry cures: a part this deployment runs without (x-should-retry: false). */
+export const notConfigured = (message: string) => new GatewayError({ status: 503, code: 'overloaded', message, shouldRetry: false });
 
 const openaiType = (error: GatewayError): string => {
   if (error.status === 401) return 'invalid_request_error';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { GatewayError } from '@gateway/contracts';
+import { GatewayError, overloaded } from '@gateway/contracts';
 
 export type Database = pg.Pool;
 
@@ -42,7 +42,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 /** The 503 a client gets while the database is away. */
 export function databaseUnavailableError(): GatewayError {
-  return new GatewayError({ status: 503, code: 'overloaded', message: 'the file and batch store (PostgreSQL) is unavailable; retry shortly', retryAfter: 5 });
+  return overloaded('the file and batch store (PostgreSQL) is unavailable; retry shortly', 5);
 }
 
 /** Runs `query`, turning the database being away into a 503 with Retry-After. */

@@ -1,5 +1,5 @@
 import type { RedisClient } from '@gateway/config';
-import { GatewayError } from '@gateway/contracts';
+import { overloaded } from '@gateway/contracts';
 
 /** A connection to the server or the cluster the configuration names. */
 export type Redis = RedisClient;
@@ -22,7 +22,7 @@ export function isRedisUnavailable(error: unknown): boolean {
 
 /** The 503 a request gets when Redis cannot be reached, or a cluster is failing over. */
 export const redisUnavailableError = () =>
-  new GatewayError({ status: 503, code: 'overloaded', message: 'Redis is unavailable for a moment (or failing over); try again shortly', retryAfter: 1 });
+  overloaded('Redis is unavailable for a moment (or failing over); try again shortly');
 
 /**
  * `work` (Redis commands, which on a cluster wait out a failover), or a 503 with Retry-After

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GatewayError, type ErrorReply } from '@gateway/contracts';
+import { GatewayError, overloaded, type ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
 import { INGRESS_HEARTBEAT_MS, INGRESS_TTL_MS, ReplyType, ingressKey, replyStreamKey } from './reply-keys.ts';
 
@@ -99,7 +99,7 @@ export class ReplyInbox {
     this.reader.disconnect();
     await this.loop;
     for (const waiter of this.waiters.values()) {
-      waiter.reject(new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down', retryAfter: 1 }));
+      waiter.reject(overloaded('the gateway is shutting down'));
     }
     this.waiters.clear();
   }

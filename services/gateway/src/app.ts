@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { GatewayError, QueueName } from '@gateway/contracts';
+import { GatewayError, overloaded, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
@@ -141,7 +141,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       throw new GatewayError({ status: 508, code: 'loop_detected', message: 'this request came from a gateway worker: a channel points at a gateway' });
     }
     if (stopping && !request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) {
-      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the gateway is shutting down; retry on another instance', retryAfter: 1 });
+      throw overloaded('the gateway is shutting down; retry on another instance');
     }
   });
   // While draining, every answer closes its connection, so keep-alive clients move elsewhere.

@@ -11,7 +11,7 @@
  */
 import { Transform, type Readable } from 'node:stream';
 import type { preParsingAsyncHookHandler } from 'fastify';
-import { GatewayError } from '@gateway/contracts';
+import { GatewayError, overloaded } from '@gateway/contracts';
 
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
@@ -49,10 +49,7 @@ export class BodyBudget {
       });
     }
     if (this.total > 0 && this.total + bytes > this.options.totalBytes) {
-      throw new GatewayError({
-        status: 503, code: 'overloaded', retryAfter: 1,
-        message: 'the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly',
-      });
+      throw overloaded('the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly');
     }
     this.perKey.set(keyId, mine + bytes);
     this.total += bytes;

@@ -1,4 +1,4 @@
-import { GatewayError } from '@gateway/contracts';
+import { overloaded } from '@gateway/contracts';
 import { hashPassword, verifyPassword } from '@gateway/store';
 
 export interface PasswordLaneOptions {
@@ -35,7 +35,7 @@ export class PasswordLane {
   private async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.running >= this.concurrency) {
       if (this.waiting.length >= this.maxWaiting) {
-        throw new GatewayError({ status: 503, code: 'overloaded', message: 'too many sign-ins at once; try again shortly', retryAfter: 1 });
+        throw overloaded('too many sign-ins at once; try again shortly');
       }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     } else {

@@ -1,5 +1,5 @@
 import type { Database } from '@gateway/database';
-import { GatewayError } from '@gateway/contracts';
+import { notConfigured } from '@gateway/contracts';
 
 /** What the Files and Batch API routes are given. */
 export interface BatchApiOptions {
@@ -14,7 +14,7 @@ export interface BatchApiOptions {
 /** The database, or a 503 saying this gateway has none. */
 export function databaseOf(options: Pick<BatchApiOptions, 'database'>): Database {
   if (!options.database) {
-    throw new GatewayError({ status: 503, code: 'overloaded', message: 'the Files and Batch APIs need PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
+    throw notConfigured('the Files and Batch APIs need PostgreSQL: this gateway runs without DATABASE_URL');
   }
   return options.database;
 }

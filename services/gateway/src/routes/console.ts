@@ -14,14 +14,15 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody, type AdminOperationName } from '@gateway/contracts';
-import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
+import { listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody, type AdminOperationName } from '@gateway/contracts';
+import { orUnavailable, type Database } from '@gateway/database';
 import type { BatchOverview } from '../batch-overview.ts';
 import { ConsoleOverview } from '../console/console-overview.ts';
 import { consolePage, loadConsoleAssets } from '../console/console-assets.ts';
 import { ADMIN_PATH, adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
 import type { OperationsSnapshot } from '../operations-snapshot.ts';
 import { runAdminOperation } from './admin.ts';
+import { requestLogOf } from './request-log.ts';
 
 export interface ConsoleOptions extends AdminSessionOptions {
   operations: OperationsSnapshot;
@@ -49,12 +50,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
   const assets = loadConsoleAssets();
   const shell = consolePage(ADMIN_PATH);
   const overview = new ConsoleOverview(options.operations, () => app.queueBacklog, options.batches, options.database);
-  const log = () => {
-    if (!options.database) {
-      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the request log needs PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
-    }
-    return new RequestLogQuery(options.database);
-  };
+  const log = () => requestLogOf(options.database);
 
   app.register(async (pages) => {
     // Administrators look and act as the management API lets them; root's rules are the admin worker's.

@@ -5,7 +5,7 @@
  * Answered by the gateway from PostgreSQL, as the batch overview is.
  */
 import type { FastifyInstance } from 'fastify';
-import { forbidden, GatewayError, listLogsQuery, logStatQuery, parseOrThrow, Role } from '@gateway/contracts';
+import { forbidden, listLogsQuery, logStatQuery, notConfigured, parseOrThrow, Role } from '@gateway/contracts';
 import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
 import { accessTokenHook } from '../auth/request-auth.ts';
@@ -18,14 +18,15 @@ export interface RequestLogRoutesOptions {
 
 const answer = (data: unknown) => ({ success: true, message: '', data });
 
+/** Reads of the request log, or a 503 saying this gateway runs without PostgreSQL. */
+export function requestLogOf(database: Database | undefined): RequestLogQuery {
+  if (!database) throw notConfigured('the request log needs PostgreSQL: this gateway runs without DATABASE_URL');
+  return new RequestLogQuery(database);
+}
+
 export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, () => true));
-  const query = () => {
-    if (!options.database) {
-      throw new GatewayError({ status: 503, code: 'overloaded', message: 'the request log needs PostgreSQL: this gateway runs without DATABASE_URL', shouldRetry: false });
-    }
-    return new RequestLogQuery(options.database);
-  };
+  const query = () => requestLogOf(options.database);
 
   app.get('/log/', async (request) => {
     if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
