@@ -150,8 +150,11 @@ export class ModelRouter {
    * The attempts of one request, one channel each, until one succeeds or the request ends:
    *
    *   for await (const attempt of router.attempts(request)) {
-   *     try { const answer = await call(attempt.target); attempt.succeed(usage); return answer; }
-   *     catch (error) { await attempt.fail(error); }   // rejects when the request must end
+   *     let answer;
+   *     try { answer = await call(attempt.target); }
+   *     catch (error) { await attempt.fail(error); continue; }   // rejects when the request must end
+   *     attempt.succeed(usage);
+   *     return answer;
    *   }
    *
    * Waits (up to the deadline) for a lease on a channel that is at its max_concurrency, and for

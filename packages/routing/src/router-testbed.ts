@@ -62,13 +62,15 @@ export function useRouterTestbed(settings: { failuresBeforeCooldown: number }): 
  */
 export async function serveWhole<T>(router: ModelRouter, request: ModelRequest, call: (target: RouteTarget) => Promise<{ value: T; usage: Usage }>): Promise<T> {
   for await (const attempt of router.attempts(request)) {
+    let answer: { value: T; usage: Usage };
     try {
-      const { value, usage } = await call(attempt.target);
-      attempt.succeed(usage);
-      return value;
+      answer = await call(attempt.target);
     } catch (error) {
       await attempt.fail(error);
+      continue;
     }
+    attempt.succeed(answer.usage);
+    return answer.value;
   }
   throw new Error('the router ended its attempts with neither an answer nor an error');
 }

@@ -44,25 +44,30 @@ export type ModelCall<R> = (target: RouteTarget) => Promise<ModelAnswer<R>>;
 export async function relayModelJob<R>(router: ModelRouter, request: ModelRequest, context: Pick<JobContext<unknown>, 'sendChunk'>, call: ModelCall<R>): Promise<R> {
   for await (const attempt of router.attempts(request)) {
     let usage: Usage | undefined;
+    let answer: ModelAnswer<R>;
     try {
-      const answer = await call(attempt.target);
-      if ('whole' in answer) {
-        attempt.succeed(answer.usage);
-        return answer.whole;
+      answer = await call(attempt.target);
+      if (!('whole' in answer)) {
+        for await (const piece of answer.pieces) {
+          if (piece.usage) usage = piece.usage;
+          if (piece.used) attempt.commit();
+          if (piece.data === undefined) continue;
+          attempt.commit();
+          await context.sendChunk(piece.data);
+        }
       }
-      for await (const piece of answer.pieces) {
-        if (piece.usage) usage = piece.usage;
-        if (piece.used) attempt.commit();
-        if (piece.data === undefined) continue;
-        attempt.commit();
-        await context.sendChunk(piece.data);
-      }
-      attempt.succeed(usage);
-      return answer.end();
     } catch (error) {
       // Resolves when another channel may be tried; rejects with the request's error when not.
       await attempt.fail(error, usage);
+      continue;
     }
+    // Outside the try: a failure of the success's own bookkeeping is not the upstream's.
+    if ('whole' in answer) {
+      attempt.succeed(answer.usage);
+      return answer.whole;
+    }
+    attempt.succeed(usage);
+    return answer.end();
   }
   throw new Error('the router ended its attempts with neither an answer nor an error');
 }
