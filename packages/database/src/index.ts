@@ -11,5 +11,5 @@ export { FileStore } from './file-store.ts';
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
 export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';
-export { RequestLogWriter, type RequestLogWriterOptions } from './request-log-writer.ts';
+export { RequestLogWriter, startRequestLog, type RequestLogConfig, type RequestLogWriterOptions } from './request-log-writer.ts';
 export { RequestLogQuery, type RequestLogEntry, type RequestLogStat, type ChannelHealth } from './request-log-query.ts';

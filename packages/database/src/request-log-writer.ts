@@ -173,3 +173,30 @@ export class RequestLogWriter {
     await this.flush();
   }
 }
+
+/** The request log's settings, as the configuration names them. */
+export interface RequestLogConfig {
+  REQUEST_LOG: 'on' | 'off';
+  LOG_RETENTION_DAYS: number;
+  LOG_BUFFER_ROWS: number;
+}
+
+/**
+ * The request log of a process, started; none when REQUEST_LOG is off or there is no database
+ * (`open` is only called when the log is on). `metrics` wires its counters (`requestLogMetrics`).
+ */
+export function startRequestLog(
+  open: (() => Database) | undefined,
+  config: RequestLogConfig,
+  log: NonNullable<RequestLogWriterOptions['log']>,
+  metrics: (buffered: () => number) => Pick<RequestLogWriterOptions, 'onDropped' | 'onWritten'>,
+): RequestLogWriter | undefined {
+  if (!open || config.REQUEST_LOG !== 'on') return undefined;
+  const writer: RequestLogWriter = new RequestLogWriter(open(), {
+    retentionDays: config.LOG_RETENTION_DAYS,
+    maxBuffered: config.LOG_BUFFER_ROWS,
+    log,
+    ...metrics(() => writer.buffered),
+  });
+  return writer.start();
+}

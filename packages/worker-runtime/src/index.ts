@@ -7,7 +7,7 @@
 import { loadServiceConfig, onShutdown, requireSecretKey, type Config } from '@gateway/config';
 import type { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
-import { createDatabase, RequestLogWriter } from '@gateway/database';
+import { createDatabase, startRequestLog } from '@gateway/database';
 import { countJobs, createWorkerMetrics, observeRouting, requestLogMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
 import { redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
@@ -51,14 +51,11 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
   });
 
   // One row per request in PostgreSQL, written in batches off the reply path (REQUEST_LOG).
-  const requestLog: RequestLogWriter | undefined = config.DATABASE_URL && config.REQUEST_LOG === 'on'
-    ? new RequestLogWriter(createDatabase(config.DATABASE_URL, { name: `${spec.service}-request-log`, max: 2 }), {
-      retentionDays: config.LOG_RETENTION_DAYS,
-      maxBuffered: config.LOG_BUFFER_ROWS,
-      log,
-      ...requestLogMetrics(metrics.registry, (): number => requestLog?.buffered ?? 0),
-    }).start()
-    : undefined;
+  const databaseUrl = config.DATABASE_URL;
+  const requestLog = startRequestLog(
+    databaseUrl ? () => createDatabase(databaseUrl, { name: `${spec.service}-request-log`, max: 2 }) : undefined,
+    config, log, (buffered) => requestLogMetrics(metrics.registry, buffered),
+  );
 
   // `concurrency` jobs at once in this process; more processes share the same queue.
   const worker = await startJobWorker<P>({

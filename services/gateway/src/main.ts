@@ -5,7 +5,7 @@ import { createGatewayMetrics, requestLogMetrics } from '@gateway/observability'
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
 import { ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
-import { createDatabase, migrate, RequestLogWriter } from '@gateway/database';
+import { createDatabase, migrate, startRequestLog } from '@gateway/database';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
@@ -38,14 +38,7 @@ inbox.start();
 const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
 const metrics = createGatewayMetrics();
 // The rows of requests that end here without a worker (refused, removed unrun); workers write the rest.
-const requestLog: RequestLogWriter | undefined = database && config.REQUEST_LOG === 'on'
-  ? new RequestLogWriter(database, {
-    retentionDays: config.LOG_RETENTION_DAYS,
-    maxBuffered: config.LOG_BUFFER_ROWS,
-    log,
-    ...requestLogMetrics(metrics.registry, (): number => requestLog?.buffered ?? 0),
-  }).start()
-  : undefined;
+const requestLog = startRequestLog(database && (() => database), config, log, (buffered) => requestLogMetrics(metrics.registry, buffered));
 const gateway = buildGateway({
   redis,
   store: createStore(redis),

@@ -22,3 +22,14 @@ export interface ModelApiOptions {
   /** Rows for the requests that end in the gateway without running on a worker. */
   requestLog?: RequestLogSink;
 }
+
+/** What every model route hands the relay from the plugin's options, besides its own job. */
+export function relayOptionsOf(options: ModelApiOptions) {
+  return {
+    jobs: options.jobs,
+    timeoutMs: options.timeoutMs,
+    responseBufferBytes: options.responseBufferBytes,
+    requestLog: options.requestLog,
+    admission: options.admission,
+  };
+}

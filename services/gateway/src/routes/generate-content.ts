@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import type { ModelApiOptions } from '../plugins/model-api-options.ts';
+import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { geminiFormat, pathOf } from '../error-formats.ts';
 import { admissionGate, relayModelJob, serverSentEvents, type EventStreamFormat } from '../model-relay.ts';
 
@@ -71,13 +71,9 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
     let stream: EventStreamFormat | undefined;
     if (target.method === 'streamGenerateContent') stream = request.query.alt === 'sse' ? geminiEventStream : geminiJsonArrayStream();
     return relayModelJob(request, reply, {
-      jobs: options.jobs,
+      ...relayOptionsOf(options),
       queue: QueueName.audio,
       payload,
-      timeoutMs: options.timeoutMs,
-      responseBufferBytes: options.responseBufferBytes,
-      requestLog: options.requestLog,
-      admission: options.admission,
       holder,
       worstCase: speechWorstCase(body),
       stream,

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { GatewayError, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import type { ModelApiOptions } from '../plugins/model-api-options.ts';
+import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
 import { admissionGate, relayModelJob, serverSentEvents } from '../model-relay.ts';
 
@@ -29,13 +29,9 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
         request: body,
       } as CompletionJobPayload;
       return relayModelJob(request, reply, {
-        jobs: options.jobs,
+        ...relayOptionsOf(options),
         queue: endpoint.queue,
         payload,
-        timeoutMs: options.timeoutMs,
-        responseBufferBytes: options.responseBufferBytes,
-        requestLog: options.requestLog,
-        admission: options.admission,
         holder,
         worstCase: endpoint.worstCase(body),
         stream: body.stream === true ? openaiEventStream : undefined,

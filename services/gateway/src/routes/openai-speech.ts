@@ -20,7 +20,7 @@ import {
 } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import type { ModelApiOptions } from '../plugins/model-api-options.ts';
+import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
 import { admissionGate, relayModelJob, type EventStreamFormat } from '../model-relay.ts';
 
@@ -46,13 +46,9 @@ export function openaiSpeechRoutes(app: FastifyInstance, options: ModelApiOption
     options.apiKeys.authorizeModel(holder, body.model);
     const payload: AudioJobPayload = { caller: callerOf(holder), operation: 'speech', request: body };
     return relayModelJob(request, reply, {
-      jobs: options.jobs,
+      ...relayOptionsOf(options),
       queue: QueueName.audio,
       payload,
-      timeoutMs: options.timeoutMs,
-      responseBufferBytes: options.responseBufferBytes,
-      requestLog: options.requestLog,
-      admission: options.admission,
       holder,
       worstCase: openaiSpeechWorstCase(body),
       stream: body.stream_format === 'sse' ? speechEvents : audioStream(speechContentTypes[body.response_format ?? 'mp3']),
