@@ -10,7 +10,6 @@ export * from './jobs.ts';
 export * from './admin/records.ts';
 export * from './admin/schemas.ts';
 export { usernameKey, usernameSkeletons, skeleton } from './admin/username.ts';
-export * from './admin/operations.ts';
 export * from './wire/gemini-generate.ts';
 export * from './wire/pcm-audio.ts';
 export * from './model-jobs.ts';

@@ -1,5 +1,6 @@
 import { loadServiceConfig, onShutdown } from '@gateway/config';
-import { QueueName, type AdminJobPayload } from '@gateway/contracts';
+import type { AdminJobPayload } from '@gateway/admin-operations';
+import { QueueName } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { countJobs, createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis } from '@gateway/queue';

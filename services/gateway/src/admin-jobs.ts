@@ -1,14 +1,17 @@
 /**
- * What the gateway does to a management input before it becomes a job, so that no job or reply
- * (and so nothing in Redis, its append-only file or the dashboard) ever holds a secret in clear:
- * sign-ins are checked here and the job only says whom to sign in; new access tokens, API keys
- * and dashboard sessions are made here, the job carrying only their digests, and the secret
- * goes from here straight into the answer; new passwords are hashed here; channel keys are
- * encrypted here, with a mask made for display.
+ * The gateway's half of a management operation: its input made into its job by the entry's
+ * `prepare` (@gateway/admin-operations), so that no job or reply (and so nothing in Redis, its
+ * append-only file or the dashboard) ever holds a secret in clear, and the job's run on the
+ * admin queue. Sign-ins are checked here and the job only says whom to sign in; new access
+ * tokens, API keys and dashboard sessions are made here, the job carrying only their digests,
+ * and the secret goes from here straight into the answer; new passwords are hashed here; channel
+ * keys are encrypted here, with a mask made for display.
  */
-import { badRequest, type AdminInput, type AdminOperationName } from '@gateway/contracts';
+import { adminOperation, type AdminJobPayload, type AdminOperationName, type AdminResult, type PrepareTools } from '@gateway/admin-operations';
+import { badRequest, parseOrThrow, QueueName, type Actor } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
-import { issueApiKey, maskSecret, newAccessToken, SessionStore, sha256, type ChannelKeyCipher } from '@gateway/store';
+import type { JobClient } from '@gateway/queue';
+import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
 import type { PasswordSignIn } from './auth/password-sign-in.ts';
 
@@ -17,63 +20,55 @@ export interface AdminJobsOptions {
   lane: PasswordLane;
   cipher: ChannelKeyCipher;
   addressPolicy: AddressPolicy;
+  jobs: JobClient;
+  timeoutMs: number;
 }
 
-/** A job's input, and what the gateway adds to the worker's answer (the secret it made). */
-export interface PreparedJob {
-  input: unknown;
-  reveal?: Record<string, string>;
+/** Who asks for an operation, and for which request. */
+export interface AdminCall {
+  actor: Actor | null;
+  /** The client's address, for sign-in throttling. */
+  address: string;
+  requestId: string;
+  /** Aborted when the client leaves: the job is removed if it has not started. */
+  signal?: AbortSignal;
 }
 
 export class AdminJobs {
   private readonly options: AdminJobsOptions;
+  private readonly tools: PrepareTools;
 
   constructor(options: AdminJobsOptions) {
     this.options = options;
+    this.tools = {
+      signIn: async (username, password, address) => {
+        const user = await options.signIn.verify(username, password, address);
+        return { user_id: user.id, session_epoch: user.session_epoch };
+      },
+      hashPassword: (password) => options.lane.hash(password),
+      sealKey: (key) => ({ key: options.cipher.encrypt(key), key_mask: maskSecret(key) }),
+      checkBaseUrl: async (baseUrl) => {
+        const problem = baseUrl === undefined ? undefined : await baseUrlProblem(baseUrl, options.addressPolicy);
+        if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
+      },
+    };
   }
 
-  /** The job input for a validated management input; `address` is the client's, for sign-in throttling. */
-  async prepare(operation: AdminOperationName, input: unknown, address: string): Promise<PreparedJob> {
-    switch (operation) {
-      case 'user.login': {
-        const accessToken = newAccessToken();
-        const signedIn = await this.signIn(input, address);
-        return { input: { ...signedIn, access_token_hash: sha256(accessToken) }, reveal: { access_token: accessToken } };
-      }
-      case 'session.create': {
-        const { session, hash } = SessionStore.issue();
-        const signedIn = await this.signIn(input, address);
-        return { input: { ...signedIn, session_hash: hash }, reveal: { session } };
-      }
-      case 'session.delete':
-        return { input: { session_hash: sha256((input as AdminInput<'session.delete'>).session) } };
-      case 'token.create': {
-        const { key, issued } = issueApiKey();
-        return { input: { ...(input as object), ...issued }, reveal: { key } };
-      }
-      case 'user.create':
-      case 'user.update': {
-        const { password, ...rest } = input as AdminInput<'user.update'>;
-        return { input: password === undefined ? rest : { ...rest, password_hash: await this.options.lane.hash(password) } };
-      }
-      case 'channel.create':
-      case 'channel.update': {
-        const { key, ...rest } = input as AdminInput<'channel.update'>;
-        if (rest.base_url !== undefined) {
-          const problem = await baseUrlProblem(rest.base_url, this.options.addressPolicy);
-          if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
-        }
-        return { input: key === undefined ? rest : { ...rest, key: this.options.cipher.encrypt(key), key_mask: maskSecret(key) } };
-      }
-      default:
-        return { input };
-    }
-  }
-
-  /** Whom a sign-in's password checks out for, and under which credentials (`session_epoch`). */
-  private async signIn(input: unknown, address: string): Promise<{ user_id: number; session_epoch: number }> {
-    const { username, password } = input as AdminInput<'user.login'>;
-    const user = await this.options.signIn.verify(username, password, address);
-    return { user_id: user.id, session_epoch: user.session_epoch };
+  /**
+   * Runs an operation: its input validated by its schema (a 400 naming the field), prepared,
+   * then run on the admin queue; the answer is the worker's, with the secret the gateway made
+   * (a token, a key, a session) joined to it here, having never left the gateway.
+   */
+  async run(operation: AdminOperationName, rawInput: unknown, call: AdminCall): Promise<unknown> {
+    const { input: schema, prepare } = adminOperation(operation);
+    const input = parseOrThrow(schema, rawInput);
+    const prepared = prepare ? await prepare(input, this.tools, call.address) : { input, reveal: undefined };
+    const payload: AdminJobPayload = { operation, actor: call.actor, input: prepared.input };
+    const result = await this.options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {
+      requestId: call.requestId,
+      timeoutMs: this.options.timeoutMs,
+      signal: call.signal,
+    });
+    return prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
   }
 }

@@ -168,8 +168,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users, operations });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
-  const adminJobs = new AdminJobs({ signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy });
-  const management = { jobs: deps.jobs, adminJobs, timeoutMs: deps.requestTimeoutMs, bodyLimitBytes: deps.managementBodyLimitBytes };
+  const adminJobs = new AdminJobs({
+    signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
+  });
+  const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);
   app.register(managementApi, { ...management, users: deps.store.users, batches, database: deps.database, prefix: '/api' });
 
@@ -200,7 +202,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
   });
-  app.register(dashboardRoutes, { ...management, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
+  app.register(dashboardRoutes, { ...management, jobs: deps.jobs, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
   app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: deps.database });
 
   return {

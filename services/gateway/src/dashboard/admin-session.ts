@@ -8,8 +8,7 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { forbidden, GatewayError, loginBody, parseOrThrow, QueueName, Role, unauthenticated, type Actor, type AdminJobPayload, type AdminResult } from '@gateway/contracts';
-import type { JobClient } from '@gateway/queue';
+import { forbidden, GatewayError, Role, unauthenticated, type Actor } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
@@ -22,10 +21,9 @@ export const ADMIN_PATH = '/admin';
 const COOKIE = 'gw_dashboard';
 
 export interface AdminSessionOptions {
-  jobs: JobClient;
   store: Store;
+  /** Runs the sign-in and sign-out operations on the admin queue. */
   adminJobs: AdminJobs;
-  timeoutMs: number;
   bodyLimitBytes: number;
 }
 
@@ -106,15 +104,10 @@ export async function signInRoutes(app: FastifyInstance, options: AdminSessionOp
       // A sign-in from another site would sign the browser in as the attacker (login CSRF).
       const crossOrigin = crossOriginProblem(request);
       if (crossOrigin) throw forbidden(crossOrigin);
-      const credentials = parseOrThrow(loginBody, { username: String(body.username ?? ''), password: String(body.password ?? '') });
-      const prepared = await options.adminJobs.prepare('session.create', credentials, request.ip);
-      const result = await options.jobs.request<AdminJobPayload, AdminResult>(
-        QueueName.admin,
-        { operation: 'session.create', actor: null, input: prepared.input },
-        { requestId: request.id, timeoutMs: options.timeoutMs },
-      );
-      const { expires_in } = result.data as { expires_in: number };
-      const session = prepared.reveal!.session!;
+      const credentials = { username: String(body.username ?? ''), password: String(body.password ?? '') };
+      const { session, expires_in } = await options.adminJobs.run('session.create', credentials, {
+        actor: null, address: request.ip, requestId: request.id,
+      }) as { session: string; expires_in: number };
       reply.setCookie(COOKIE, session, { ...sessionCookie(request), maxAge: expires_in });
       clearOldCookie(reply, request);
       return reply.redirect(options.base, 303);
@@ -130,10 +123,7 @@ export async function signInRoutes(app: FastifyInstance, options: AdminSessionOp
     if (crossOrigin) return refuse(reply, request, forbidden(crossOrigin), options);
     const session = sessionOf(request);
     if (session) {
-      const { input } = await options.adminJobs.prepare('session.delete', { session }, request.ip);
-      await options.jobs.request(QueueName.admin, { operation: 'session.delete', actor: null, input } satisfies AdminJobPayload, {
-        requestId: request.id, timeoutMs: options.timeoutMs,
-      });
+      await options.adminJobs.run('session.delete', { session }, { actor: null, address: request.ip, requestId: request.id });
     }
     reply.clearCookie(COOKIE, sessionCookie(request));
     clearOldCookie(reply, request);

@@ -14,7 +14,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody, type AdminOperationName } from '@gateway/contracts';
+import type { AdminOperationName } from '@gateway/admin-operations';
+import { listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody } from '@gateway/contracts';
 import { orUnavailable, type Database } from '@gateway/database';
 import type { BatchOverview } from '../batch-overview.ts';
 import { ConsoleOverview } from '../console/console-overview.ts';
@@ -77,7 +78,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         method,
         url,
         bodyLimit: options.bodyLimitBytes,
-        handler: async (request: FastifyRequest) => runAdminOperation(options, request, operation, parseOrThrow(input, request.body)),
+        handler: async (request: FastifyRequest) => runAdminOperation(options.adminJobs, request, operation, parseOrThrow(input, request.body)),
       });
     }
   });

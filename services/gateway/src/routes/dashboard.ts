@@ -11,6 +11,7 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, QueueName, Role, type Actor } from '@gateway/contracts';
+import type { JobClient } from '@gateway/queue';
 import type { BatchOverview } from '../batch-overview.ts';
 import { adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
 import { batchErrorPage, batchPageView, batchProgressPage, BATCH_PAGE_HEADERS, overviewQuery } from '../dashboard/batch-progress-page.ts';
@@ -20,6 +21,8 @@ import { setRetryHeaders } from '../error-formats.ts';
 export const DASHBOARD_PATH = '/admin/queues';
 
 export interface DashboardOptions extends AdminSessionOptions {
+  /** Every queue's shards, for the board. */
+  jobs: JobClient;
   /** How much of a job's payload (prompts, speech text) the board shows: DASHBOARD_PAYLOADS. */
   payloads: PayloadDisplay;
   /** Every user's batches, for the batch page. */

@@ -1,7 +1,7 @@
-import { forbidden, notFound, Role, type Actor, type AdminInput, type AdminJobInput } from '@gateway/contracts';
-import type { StoredToken } from '@gateway/store';
-import { publicToken, type Store, type WriteOnce } from '@gateway/store';
-import { assertMayManageUser } from '../permissions.ts';
+import { createTokenBody, createTokenJob, forbidden, idParam, listTokensQuery, notFound, Role, updateTokenBody, type Actor, type UpdateTokenBody } from '@gateway/contracts';
+import { issueApiKey, publicToken, type Store, type StoredToken } from '@gateway/store';
+import { get, operation, post, put, remove } from './operation.ts';
+import { assertMayManageUser } from './permissions.ts';
 
 /** A user manages its own keys; an admin also those of users below it. */
 async function assertMayManageKeysOf(store: Store, actor: Actor, userId: number, action: 'see' | 'edit'): Promise<void> {
@@ -24,45 +24,64 @@ async function ownedToken(store: Store, actor: Actor, id: number, action: 'see' 
   return token;
 }
 
-/** The gateway made the key: this worker stores its digest; the gateway adds the key to the answer. */
-export async function createToken(store: Store, actor: Actor, input: AdminJobInput<'token.create'>, once: WriteOnce) {
-  const userId = input.user_id ?? actor.id;
-  await assertMayManageKeysOf(store, actor, userId, 'edit');
-  const owner = await store.users.get(userId);
-  if (!owner) throw notFound(`no user with id ${userId}`);
-  const { user_id: _u, key_hash, key_preview, ...fields } = input;
-  // The owner's max_keys bounds what it holds in the store, whoever creates the key.
-  const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview }, owner.max_keys, once);
-  return publicToken(token);
-}
+export const tokenOperations = {
+  /** The gateway makes the key: the job carries its digest and preview, and the key joins the answer in the gateway. */
+  'token.create': operation({
+    route: post('/token/'), input: createTokenBody, job: createTokenJob, minRole: 1,
+    prepare: async (input) => {
+      const { key, issued } = issueApiKey();
+      return { input: { ...input, ...issued }, reveal: { key } };
+    },
+    apply: async ({ store, actor, input, once }) => {
+      const userId = input.user_id ?? actor.id;
+      await assertMayManageKeysOf(store, actor, userId, 'edit');
+      const owner = await store.users.get(userId);
+      if (!owner) throw notFound(`no user with id ${userId}`);
+      const { user_id: _u, key_hash, key_preview, ...fields } = input;
+      // The owner's max_keys bounds what it holds in the store, whoever creates the key.
+      const { token } = await store.tokens.create({ ...fields, user_id: userId }, { key_hash, key_preview }, owner.max_keys, once);
+      return publicToken(token);
+    },
+  }),
 
-export async function listTokens(store: Store, actor: Actor, input: AdminInput<'token.list'>) {
-  const userId = input.user_id ?? actor.id;
-  await assertMayManageKeysOf(store, actor, userId, 'see');
-  const page = await store.tokens.listByUser(userId, input.p, input.page_size);
-  return { ...page, items: page.items.map(publicToken) };
-}
+  'token.list': operation({
+    route: get('/token/', 'query'), input: listTokensQuery, minRole: 1,
+    apply: async ({ store, actor, input }) => {
+      const userId = input.user_id ?? actor.id;
+      await assertMayManageKeysOf(store, actor, userId, 'see');
+      const page = await store.tokens.listByUser(userId, input.p, input.page_size);
+      return { ...page, items: page.items.map(publicToken) };
+    },
+  }),
 
-export async function getToken(store: Store, actor: Actor, input: AdminInput<'token.get'>) {
-  return publicToken(await ownedToken(store, actor, input.id, 'see'));
-}
+  'token.get': operation({
+    route: get('/token/:id', 'params'), input: idParam, minRole: 1,
+    apply: async ({ store, actor, input }) => publicToken(await ownedToken(store, actor, input.id, 'see')),
+  }),
 
-export async function updateToken(store: Store, actor: Actor, input: AdminInput<'token.update'>) {
-  const current = await ownedToken(store, actor, input.id, 'edit');
-  const { id, ...changes } = input;
-  if (actor.role < Role.admin) assertOnlyTightens(current, changes);
-  return publicToken(await store.tokens.update(id, changes));
-}
+  'token.update': operation({
+    route: put('/token/'), input: updateTokenBody, minRole: 1,
+    apply: async ({ store, actor, input }) => {
+      const current = await ownedToken(store, actor, input.id, 'edit');
+      const { id, ...changes } = input;
+      if (actor.role < Role.admin) assertOnlyTightens(current, changes);
+      return publicToken(await store.tokens.update(id, changes));
+    },
+  }),
 
-export async function deleteToken(store: Store, actor: Actor, input: AdminInput<'token.delete'>, once: WriteOnce) {
-  // Run again after its worker died, the job finds its key gone: it was this job that deleted it.
-  if (await store.alreadyWritten(once)) return null;
-  await ownedToken(store, actor, input.id, 'edit');
-  await store.tokens.delete(input.id, once);
-  return null;
-}
+  'token.delete': operation({
+    route: remove('/token/:id'), input: idParam, minRole: 1,
+    apply: async ({ store, actor, input, once }) => {
+      // Run again after its worker died, the job finds its key gone: it was this job that deleted it.
+      if (await store.alreadyWritten(once)) return null;
+      await ownedToken(store, actor, input.id, 'edit');
+      await store.tokens.delete(input.id, once);
+      return null;
+    },
+  }),
+};
 
-type TokenChanges = Omit<AdminInput<'token.update'>, 'id'>;
+type TokenChanges = Omit<UpdateTokenBody, 'id'>;
 
 /**
  * A user who is not an administrator may only tighten its own keys: disable, lower the quota,
