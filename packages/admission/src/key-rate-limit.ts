@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { defineLuaScripts, luaScripts } from '@gateway/config';
 import type { Redis } from '@gateway/queue';
-import { GatewayError } from '@gateway/contracts';
+import { rateLimited } from '@gateway/contracts';
 
 /** `gwKeyRateLimit`, the sliding-window count, from `commands/`. */
 const scripts = luaScripts(join(import.meta.dirname, 'commands'));
@@ -41,12 +41,10 @@ export class KeyRateLimit {
       `gw:rpm:{${scope}}:${minute}`, `gw:rpm:{${scope}}:${minute - 1}`, rpmLimit, (1 - elapsed).toFixed(4),
     );
     if (refused) {
-      throw new GatewayError({
-        status: 429,
-        code: 'rate_limited',
-        message: `rate limit reached for ${whose}: ${rpmLimit} requests per minute`,
-        retryAfter: Math.max(1, Math.ceil(((1 - elapsed) * 60_000) / Math.max(1, rpmLimit) / 1000)),
-      });
+      throw rateLimited(
+        `rate limit reached for ${whose}: ${rpmLimit} requests per minute`,
+        Math.max(1, Math.ceil(((1 - elapsed) * 60_000) / Math.max(1, rpmLimit) / 1000)),
+      );
     }
   }
 }

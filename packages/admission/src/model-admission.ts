@@ -1,4 +1,4 @@
-import { badRequest, GatewayError, insufficientQuota, rateLimited, type QueueName } from '@gateway/contracts';
+import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type QueueName } from '@gateway/contracts';
 import type { HoldRefusal, QuotaHolds } from '@gateway/store';
 import type { KeyHolder } from './key-holder.ts';
 
@@ -142,6 +142,6 @@ function refusalError(refusal: HoldRefusal): GatewayError {
         ? insufficientQuota('your account has used up its quota; ask an administrator to raise it')
         : rateLimited("the rest of your account's quota is held by its requests in flight: retry when they end", 1);
     default:
-      return new GatewayError({ status: 401, code: 'invalid_api_key', message: 'this API key no longer exists' });
+      return invalidApiKey('this API key no longer exists');
   }
 }

@@ -65,27 +65,56 @@ export class GatewayError extends Error {
 
   static from(error: unknown): GatewayError {
     if (error instanceof GatewayError) return error;
-    return new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
+    return internalError();
   }
 }
 
-/** 499: the client went away (closed the connection) before its answer was ready. */
-export const clientCancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+/**
+ * The catalogue: every error the gateway makes, by what happened, with its status and code made
+ * here once. Code throws `badRequest(…)`, `overloaded(…)`; a `new GatewayError` elsewhere only
+ * carries a status it did not choose (an upstream's refusal relayed, an error read back from
+ * the reply path).
+ */
 
+/** 400: the request is wrong; `param` names the field at fault. */
 export const badRequest = (message: string, param: string | null = null) =>
   new GatewayError({ status: 400, code: 'invalid_request', message, param });
-export const notFound = (message: string) => new GatewayError({ status: 404, code: 'not_found', message });
-export const forbidden = (message: string) => new GatewayError({ status: 403, code: 'permission_denied', message });
+/** 401: no credentials, or a sign-in that failed. */
 export const unauthenticated = (message: string) => new GatewayError({ status: 401, code: 'unauthenticated', message });
+/** 401: an API key that is missing, unknown, disabled, expired or deleted. */
+export const invalidApiKey = (message: string) => new GatewayError({ status: 401, code: 'invalid_api_key', message });
+/** 403: who asks may not do this. */
+export const forbidden = (message: string, param: string | null = null) => new GatewayError({ status: 403, code: 'permission_denied', message, param });
+/** 404: no such thing (a record, a file, a batch, a path). */
+export const notFound = (message: string, param: string | null = null) => new GatewayError({ status: 404, code: 'not_found', message, param });
+/** 404: no such model, or none this key may use or a channel serves. */
+export const modelNotFound = (message: string, param: string | null = 'model') => new GatewayError({ status: 404, code: 'model_not_found', message, param });
+/** 409: the change contradicts what is stored. */
 export const conflict = (message: string) => new GatewayError({ status: 409, code: 'conflict', message });
+/** 413: a body or a file larger than its limit. */
+export const payloadTooLarge = (message: string, param: string | null = null) => new GatewayError({ status: 413, code: 'payload_too_large', message, param });
+/** 415: a Content-Type or Content-Encoding the route does not take. */
+export const unsupportedMediaType = (message: string) => new GatewayError({ status: 415, code: 'unsupported_media_type', message });
 /** 429 that waiting cures: a rate limit, a cap on requests in flight, quota held by requests in flight. */
 export const rateLimited = (message: string, retryAfter: number) => new GatewayError({ status: 429, code: 'rate_limited', message, retryAfter });
 /** 429 that waiting does not cure: the quota is used up (x-should-retry: false). */
 export const insufficientQuota = (message: string) => new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
+/** 499: the client went away (closed the connection) before its answer was ready. */
+export const clientCancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+/** 500: a fault of the gateway's own; the message says no more than that. */
+export const internalError = () => new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
+/** 502: the upstream failed, refused the channel, or answered what cannot be relayed. */
+export const upstreamError = (message: string) => new GatewayError({ status: 502, code: 'upstream_error', message });
 /** 503 that a retry after `retryAfter` seconds may cure: busy, shutting down, a store away for a moment. */
 export const overloaded = (message: string, retryAfter = 1) => new GatewayError({ status: 503, code: 'overloaded', message, retryAfter });
 /** 503 that no retry cures: a part this deployment runs without (x-should-retry: false). */
 export const notConfigured = (message: string) => new GatewayError({ status: 503, code: 'overloaded', message, shouldRetry: false });
+/** 503: the model has channels, but none may take a request now (all disabled or cooling down). */
+export const noChannel = (message: string, retryAfter?: number) => new GatewayError({ status: 503, code: 'no_channel', message, retryAfter });
+/** 504: the request, or the upstream, ran out of time. */
+export const timedOut = (message: string, retryAfter?: number) => new GatewayError({ status: 504, code: 'timeout', message, retryAfter });
+/** 508: a request that came from a gateway worker: a channel points back at a gateway. */
+export const loopDetected = (message: string) => new GatewayError({ status: 508, code: 'loop_detected', message });
 
 const openaiType = (error: GatewayError): string => {
   if (error.status === 401) return 'invalid_request_error';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { GatewayError, clientCancelled, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { clientCancelled, GatewayError, timedOut, type JobEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
@@ -77,7 +77,7 @@ function giveUpAfter(timeoutMs: number, signal: AbortSignal | undefined): { give
   let onAbort: (() => void) | undefined;
   const givenUp = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new GatewayError({ status: 504, code: 'timeout', message: `the request did not complete within ${timeoutMs} ms`, retryAfter: 1 }));
+      reject(timedOut(`the request did not complete within ${timeoutMs} ms`, 1));
     }, timeoutMs);
     if (signal) {
       onAbort = () => reject(clientCancelled());

@@ -3,7 +3,7 @@
  * wait for a rate-limited one, or hand the caller's own mistake back unchanged; and which status
  * the client gets when every channel failed. Provider-agnostic: it reads only `UpstreamError`.
  */
-import { GatewayError } from '@gateway/contracts';
+import { GatewayError, rateLimited, timedOut, upstreamError } from '@gateway/contracts';
 import { NOT_JSON_BODY, UpstreamError } from '@gateway/contracts';
 
 export type FailureDecision =
@@ -44,7 +44,7 @@ function isQuotaExhausted(error: UpstreamError): boolean {
   return typeof detail === 'object' && detail !== null && (detail.code === 'insufficient_quota' || detail.type === 'insufficient_quota');
 }
 
-/** The upstream's 4xx, its body passed through when it is a proper error body. */
+/** The upstream's 4xx, its status kept and its body passed through when it is a proper error body. */
 function callerError(error: UpstreamError): GatewayError {
   const body = error.body as { error?: unknown } | undefined;
   const passable = typeof body === 'object' && body !== null && typeof body.error === 'object' && body.error !== null;
@@ -64,39 +64,32 @@ function callerError(error: UpstreamError): GatewayError {
  * 429, with the time until the first of them may be called again.
  */
 export function rateLimitedError(retryAfterMs: number): GatewayError {
-  return new GatewayError({
-    status: 429,
-    code: 'rate_limited',
-    message: 'the upstream is rate-limiting requests and would not take this one before its time-out; retry later',
-    retryAfter: Math.max(1, Math.ceil(retryAfterMs / 1000)),
-  });
+  return rateLimited(
+    'the upstream is rate-limiting requests and would not take this one before its time-out; retry later',
+    Math.max(1, Math.ceil(retryAfterMs / 1000)),
+  );
 }
 
 /** The error for a request whose every candidate channel failed, from the last failure. */
 export function exhaustedError(last: UpstreamError | undefined, tried: number): GatewayError {
   const suffix = tried > 1 ? ` (after trying ${tried} channels)` : '';
-  if (!last) return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream failed${suffix}` });
+  if (!last) return upstreamError(`the upstream failed${suffix}`);
   if (last.kind === 'timeout') {
-    return new GatewayError({ status: 504, code: 'timeout', message: `the upstream did not answer in time${suffix}` });
+    return timedOut(`the upstream did not answer in time${suffix}`);
   }
   if (last.kind === 'http' && last.status === 429 && isQuotaExhausted(last)) {
-    return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream account of the channel is out of quota${suffix}` });
+    return upstreamError(`the upstream account of the channel is out of quota${suffix}`);
   }
   if (last.kind === 'http' && last.status === 429) {
-    return new GatewayError({
-      status: 429,
-      code: 'rate_limited',
-      message: `the upstream is rate-limiting requests; retry later${suffix}`,
-      retryAfter: last.retryAfter ?? 1,
-    });
+    return rateLimited(`the upstream is rate-limiting requests; retry later${suffix}`, last.retryAfter ?? 1);
   }
   if (last.kind === 'http' && (last.status === 401 || last.status === 403)) {
-    return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream refused the channel's credentials${suffix}` });
+    return upstreamError(`the upstream refused the channel's credentials${suffix}`);
   }
   // The upstream's own words are not relayed for a 5xx; whether it sent JSON at all is.
   const notJson = last.kind === 'http' && last.message.endsWith(NOT_JSON_BODY) ? NOT_JSON_BODY : '';
   // A protocol error's message is the gateway's own (malformed, or past a size limit).
-  if (last.kind === 'protocol') return new GatewayError({ status: 502, code: 'upstream_error', message: `${last.message}${suffix}` });
+  if (last.kind === 'protocol') return upstreamError(`${last.message}${suffix}`);
   const what = last.kind === 'http' ? `answered ${last.status}${notJson}` : 'could not be reached or broke the connection';
-  return new GatewayError({ status: 502, code: 'upstream_error', message: `the upstream ${what}${suffix}` });
+  return upstreamError(`the upstream ${what}${suffix}`);
 }

@@ -1,4 +1,4 @@
-import { GatewayError, clientCancelled, type Channel } from '@gateway/contracts';
+import { clientCancelled, GatewayError, timedOut, type Channel } from '@gateway/contracts';
 import type { ChannelLeases, Lease } from './channel-leases.ts';
 import { FairOrder } from './fair-order.ts';
 
@@ -130,7 +130,7 @@ export class LeaseQueue {
       };
       const onAbort = () => fail(clientCancelled());
       const timer = setTimeout(
-        () => fail(new GatewayError({ status: 504, code: 'timeout', message: 'no channel had room for the request before its time-out' })),
+        () => fail(timedOut('no channel had room for the request before its time-out')),
         Math.max(0, deadline - Date.now()),
       );
       if (signal.aborted) return onAbort();

@@ -1,4 +1,4 @@
-import { GatewayError, clientCancelled, isBatchRank, redactUpstreamBody, redactUpstreamText, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { clientCancelled, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
@@ -222,16 +222,11 @@ export class ModelRouter {
     const snapshot = await this.channels.current();
     const serving = snapshot.servingModel(request.types, request.model);
     if (serving.length === 0) {
-      throw new GatewayError({ status: 404, code: 'model_not_found', message: `the model "${request.model}" does not exist or no channel serves it`, param: 'model' });
+      throw modelNotFound(`the model "${request.model}" does not exist or no channel serves it`);
     }
     const candidates = candidateChannels(serving, { types: request.types, model: request.model, group: request.caller.group });
     if (candidates.length === 0) {
-      throw new GatewayError({
-        status: 503,
-        code: 'no_channel',
-        message: `no channel is available for the model "${request.model}" right now`,
-        retryAfter: Math.max(1, Math.ceil(this.settings.cooldownMs / 1000)),
-      });
+      throw noChannel(`no channel is available for the model "${request.model}" right now`, Math.max(1, Math.ceil(this.settings.cooldownMs / 1000)));
     }
     return candidates;
   }
@@ -433,7 +428,7 @@ class Attempts {
 
 function assertStillWanted(request: ModelRequest): void {
   if (request.signal.aborted) throw clientCancelled();
-  if (Date.now() >= request.deadline) throw new GatewayError({ status: 504, code: 'timeout', message: 'the request ran out of time' });
+  if (Date.now() >= request.deadline) throw timedOut('the request ran out of time');
 }
 
 /** A retry that would leave less than this before the deadline is not worth making. */

@@ -1,5 +1,5 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { GatewayError, type ModelCaller } from '@gateway/contracts';
+import { insufficientQuota, invalidApiKey, type ModelCaller } from '@gateway/contracts';
 import { keys, QuotaHolds } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
@@ -32,9 +32,6 @@ interface ChannelCharge { quota: number; responseTimeMs: number; healthy: boolea
 interface UserCharge { quota: number; requests: number }
 /** A key's and its user's quota as last read, with this process's charges since applied. */
 interface QuotaSnapshot { remain: number; unlimited: boolean; allowance: number; used: number; readAt: number }
-
-const outOfQuota = (message: string) =>
-  new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
 
 export interface UsageLedgerOptions {
   /**
@@ -128,10 +125,10 @@ export class UsageLedger {
   async assertQuota(caller: ModelCaller): Promise<void> {
     const quota = await this.quotaOf(caller);
     if (!quota.unlimited && quota.remain <= 0) {
-      throw outOfQuota('this API key has used up its quota; raise its remain_quota or make it unlimited');
+      throw insufficientQuota('this API key has used up its quota; raise its remain_quota or make it unlimited');
     }
     if (quota.allowance > 0 && quota.used >= quota.allowance) {
-      throw outOfQuota('your account has used up its quota; ask an administrator to raise it');
+      throw insufficientQuota('your account has used up its quota; ask an administrator to raise it');
     }
   }
 
@@ -154,7 +151,7 @@ export class UsageLedger {
     const [allowance, used, userId] = user;
     if (!tokenId || !userId) {
       this.quotas.delete(id);
-      throw new GatewayError({ status: 401, code: 'invalid_api_key', message: 'this API key no longer exists' });
+      throw invalidApiKey('this API key no longer exists');
     }
     const snapshot: QuotaSnapshot = {
       remain: Number(remain ?? 0) - (this.tokens.get(caller.tokenId) ?? 0),

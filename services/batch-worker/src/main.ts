@@ -1,6 +1,6 @@
 import { holderOf, KeyRateLimit, ModelAdmission, type KeyHolder } from '@gateway/admission';
 import { loadServiceConfig, onShutdown } from '@gateway/config';
-import { GatewayError, TokenStatus, UserStatus } from '@gateway/contracts';
+import { invalidApiKey, TokenStatus, UserStatus } from '@gateway/contracts';
 import { BatchRuns, createDatabase, migrate, type BatchRow } from '@gateway/database';
 import { createLogger } from '@gateway/log';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
@@ -20,7 +20,6 @@ await migrate(config.DATABASE_URL, (message) => log.debug({ message }, 'migratio
 const database = createDatabase(config.DATABASE_URL, { name: 'batch-worker' });
 const store = createStore(redis);
 
-const invalidKey = (message: string) => new GatewayError({ status: 401, code: 'invalid_api_key', message });
 /**
  * The key that created the batch, with its and its user's limits as they are now: read at most
  * once a second per key, not for every line.
@@ -38,10 +37,10 @@ function batchHolder(batch: BatchRow): Promise<KeyHolder> {
 
 async function readHolder(batch: BatchRow): Promise<KeyHolder> {
   const token = await store.tokens.get(batch.token_id);
-  if (!token) throw invalidKey('the API key that created this batch no longer exists');
-  if (token.status !== TokenStatus.enabled) throw invalidKey('the API key that created this batch is disabled, expired or exhausted');
+  if (!token) throw invalidApiKey('the API key that created this batch no longer exists');
+  if (token.status !== TokenStatus.enabled) throw invalidApiKey('the API key that created this batch is disabled, expired or exhausted');
   const user = await store.users.get(token.user_id);
-  if (!user || user.status !== UserStatus.enabled) throw invalidKey("the batch's user is disabled");
+  if (!user || user.status !== UserStatus.enabled) throw invalidApiKey("the batch's user is disabled");
   return holderOf(token, user);
 }
 

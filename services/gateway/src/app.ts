@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { GatewayError, overloaded, QueueName } from '@gateway/contracts';
+import { badRequest, loopDetected, overloaded, QueueName } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
@@ -119,7 +119,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // URL (its query string may hold a key).
     frameworkErrors: (error, request, reply) => {
       const message = error.code === 'FST_ERR_BAD_URL' ? 'malformed URL: the path is not valid percent-encoding' : 'bad request';
-      void sendError(reply, new GatewayError({ status: 400, code: 'invalid_request', message }), formatForUrl(request.url));
+      void sendError(reply, badRequest(message), formatForUrl(request.url));
     },
   });
 
@@ -138,7 +138,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     reply.header('x-request-id', request.id);
     // A request from one of our own workers means a channel points back at a gateway.
     if (request.headers[HOP_HEADER] !== undefined) {
-      throw new GatewayError({ status: 508, code: 'loop_detected', message: 'this request came from a gateway worker: a channel points at a gateway' });
+      throw loopDetected('this request came from a gateway worker: a channel points at a gateway');
     }
     if (stopping && !request.url.startsWith('/healthz') && !request.url.startsWith('/readyz')) {
       throw overloaded('the gateway is shutting down; retry on another instance');

@@ -9,7 +9,7 @@
 import { Transform, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import { GatewayError } from '@gateway/contracts';
+import { badRequest, payloadTooLarge, unsupportedMediaType } from '@gateway/contracts';
 
 type Decoder = () => Transform;
 
@@ -26,19 +26,13 @@ if (typeof zstd === 'function') DECODERS.zstd = () => zstd();
 export const ACCEPTED_ENCODINGS = Object.keys(DECODERS).filter((c) => c !== 'x-gzip').join(', ');
 
 const unsupported = (header: string) =>
-  new GatewayError({
-    status: 415, code: 'unsupported_media_type',
-    message: `Content-Encoding "${header}" is not accepted: send the body uncompressed, or with one of ${ACCEPTED_ENCODINGS}`,
-  });
+  unsupportedMediaType(`Content-Encoding "${header}" is not accepted: send the body uncompressed, or with one of ${ACCEPTED_ENCODINGS}`);
 
 const tooLarge = (limit: number) =>
-  new GatewayError({
-    status: 413, code: 'payload_too_large',
-    message: `the request body decompresses to more than ${limit} bytes, the limit of this route (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)`,
-  });
+  payloadTooLarge(`the request body decompresses to more than ${limit} bytes, the limit of this route (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)`);
 
 const corrupt = (coding: string) =>
-  new GatewayError({ status: 400, code: 'invalid_request', message: `the request body is not valid ${coding} data, as its Content-Encoding says` });
+  badRequest(`the request body is not valid ${coding} data, as its Content-Encoding says`);
 
 /** The one coding to undo, or undefined for none; throws 415 for what the gateway cannot undo. */
 function codingOf(header: string | undefined): string | undefined {

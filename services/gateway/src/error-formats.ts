@@ -5,7 +5,7 @@
  * (`useErrorFormat`), as Fastify's encapsulation intends.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { GatewayError, geminiError, openaiErrorBody } from '@gateway/contracts';
+import { badRequest, GatewayError, geminiError, internalError, notFound, openaiErrorBody, payloadTooLarge, unsupportedMediaType } from '@gateway/contracts';
 import { isRedisUnavailable, redisUnavailableError } from '@gateway/queue';
 
 export interface ErrorFormat {
@@ -65,7 +65,7 @@ export function useErrorFormat(app: FastifyInstance, format: ErrorFormat, option
   if (options.notFound === false) return;
   const hint = options.notFoundHint ? `: ${options.notFoundHint}` : '';
   app.setNotFoundHandler((request, reply) =>
-    sendError(reply, new GatewayError({ status: 404, code: 'not_found', message: `no route for ${request.method} ${pathOf(request.url)}${hint}` }), format),
+    sendError(reply, notFound(`no route for ${request.method} ${pathOf(request.url)}${hint}`), format),
   );
 }
 
@@ -87,20 +87,20 @@ export function fromFastifyError(error: unknown): GatewayError {
   const e = error as { statusCode?: number; code?: string; message?: string };
   switch (e.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new GatewayError({ status: 413, code: 'payload_too_large', message: 'request body is larger than this route allows (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)' });
+      return payloadTooLarge('request body is larger than this route allows (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new GatewayError({ status: 415, code: 'unsupported_media_type', message: 'unsupported Content-Type: send application/json' });
+      return unsupportedMediaType('unsupported Content-Type: send application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new GatewayError({ status: 400, code: 'invalid_request', message: 'request body is empty: send a JSON object' });
+      return badRequest('request body is empty: send a JSON object');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new GatewayError({ status: 400, code: 'invalid_request', message: `malformed JSON body: ${e.message ?? ''}`.trim() });
+      return badRequest(`malformed JSON body: ${e.message ?? ''}`.trim());
   }
   if (e.statusCode === 400 && e.message) {
-    return new GatewayError({ status: 400, code: 'invalid_request', message: e.message.startsWith('Body') || e.message.includes('JSON') ? `malformed JSON body: ${e.message}` : e.message });
+    return badRequest(e.message.startsWith('Body') || e.message.includes('JSON') ? `malformed JSON body: ${e.message}` : e.message);
   }
   if (isRedisUnavailable(error)) return redisUnavailableError();
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) {
     return new GatewayError({ status: e.statusCode, code: 'invalid_request', message: e.message ?? 'bad request' });
   }
-  return new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
+  return internalError();
 }

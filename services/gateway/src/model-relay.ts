@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { CLIENT_CLOSED_STATUS, GatewayError, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
+import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
 import { beforeDeadline, type CaughtUp, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from '@gateway/admission';
@@ -170,7 +170,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     onUnrun: () => {
       admitted.unrun();
       // Told from the client's failure path, which may not have run yet when the add itself failed.
-      setImmediate(() => logUnrun(request, options, arrivedAt, failure ?? new GatewayError({ status: 503, code: 'overloaded', message: 'the request could not be queued' }), admitted.batch ? 'batch' : 'interactive'));
+      setImmediate(() => logUnrun(request, options, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive'));
     },
   };
   const format = options.stream;

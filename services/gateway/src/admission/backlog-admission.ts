@@ -1,4 +1,4 @@
-import { GatewayError, type QueueName } from '@gateway/contracts';
+import { overloaded, type QueueName } from '@gateway/contracts';
 import { drainedCounterKey, shardPrefixes, type Redis } from '@gateway/queue';
 
 export interface BacklogAdmissionOptions {
@@ -70,12 +70,7 @@ export class BacklogAdmission {
     const tooLong = Number.isFinite(waitMs) ? waitMs > this.options.maxWaitMs : backlog > this.options.maxBacklog;
     if (backlog > this.options.maxBacklog || tooLong) {
       const retryAfter = Number.isFinite(waitMs) ? Math.ceil((waitMs - this.options.maxWaitMs) / 1000) + 1 : 5;
-      throw new GatewayError({
-        status: 503,
-        code: 'overloaded',
-        message: `the ${queue} queue is too long to serve this request in time (${backlog} jobs waiting); retry later`,
-        retryAfter: Math.min(Math.max(retryAfter, 1), 60),
-      });
+      throw overloaded(`the ${queue} queue is too long to serve this request in time (${backlog} jobs waiting); retry later`, Math.min(Math.max(retryAfter, 1), 60));
     }
   }
 

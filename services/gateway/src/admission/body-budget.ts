@@ -11,7 +11,7 @@
  */
 import { Transform, type Readable } from 'node:stream';
 import type { preParsingAsyncHookHandler } from 'fastify';
-import { GatewayError, overloaded } from '@gateway/contracts';
+import { overloaded, rateLimited } from '@gateway/contracts';
 
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
@@ -43,10 +43,7 @@ export class BodyBudget {
     const mine = this.perKey.get(keyId) ?? 0;
     // A key holding nothing may always send one body up to the body limit, whatever its budget.
     if (mine > 0 && mine + bytes > this.options.perKeyBytes) {
-      throw new GatewayError({
-        status: 429, code: 'rate_limited', retryAfter: 1,
-        message: `this API key has ${mine} bytes of request bodies in flight; past ${this.options.perKeyBytes} (BODY_BUDGET_PER_KEY_BYTES) wait for some to finish`,
-      });
+      throw rateLimited(`this API key has ${mine} bytes of request bodies in flight; past ${this.options.perKeyBytes} (BODY_BUDGET_PER_KEY_BYTES) wait for some to finish`, 1);
     }
     if (this.total > 0 && this.total + bytes > this.options.totalBytes) {
       throw overloaded('the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly');

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 export type { KeyHolder } from '@gateway/admission';
-import { GatewayError, TokenStatus, UserStatus } from '@gateway/contracts';
+import { forbidden, invalidApiKey, TokenStatus, UserStatus } from '@gateway/contracts';
 import { holderOf, mayUseModel, type KeyHolder } from '@gateway/admission';
 import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
 
@@ -28,8 +28,6 @@ export interface CredentialSources {
   /** Accept `x-goog-api-key` too (the Gemini path). */
   googleHeader?: boolean;
 }
-
-const invalidKey = (message: string) => new GatewayError({ status: 401, code: 'invalid_api_key', message });
 
 const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
@@ -70,26 +68,21 @@ export class ApiKeyAuth {
   async authenticate(sources: CredentialSources): Promise<KeyHolder> {
     const query = sources.query as Record<string, unknown> | undefined;
     if (query && typeof query === 'object' && ('key' in query || 'api_key' in query)) {
-      throw invalidKey('API keys are not accepted in the query string: send it in the Authorization header (Bearer sk-…)' + (sources.googleHeader ? ' or the x-goog-api-key header' : ''));
+      throw invalidApiKey('API keys are not accepted in the query string: send it in the Authorization header (Bearer sk-…)' + (sources.googleHeader ? ' or the x-goog-api-key header' : ''));
     }
     const key = this.keyFrom(sources);
     const status: LRUCache.Status<string, CachedKey, string> = {};
     let entry = await this.cache.fetch(sha256(key), { context: key, status });
     // Cleared while it was looked up (a token or user changed): read again, past the cache.
     if (!entry && status.fetchAborted) entry = await this.lookup(key);
-    if (!entry) throw invalidKey('invalid API key');
+    if (!entry) throw invalidApiKey('invalid API key');
     return this.check(entry);
   }
 
   /** 403 when the key (or its user) is limited to models that do not include `model`. */
   authorizeModel(holder: KeyHolder, model: string): void {
     if (!mayUseModel(holder, model)) {
-      throw new GatewayError({
-        status: 403,
-        code: 'permission_denied',
-        message: `this API key may not use the model "${model}"`,
-        param: 'model',
-      });
+      throw forbidden(`this API key may not use the model "${model}"`, 'model');
     }
   }
 
@@ -97,12 +90,12 @@ export class ApiKeyAuth {
     const authorization = first(sources.headers.authorization)?.trim();
     if (authorization) {
       const match = /^Bearer\s+(.+)$/i.exec(authorization);
-      if (!match) throw invalidKey('malformed Authorization header: send Authorization: Bearer sk-…');
+      if (!match) throw invalidApiKey('malformed Authorization header: send Authorization: Bearer sk-…');
       return match[1]!.trim();
     }
     const google = sources.googleHeader ? first(sources.headers['x-goog-api-key'])?.trim() : undefined;
     if (google) return google;
-    throw invalidKey(
+    throw invalidApiKey(
       sources.googleHeader
         ? 'no API key: send Authorization: Bearer sk-… or x-goog-api-key: sk-…'
         : 'no API key: send Authorization: Bearer sk-…',
@@ -128,14 +121,14 @@ export class ApiKeyAuth {
       case TokenStatus.enabled:
         break;
       case TokenStatus.expired:
-        throw invalidKey('this API key has expired');
+        throw invalidApiKey('this API key has expired');
       case TokenStatus.exhausted:
-        throw invalidKey('this API key has used up its quota');
+        throw invalidApiKey('this API key has used up its quota');
       default:
-        throw invalidKey('this API key is disabled');
+        throw invalidApiKey('this API key is disabled');
     }
-    if (entry.expiredTime !== -1 && entry.expiredTime * 1000 <= Date.now()) throw invalidKey('this API key has expired');
-    if (entry.userStatus !== UserStatus.enabled) throw invalidKey("this API key's user is disabled");
+    if (entry.expiredTime !== -1 && entry.expiredTime * 1000 <= Date.now()) throw invalidApiKey('this API key has expired');
+    if (entry.userStatus !== UserStatus.enabled) throw invalidApiKey("this API key's user is disabled");
     return entry.holder;
   }
 }

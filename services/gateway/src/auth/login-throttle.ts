@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { defineLuaScripts, luaScripts } from '@gateway/config';
-import { GatewayError, usernameKey } from '@gateway/contracts';
+import { GatewayError, rateLimited, usernameKey } from '@gateway/contracts';
 import type { Redis } from '@gateway/queue';
 import { sha256 } from '@gateway/store';
 import { signInAddress } from './sign-in-address.ts';
@@ -107,9 +107,9 @@ export class LoginThrottle {
   }
 
   private tooMany(pttl: number): GatewayError {
-    return new GatewayError({
-      status: 429, code: 'rate_limited', message: 'too many failed sign-ins; wait before trying again',
-      retryAfter: Math.max(1, Math.ceil((pttl > 0 ? pttl : this.options.windowSeconds * 1000) / 1000)),
-    });
+    return rateLimited(
+      'too many failed sign-ins; wait before trying again',
+      Math.max(1, Math.ceil((pttl > 0 ? pttl : this.options.windowSeconds * 1000) / 1000)),
+    );
   }
 }

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { badRequest, GatewayError } from '@gateway/contracts';
+import { badRequest, payloadTooLarge } from '@gateway/contracts';
 
 export interface JsonlLimits {
   /** Most bytes of the file (FILE_MAX_BYTES): past it, a 413. */
@@ -9,7 +9,7 @@ export interface JsonlLimits {
 }
 
 export const fileTooLarge = (maxBytes: number) =>
-  new GatewayError({ status: 413, code: 'payload_too_large', message: `the file is larger than ${maxBytes} bytes, the most a file may be (FILE_MAX_BYTES)`, param: 'file' });
+  payloadTooLarge(`the file is larger than ${maxBytes} bytes, the most a file may be (FILE_MAX_BYTES)`, 'file');
 
 /**
  * The lines of a JSONL upload as its bytes arrive (never the whole file in memory): numbered from

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { batchCreateSchema, GatewayError, parseOrThrow } from '@gateway/contracts';
+import { badRequest, batchCreateSchema, notFound, parseOrThrow } from '@gateway/contracts';
 import { BatchStore, FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
@@ -15,7 +15,7 @@ const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
 
-const notFound = (id: string) => new GatewayError({ status: 404, code: 'not_found', message: `No batch found with id '${id}'.`, param: 'batch_id' });
+const noBatch = (id: string) => notFound(`No batch found with id '${id}'.`, 'batch_id');
 
 export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): void {
   const stores = () => {
@@ -28,9 +28,9 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
     const body = parseOrThrow(batchCreateSchema, request.body);
     const { batches, files } = stores();
     const input = await orUnavailable(files.get(body.input_file_id, holder.userId));
-    if (!input) throw new GatewayError({ status: 404, code: 'not_found', message: `No file found with id '${body.input_file_id}'.`, param: 'input_file_id' });
+    if (!input) throw notFound(`No file found with id '${body.input_file_id}'.`, 'input_file_id');
     if (input.purpose !== 'batch') {
-      throw new GatewayError({ status: 400, code: 'invalid_request', message: `file '${input.id}' has purpose '${input.purpose}'; a batch's input file must have purpose 'batch'`, param: 'input_file_id' });
+      throw badRequest(`file '${input.id}' has purpose '${input.purpose}'; a batch's input file must have purpose 'batch'`, 'input_file_id');
     }
     return orUnavailable(batches.create({ userId: holder.userId, tokenId: holder.tokenId }, body, options.completionWindowMs));
   });
@@ -38,7 +38,7 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
   app.get('/batches/:id', async (request) => {
     const { id } = request.params as { id: string };
     const batch = await orUnavailable(stores().batches.get(id, keyHolderOf(request).userId));
-    if (!batch) throw notFound(id);
+    if (!batch) throw noBatch(id);
     return batch;
   });
 
@@ -51,7 +51,7 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
   app.post('/batches/:id/cancel', async (request) => {
     const { id } = request.params as { id: string };
     const batch = await orUnavailable(stores().batches.cancel(id, keyHolderOf(request).userId));
-    if (!batch) throw notFound(id);
+    if (!batch) throw noBatch(id);
     return batch;
   });
 }

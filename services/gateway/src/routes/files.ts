@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import multipart from '@fastify/multipart';
 import { z } from 'zod';
-import { GatewayError, parseOrThrow } from '@gateway/contracts';
+import { notFound, parseOrThrow } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { receiveUpload } from '../files/multipart-upload.ts';
@@ -20,7 +20,7 @@ const listQuery = z.object({
   order: z.enum(['asc', 'desc']).default('desc'),
 });
 
-const notFound = (id: string) => new GatewayError({ status: 404, code: 'not_found', message: `No such File object: ${id}`, param: 'id' });
+const noFile = (id: string) => notFound(`No such File object: ${id}`, 'id');
 
 export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions): Promise<void> {
   // The file's size is checked as its lines are read (jsonl-lines.ts), for a 413 that says so:
@@ -40,7 +40,7 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
   app.get('/files/:id', async (request) => {
     const { id } = request.params as { id: string };
     const file = await orUnavailable(files().get(id, keyHolderOf(request).userId));
-    if (!file) throw notFound(id);
+    if (!file) throw noFile(id);
     return file;
   });
 
@@ -49,7 +49,7 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
     const store = files();
     const userId = keyHolderOf(request).userId;
     const file = await orUnavailable(store.get(id, userId));
-    if (!file) throw notFound(id);
+    if (!file) throw noFile(id);
     reply.type('application/octet-stream');
     reply.header('content-disposition', `attachment; filename="${file.filename.replace(/[^\w.-]/g, '_')}"`);
     return reply.send(Readable.from(store.content(id, userId), { objectMode: false }));
@@ -57,7 +57,7 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
 
   app.delete('/files/:id', async (request) => {
     const { id } = request.params as { id: string };
-    if (!(await orUnavailable(files().remove(id, keyHolderOf(request).userId)))) throw notFound(id);
+    if (!(await orUnavailable(files().remove(id, keyHolderOf(request).userId)))) throw noFile(id);
     return { id, object: 'file', deleted: true };
   });
 }

@@ -6,7 +6,7 @@
  * same code as the OpenAI path's; this file is only the Gemini adapter.
  */
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, geminiGenerateRequest, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import { geminiGenerateRequest, notFound, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
@@ -53,11 +53,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
   app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
-      throw new GatewayError({
-        status: 404,
-        code: 'not_found',
-        message: `no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`,
-      });
+      throw notFound(`no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`);
     }
     const holder = keyHolderOf(request);
     const body = parseOrThrow(geminiGenerateRequest, request.body);

@@ -6,7 +6,7 @@
  * format, aliases included).
  */
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, type ChannelType } from '@gateway/contracts';
+import { GatewayError, modelNotFound, notFound, type ChannelType } from '@gateway/contracts';
 import { channelTypesFor } from '@gateway/providers';
 import type { ServedModel } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
@@ -36,9 +36,7 @@ export const openaiModels: ModelListFormat = {
   types: [...new Set((['completions', 'chat', 'embeddings', 'speech'] as const).flatMap(channelTypesFor))].sort(),
   list: (models) => ({ object: 'list', data: models.map(openaiModel) }),
   one: openaiModel,
-  notFound: (model) => new GatewayError({
-    status: 404, code: 'model_not_found', param: 'model', message: `The model \`${model}\` does not exist or you do not have access to it.`,
-  }),
+  notFound: (model) => modelNotFound(`The model \`${model}\` does not exist or you do not have access to it.`),
   schemas: openaiSchemas(),
 };
 
@@ -63,7 +61,7 @@ export const geminiModels = (version: 'v1' | 'v1beta'): ModelListFormat => ({
   types: ['gemini'],
   list: geminiPage,
   one: geminiModel,
-  notFound: (model) => new GatewayError({ status: 404, code: 'not_found', message: `models/${model} is not found for API version ${version}` }),
+  notFound: (model) => notFound(`models/${model} is not found for API version ${version}`),
   schemas: geminiSchemas(),
 });
 

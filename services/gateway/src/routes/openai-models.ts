@@ -5,7 +5,7 @@
  * use the model, and relay the completion worker's answer, whole or as server-sent events.
  */
 import type { FastifyInstance } from 'fastify';
-import { GatewayError, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
+import { badRequest, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
@@ -20,7 +20,7 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
       const holder = keyHolderOf(request);
       const body = parseOrThrow(endpoint.schema, request.body);
       if (body.stream === true && !endpoint.streams) {
-        throw new GatewayError({ status: 400, code: 'invalid_request', param: 'stream', message: `${path} does not stream` });
+        throw badRequest(`${path} does not stream`, 'stream');
       }
       options.apiKeys.authorizeModel(holder, body.model);
       const payload = {
