@@ -5,7 +5,8 @@
  * (`channel-health.ts`), per-channel concurrency leases shared across processes
  * (`channel-leases.ts`) and the in-process queue of requests waiting for one (`lease-queue.ts`),
  * upstream 429s as back-pressure (`back-pressure.ts`), and quota and usage accounting
- * (`usage-ledger.ts`). A worker supplies only "call this channel"; `ModelRouter.run` does the rest.
+ * (`usage-ledger.ts`). `ModelRouter.attempts` yields a request's attempts, one channel each, until one succeeds; the
+ * worker runtime's relay makes the calls. Its tests' harness is `@gateway/testkit/router`.
  */
 export { ModelRouter, type ModelRequest, type ModelRouterOptions, type RouterSettings, type RoutingObserver, type RouteTarget, type RouteAttempt } from './model-router.ts';
 export { newRouteRecord, attemptOf, routeRecordIn, type RouteRecord } from './route-record.ts';

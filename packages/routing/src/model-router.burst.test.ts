@@ -11,7 +11,7 @@ import { callUpstream, openai } from '@gateway/providers';
 import { issueApiKey, type NewChannel } from '@gateway/store';
 import { type MockOpenAIUpstream } from '@gateway/testkit';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
-import { serveWhole, useRouterTestbed } from './router-testbed.ts';
+import { serveWhole, useRouterTestbed } from '@gateway/testkit/router';
 import { type ModelRequest, type RouteTarget } from './model-router.ts';
 import { routingKeys } from './routing-keys.ts';
 

@@ -5,7 +5,7 @@ import { UpstreamError } from '@gateway/contracts';
 import { callUpstream, openai } from '@gateway/providers';
 import { issueApiKey, type NewChannel } from '@gateway/store';
 import { type MockOpenAIUpstream } from '@gateway/testkit';
-import { serveWhole, useRouterTestbed } from './router-testbed.ts';
+import { serveWhole, useRouterTestbed } from '@gateway/testkit/router';
 import { type ModelRequest, type RouteTarget } from './model-router.ts';
 
 const bed = useRouterTestbed({ failuresBeforeCooldown: 100 });

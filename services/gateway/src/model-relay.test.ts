@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError, QueueName, type CompletionJobPayload } from '@gateway/contracts';
 import { createLogger } from '@gateway/log';
 import { startJobWorker, type JobContext, type JobWorker } from '@gateway/queue';
-import { useTestGateway } from './test-gateway.ts';
+import { useTestGateway } from '../test/test-gateway.ts';
 
 const gateway = useTestGateway();
 let worker: JobWorker;

@@ -4,7 +4,7 @@
  * answered in the body its clients parse. A real Redis behind it, as in production.
  */
 import { describe, expect, it } from 'vitest';
-import { useTestGateway } from './test-gateway.ts';
+import { useTestGateway } from '../test/test-gateway.ts';
 
 const gateway = useTestGateway();
 

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { newAccessToken } from '@gateway/store';
-import { useTestGateway } from '../test-gateway.ts';
+import { useTestGateway } from '../../test/test-gateway.ts';
 
 const gateway = useTestGateway();
 const admin = newAccessToken();

@@ -10,7 +10,7 @@ import { createGatewayMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, type Redis } from '@gateway/queue';
 import { ChannelKeyCipher, createStore, issueApiKey, type Store } from '@gateway/store';
 import { TEST_SECRET_KEY, useTestRedis, type TestRedis } from '@gateway/testkit';
-import { buildGateway } from './app.ts';
+import { buildGateway } from '../src/app.ts';
 
 export interface TestGateway {
   server: TestRedis;

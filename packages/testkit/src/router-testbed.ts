@@ -6,9 +6,9 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLogger } from '@gateway/log';
 import { createStore, type Store } from '@gateway/store';
-import { startMockOpenAIUpstream, useTestRedis, type MockOpenAIUpstream, type TestRedis } from '@gateway/testkit';
-import { ModelRouter, type ModelRequest, type RouteTarget } from './model-router.ts';
-import type { Usage } from './usage-ledger.ts';
+import { ModelRouter, type ModelRequest, type RouteTarget, type Usage } from '@gateway/routing';
+import { startMockOpenAIUpstream, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
+import { useTestRedis, type TestRedis } from './redis-harness.ts';
 
 export interface RouterTestbed {
   server: TestRedis;
