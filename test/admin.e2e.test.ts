@@ -1,30 +1,24 @@
 /**
  * The management API end to end: real Redis, real admin-worker and gateway processes, HTTP.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type Stack } from '@gateway/testkit';
+import { describe, expect } from 'vitest';
+import type { Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const it = stackTest({ env: { MANAGEMENT_BODY_LIMIT_BYTES: '2048' } });
 const secrets = { userPassword: 'alice-password-1', channelKey: 'sk-upstream-very-secret-key-42' };
 
-beforeAll(async () => {
-  stack = await startStack({ env: { MANAGEMENT_BODY_LIMIT_BYTES: '2048' } });
-});
-afterAll(async () => {
-  await stack?.stop();
-});
-
-async function raw(method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
+async function raw(stack: Stack, method: string, path: string, init: { body?: string; headers?: Record<string, string> } = {}) {
   const response = await fetch(stack.gateway.url + path, { method, body: init.body, headers: init.headers });
   return { status: response.status, body: (await response.json()) as any };
 }
 
-async function userCount(): Promise<number> {
+async function userCount(stack: Stack): Promise<number> {
   return (await stack.admin('GET', '/api/user/?page_size=100')).body.data.total;
 }
 
 describe('the operator workflow', () => {
-  it('creates a user and two tagged channels, disables them by tag, updates one, logs the user in, and keeps it all across restarts', async () => {
+  it('creates a user and two tagged channels, disables them by tag, updates one, logs the user in, and keeps it all across restarts', async ({ stack }) => {
     const user = await stack.admin('POST', '/api/user/', { username: 'alice', password: secrets.userPassword, display_name: 'Alice' });
     expect(user.status).toBe(200);
     expect(user.body).toMatchObject({ success: true, message: '', data: { username: 'alice', role: 1, status: 1 } });
@@ -48,7 +42,7 @@ describe('the operator workflow', () => {
     const updated = await stack.admin('PUT', '/api/channel/', { id: one.body.data.id, priority: 7, weight: 3 });
     expect(updated.body.data).toMatchObject({ id: one.body.data.id, name: 'one', priority: 7, weight: 3, status: 2, tag: 't' });
 
-    const login = await raw('POST', '/api/user/login', {
+    const login = await raw(stack, 'POST', '/api/user/login', {
       body: JSON.stringify({ username: 'alice', password: secrets.userPassword }),
       headers: { 'content-type': 'application/json' },
     });
@@ -70,7 +64,7 @@ describe('the operator workflow', () => {
     expect((await stack.admin('GET', '/api/user/self', undefined, aliceToken)).body.data.username).toBe('alice');
   });
 
-  it('runs API-key management: the full key once, masked afterwards, revoked on delete', async () => {
+  it('runs API-key management: the full key once, masked afterwards, revoked on delete', async ({ stack }) => {
     const created = await stack.admin('POST', '/api/token/', { name: 'ci', unlimited_quota: true, models: 'gpt-a' });
     expect(created.status).toBe(200);
     expect(created.body.data.key).toMatch(/^sk-[A-Za-z0-9]{48}$/);
@@ -85,9 +79,9 @@ describe('the operator workflow', () => {
     expect((await stack.admin('GET', `/api/token/${created.body.data.id}`)).status).toBe(404);
   });
 
-  it('deletes a user, after which its access token no longer works', async () => {
+  it('deletes a user, after which its access token no longer works', async ({ stack }) => {
     await stack.admin('POST', '/api/user/', { username: 'gone', password: 'gone-password' });
-    const login = await raw('POST', '/api/user/login', {
+    const login = await raw(stack, 'POST', '/api/user/login', {
       body: JSON.stringify({ username: 'gone', password: 'gone-password' }),
       headers: { 'content-type': 'application/json' },
     });
@@ -101,11 +95,11 @@ describe('the operator workflow', () => {
 
 describe('bad input gets the right status, names the problem and changes nothing', () => {
   const json = { 'content-type': 'application/json', authorization: '' };
-  beforeAll(() => {
+  it.beforeAll(({ stack }) => {
     json.authorization = `Bearer ${stack.adminToken}`;
   });
 
-  it.each([
+  it.for([
     ['malformed JSON', '{"username": "x", ', 400, /malformed JSON/],
     ['a body that is not an object', '["alice"]', 400, /expected object/],
     ['an unknown field', '{"username":"zed","password":"password-1","colour":"red"}', 400, /unknown field: colour/],
@@ -114,41 +108,41 @@ describe('bad input gets the right status, names the problem and changes nothing
     ['a username over 20 characters', `{"username":"${'z'.repeat(21)}","password":"password-1"}`, 400, /username.*1 to 20/],
     ['a password under 8 characters', '{"username":"zed","password":"short"}', 400, /password.*8 to 64/],
     ['a taken username', '{"username":"root","password":"password-1"}', 409, /already taken/],
-  ])('%s', async (_case, body, status, message) => {
-    const before = await userCount();
-    const response = await raw('POST', '/api/user/', { body, headers: json });
+  ] as const)('%s', async ([_case, body, status, message], { stack }) => {
+    const before = await userCount(stack);
+    const response = await raw(stack, 'POST', '/api/user/', { body, headers: json });
     expect(response.status).toBe(status);
     expect(response.body.success).toBe(false);
     expect(response.body.message).toMatch(message);
-    expect(await userCount()).toBe(before);
+    expect(await userCount(stack)).toBe(before);
   });
 
-  it('an unknown id is 404', async () => {
+  it('an unknown id is 404', async ({ stack }) => {
     const response = await stack.admin('PUT', '/api/user/', { id: 9999, display_name: 'x' });
     expect(response.status).toBe(404);
     expect(response.body).toEqual({ success: false, message: 'no user with id 9999' });
     expect((await stack.admin('DELETE', '/api/channel/9999')).status).toBe(404);
   });
 
-  it('no credentials, a bad token and a revoked token are 401', async () => {
-    const none = await raw('POST', '/api/user/', { body: '{"username":"zed","password":"password-1"}', headers: { 'content-type': 'application/json' } });
+  it('no credentials, a bad token and a revoked token are 401', async ({ stack }) => {
+    const none = await raw(stack, 'POST', '/api/user/', { body: '{"username":"zed","password":"password-1"}', headers: { 'content-type': 'application/json' } });
     expect(none.status).toBe(401);
     expect(none.body.message).toMatch(/no credentials/);
     expect((await stack.admin('GET', '/api/user/', undefined, 'not-a-real-token')).status).toBe(401);
 
     await stack.admin('POST', '/api/user/', { username: 'relogin', password: 'relogin-pass' });
-    const login = () => raw('POST', '/api/user/login', { body: '{"username":"relogin","password":"relogin-pass"}', headers: { 'content-type': 'application/json' } });
+    const login = () => raw(stack, 'POST', '/api/user/login', { body: '{"username":"relogin","password":"relogin-pass"}', headers: { 'content-type': 'application/json' } });
     const first = (await login()).body.data.access_token;
     const second = (await login()).body.data.access_token;
     expect((await stack.admin('GET', '/api/user/self', undefined, first)).status).toBe(401);
     expect((await stack.admin('GET', '/api/user/self', undefined, second)).status).toBe(200);
-    const wrong = await raw('POST', '/api/user/login', { body: '{"username":"relogin","password":"not-it-at-all"}', headers: { 'content-type': 'application/json' } });
+    const wrong = await raw(stack, 'POST', '/api/user/login', { body: '{"username":"relogin","password":"not-it-at-all"}', headers: { 'content-type': 'application/json' } });
     expect(wrong.status).toBe(401);
   });
 
-  it('a common user on a management route is 403', async () => {
+  it('a common user on a management route is 403', async ({ stack }) => {
     await stack.admin('POST', '/api/user/', { username: 'commoner', password: 'commoner-pass' });
-    const login = await raw('POST', '/api/user/login', { body: '{"username":"commoner","password":"commoner-pass"}', headers: { 'content-type': 'application/json' } });
+    const login = await raw(stack, 'POST', '/api/user/login', { body: '{"username":"commoner","password":"commoner-pass"}', headers: { 'content-type': 'application/json' } });
     const token = login.body.data.access_token;
     const response = await stack.admin('POST', '/api/channel/tag/disabled', { tag: 't' }, token);
     expect(response.status).toBe(403);
@@ -159,11 +153,11 @@ describe('bad input gets the right status, names the problem and changes nothing
     expect((await stack.admin('POST', '/api/token/', { name: 'theirs', user_id: 1 }, token)).status).toBe(403);
   });
 
-  it('an admin may not create or edit an admin or root, nor grant its own role', async () => {
+  it('an admin may not create or edit an admin or root, nor grant its own role', async ({ stack }) => {
     await stack.admin('POST', '/api/user/', { username: 'boss', password: 'boss-password', role: 10 });
     await stack.admin('POST', '/api/user/', { username: 'peer', password: 'peer-password', role: 10 });
     await stack.admin('POST', '/api/user/', { username: 'minion', password: 'minion-password' });
-    const token = (await raw('POST', '/api/user/login', { body: '{"username":"boss","password":"boss-password"}', headers: { 'content-type': 'application/json' } })).body.data.access_token;
+    const token = (await raw(stack, 'POST', '/api/user/login', { body: '{"username":"boss","password":"boss-password"}', headers: { 'content-type': 'application/json' } })).body.data.access_token;
     const users = (await stack.admin('GET', '/api/user/?page_size=100')).body.data.items as any[];
     const peer = users.find((u) => u.username === 'peer');
     const minion = users.find((u) => u.username === 'minion');
@@ -181,25 +175,25 @@ describe('bad input gets the right status, names the problem and changes nothing
     expect((await stack.admin('GET', `/api/user/${peer.id}`)).body.data.display_name).toBe('peer');
   });
 
-  it('a New-Api-User header that does not match the token is 401', async () => {
+  it('a New-Api-User header that does not match the token is 401', async ({ stack }) => {
     const response = await fetch(stack.gateway.url + '/api/user/self', { headers: { authorization: stack.adminToken, 'new-api-user': '2' } });
     expect(response.status).toBe(401);
     const matching = await fetch(stack.gateway.url + '/api/user/self', { headers: { authorization: stack.adminToken, 'new-api-user': '1' } });
     expect(matching.status).toBe(200);
   });
 
-  it('a body over MANAGEMENT_BODY_LIMIT_BYTES is 413, a wrong Content-Type 415', async () => {
-    const before = await userCount();
-    const big = await raw('POST', '/api/user/', { body: JSON.stringify({ username: 'big', password: 'big-password', display_name: 'x'.repeat(4096) }), headers: json });
+  it('a body over MANAGEMENT_BODY_LIMIT_BYTES is 413, a wrong Content-Type 415', async ({ stack }) => {
+    const before = await userCount(stack);
+    const big = await raw(stack, 'POST', '/api/user/', { body: JSON.stringify({ username: 'big', password: 'big-password', display_name: 'x'.repeat(4096) }), headers: json });
     expect(big.status).toBe(413);
     expect(big.body.success).toBe(false);
-    const text = await raw('POST', '/api/user/', { body: 'username=zed', headers: { ...json, 'content-type': 'text/plain' } });
+    const text = await raw(stack, 'POST', '/api/user/', { body: 'username=zed', headers: { ...json, 'content-type': 'text/plain' } });
     expect(text.status).toBe(415);
     expect(text.body.message).toMatch(/Content-Type/);
-    expect(await userCount()).toBe(before);
+    expect(await userCount(stack)).toBe(before);
   });
 
-  it('an invalid channel field names it', async () => {
+  it('an invalid channel field names it', async ({ stack }) => {
     const response = await stack.admin('POST', '/api/channel/', { name: 'x', type: 'cohere', key: 'k', base_url: 'http://x', models: ['m'] });
     expect(response.status).toBe(400);
     expect(response.body.message).toMatch(/type/);
@@ -210,7 +204,7 @@ describe('bad input gets the right status, names the problem and changes nothing
 });
 
 describe('operations', () => {
-  it('two admin-worker processes share the admin queue', async () => {
+  it('two admin-worker processes share the admin queue', async ({ stack }) => {
     await stack.add('admin-worker');
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) => stack.admin('POST', '/api/user/', { username: `bulk${i}`, password: 'bulk-password' })),
@@ -224,7 +218,7 @@ describe('operations', () => {
     expect(duplicates.filter((r) => r.status === 409)).toHaveLength(9);
   });
 
-  it('answers health and readiness, and gives a request id', async () => {
+  it('answers health and readiness, and gives a request id', async ({ stack }) => {
     const health = await fetch(stack.gateway.url + '/healthz');
     expect(health.status).toBe(200);
     const ready = await fetch(stack.gateway.url + '/readyz', { headers: { 'x-request-id': 'trace-me-123' } });
@@ -232,7 +226,7 @@ describe('operations', () => {
     expect(ready.headers.get('x-request-id')).toBe('trace-me-123');
   });
 
-  it('never writes a secret to a log line', async () => {
+  it('never writes a secret to a log line', async ({ stack }) => {
     // Log lines go out through asynchronous destinations, in order: once a last request's lines
     // (the gateway's and the admin worker's) have arrived, every earlier line has too.
     const marker = 'last-request-before-the-log-check';
@@ -247,7 +241,7 @@ describe('operations', () => {
     expect(output).not.toContain(secrets.channelKey);
   });
 
-  it('reports not ready while Redis is down, and recovers', async () => {
+  it('reports not ready while Redis is down, and recovers', async ({ stack }) => {
     await stack.redis.stop();
     const down = await fetch(stack.gateway.url + '/readyz');
     expect(down.status).toBe(503);

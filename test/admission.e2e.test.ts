@@ -2,33 +2,30 @@
  * Admission before the queue: per-key rate limits across gateway processes, batch work that
  * yields to interactive work, and a backlog too long to serve in time refused at once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { Redis } from 'ioredis';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { startMockOpenAIUpstream, type MockOpenAIUpstream, type ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const it = stackTest({ workers: ['completion-worker'], env: { COMPLETION_CONCURRENCY: '1', REQUEST_TIMEOUT_MS: '20000' } });
+
+/** One upstream behind one channel for the whole file: each test resets it or sets its behaviour. */
 let mock: MockOpenAIUpstream;
 let secondGateway: ServiceProcess;
 let redis: Redis;
 
-beforeAll(async () => {
+it.beforeAll(async ({ stack }) => {
   mock = await startMockOpenAIUpstream();
-  stack = await startStack({ workers: ['completion-worker'], env: { COMPLETION_CONCURRENCY: '1', REQUEST_TIMEOUT_MS: '20000' } });
   secondGateway = await stack.add('gateway');
   redis = new Redis(stack.redis.url);
   const channel = await stack.admin('POST', '/api/channel/', { name: 'only', type: 'openai', key: 'sk-up', base_url: mock.url, models: ['m'] });
   expect(channel.status).toBe(200);
 });
-afterAll(async () => {
+it.afterAll(async () => {
   redis?.disconnect();
-  await stack?.stop();
   await mock?.close();
 });
-
-async function key(fields: Record<string, unknown>): Promise<string> {
-  return (await stack.adminData('POST', '/api/token/', { name: `k${Math.random()}`, unlimited_quota: true, ...fields })).key;
-}
 
 /** Jobs waiting in the completion queue, interactive (wait list) and batch (prioritized set) alike. */
 async function waitingJobs(): Promise<number> {
@@ -36,18 +33,18 @@ async function waitingJobs(): Promise<number> {
   return (await redis.llen(`${queue}:wait`)) + (await redis.zcard(`${queue}:prioritized`));
 }
 
-function complete(base: string, apiKey: string, headers: Record<string, string> = {}, prompt = 'hi') {
+function complete(base: string, key: string, headers: Record<string, string> = {}, prompt = 'hi') {
   return fetch(`${base}/v1/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', ...headers },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ model: 'm', prompt }),
   });
 }
 
 describe('per-key rate limit', () => {
-  it('holds across two gateway processes and refuses without enqueueing', async () => {
+  it('holds across two gateway processes and refuses without enqueueing', async ({ stack, apiKey }) => {
     mock.reset();
-    const limited = await key({ rpm_limit: 6 });
+    const { key: limited } = await apiKey({ rpm_limit: 6 });
     const responses = await Promise.all(
       Array.from({ length: 14 }, (_, i) => complete(i % 2 ? stack.gateway.url : secondGateway.url, limited)),
     );
@@ -59,16 +56,16 @@ describe('per-key rate limit', () => {
     expect(((await refused.json()) as any).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
     expect(mock.requests).toHaveLength(6);
     // Another key is not held back by this one.
-    expect((await complete(stack.gateway.url, await key({}))).status).toBe(200);
+    expect((await complete(stack.gateway.url, (await apiKey()).key)).status).toBe(200);
   });
 });
 
 describe('priorities', () => {
-  it('runs interactive requests before a backlog of batch requests', async () => {
+  it('runs interactive requests before a backlog of batch requests', async ({ stack, apiKey }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 40 });
-    const batchKey = await key({ priority: 'batch' });
-    const interactiveKey = await key({});
+    const { key: batchKey } = await apiKey({ priority: 'batch' });
+    const { key: interactiveKey } = await apiKey();
     const finished: string[] = [];
     const track = (label: string, response: Promise<Response>) => response.then((r) => {
       expect(r.status).toBe(200);
@@ -88,25 +85,25 @@ describe('priorities', () => {
     expect(finished.slice(lastInteractive + 1).every((l) => l === 'batch')).toBe(true);
   });
 
-  it('refuses an unknown X-Priority naming the header', async () => {
-    const response = await complete(stack.gateway.url, await key({}), { 'x-priority': 'urgent' });
+  it('refuses an unknown X-Priority naming the header', async ({ stack, apiKey }) => {
+    const response = await complete(stack.gateway.url, (await apiKey()).key, { 'x-priority': 'urgent' });
     expect(response.status).toBe(400);
     expect(((await response.json()) as any).error.param).toBe('X-Priority');
   });
 });
 
 describe('admission control', () => {
-  it('answers 503 with Retry-After at once when the backlog cannot be served in time', async () => {
+  it('answers 503 with Retry-After at once when the backlog cannot be served in time', async ({ stack, apiKey }) => {
     const crowded = await stack.add('gateway', { ADMISSION_MAX_BACKLOG: '5', REQUEST_TIMEOUT_MS: '3000' });
     const worker = stack.services.find((s) => s.name === 'completion-worker')!;
     await worker.stop('SIGTERM'); // nothing drains the queue now
-    const apiKey = await key({});
-    const waiting = Array.from({ length: 8 }, () => complete(crowded.url, apiKey));
+    const { key } = await apiKey();
+    const waiting = Array.from({ length: 8 }, () => complete(crowded.url, key));
     await expect.poll(waitingJobs).toBe(waiting.length);
     // The gateway samples the backlog every 250 ms, inside its process: give it two samples to see it.
     await new Promise((r) => setTimeout(r, 500));
     const started = Date.now();
-    const refused = await complete(crowded.url, apiKey);
+    const refused = await complete(crowded.url, key);
     expect(refused.status).toBe(503);
     expect(Date.now() - started).toBeLessThan(500);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);

@@ -5,36 +5,37 @@
  * input order, and the key was charged once for each line that was answered: what the
  * output file's usage adds up to, not a token more or less.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceName, type Stack } from '@gateway/testkit';
-
-let stack: Stack;
-let mock: MockOpenAIUpstream;
-let seq = 0;
+import { startMockOpenAIUpstream, type MockOpenAIUpstream, type ServiceName, type Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
 const LEASE_MS = 3000;
 const echo = (prompt: string) => `re: ${prompt}`;
 
-beforeAll(async () => {
+const it = stackTest({
+  database: true,
+  workers: ['completion-worker', 'batch-worker'],
+  // A killed batch worker's batches are taken over after 3 s instead of 15.
+  env: { BATCH_LEASE_MS: String(LEASE_MS), SHUTDOWN_TIMEOUT_MS: '5000' },
+});
+
+/** One upstream behind the one channel for the whole file: each test resets it and sets its behaviour. */
+let mock: MockOpenAIUpstream;
+let seq = 0;
+
+it.beforeAll(async ({ stack }) => {
   mock = await startMockOpenAIUpstream();
-  stack = await startStack({
-    database: true,
-    workers: ['completion-worker', 'batch-worker'],
-    // A killed batch worker's batches are taken over after 3 s instead of 15.
-    env: { BATCH_LEASE_MS: String(LEASE_MS), SHUTDOWN_TIMEOUT_MS: '5000' },
-  });
   await stack.add('completion-worker');
   await stack.adminData('POST', '/api/channel/', { name: 'batch', type: 'openai', key: 'sk-up', base_url: mock.url, models: ['m'], timeout_ms: 20_000, max_concurrency: 8 });
 }, 90_000);
-afterAll(async () => {
-  await stack?.stop();
+it.afterAll(async () => {
   await mock?.close();
 });
 
-const client = (key: string, url = stack.gateway.url) => new OpenAI({ baseURL: `${url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
+const client = (stack: Stack, key: string, url = stack.gateway.url) => new OpenAI({ baseURL: `${url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
 
-async function tenant() {
+async function tenant(stack: Stack) {
   const user = await stack.adminData('POST', '/api/user/', { username: `fault${++seq}`, password: 'batch-password' });
   const { id, key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true });
   return { key: key as string, tokenId: id as number };
@@ -73,7 +74,7 @@ async function fileLines(openai: OpenAI, id: string | null | undefined): Promise
  * Every line once, in input order, across the output and error files; the key charged exactly
  * what the answered lines used. Returns the output lines.
  */
-async function expectEachLineOnce(openai: OpenAI, batch: OpenAI.Batch, lines: number, tokenId: number): Promise<any[]> {
+async function expectEachLineOnce(stack: Stack, openai: OpenAI, batch: OpenAI.Batch, lines: number, tokenId: number): Promise<any[]> {
   const output = await fileLines(openai, batch.output_file_id);
   const errors = await fileLines(openai, batch.error_file_id);
   const ids = [...output, ...errors].map((l) => Number(l.custom_id.slice(4))).sort((a, b) => a - b);
@@ -90,54 +91,54 @@ async function expectEachLineOnce(openai: OpenAI, batch: OpenAI.Batch, lines: nu
 }
 
 /** A new tenant's batch of 600 lines on the 30 ms upstream, once more than 100 are done: the moment to strike. */
-async function midBatch() {
+async function midBatch(stack: Stack) {
   mock.reset();
   mock.setBehaviour({ delayMs: 30, text: echo });
-  const owner = await tenant();
-  const openai = client(owner.key);
+  const owner = await tenant(stack);
+  const openai = client(stack, owner.key);
   const created = await submit(openai, 600);
   await expect.poll(() => completedSoFar(openai, created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
   return { owner, openai, created };
 }
 
-function running(name: ServiceName) {
+function running(stack: Stack, name: ServiceName) {
   return stack.services.filter((s) => s.name === name && s.child.exitCode === null && s.child.signalCode === null);
 }
 
 describe('a batch through crashes and restarts', () => {
-  it('loses no line and charges none twice when a completion worker is killed with SIGKILL mid-batch', async () => {
-    const { owner, openai, created } = await midBatch();
-    const [victim] = running('completion-worker');
+  it('loses no line and charges none twice when a completion worker is killed with SIGKILL mid-batch', async ({ stack }) => {
+    const { owner, openai, created } = await midBatch(stack);
+    const [victim] = running(stack, 'completion-worker');
     await victim!.stop('SIGKILL');
     await stack.add('completion-worker');
     const batch = await settled(() => openai, created.id);
     expect(batch.status).toBe('completed');
-    const output = await expectEachLineOnce(openai, batch, 600, owner.tokenId);
+    const output = await expectEachLineOnce(stack, openai, batch, 600, owner.tokenId);
     console.log(`[batch-fault] kill -9 completion-worker: 600 lines, ${output.length} completed, ${mock.requests.length} upstream calls (a call cut short by the kill is made again)`);
     expect(output.length).toBe(600);
   }, 120_000);
 
-  it('loses no line when the gateway is killed with SIGKILL mid-batch; a new gateway reports it', async () => {
+  it('loses no line when the gateway is killed with SIGKILL mid-batch; a new gateway reports it', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 30, text: echo });
-    const owner = await tenant();
-    const created = await submit(client(owner.key), 600);
-    await expect.poll(() => completedSoFar(client(owner.key), created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
+    const owner = await tenant(stack);
+    const created = await submit(client(stack, owner.key), 600);
+    await expect.poll(() => completedSoFar(client(stack, owner.key), created.id), { timeout: 30_000, interval: 50 }).toBeGreaterThan(100);
     await stack.gateway.stop('SIGKILL');
     const killedAt = Date.now();
     stack.gateway = await stack.add('gateway');
-    const batch = await settled(() => client(owner.key), created.id);
+    const batch = await settled(() => client(stack, owner.key), created.id);
     expect(batch.status).toBe('completed');
     // The batch ran on without any gateway: none is on its path.
     expect(batch.completed_at! * 1000).toBeGreaterThan(killedAt - 1000);
-    const output = await expectEachLineOnce(client(owner.key), batch, 600, owner.tokenId);
+    const output = await expectEachLineOnce(stack, client(stack, owner.key), batch, 600, owner.tokenId);
     expect(output.length).toBe(600);
     expect(mock.requests.length).toBe(600);
   }, 120_000);
 
-  it('loses no line and runs none twice when the batch worker is killed with SIGKILL: another takes the batch over', async () => {
-    const { owner, openai, created } = await midBatch();
-    const [victim] = running('batch-worker');
+  it('loses no line and runs none twice when the batch worker is killed with SIGKILL: another takes the batch over', async ({ stack }) => {
+    const { owner, openai, created } = await midBatch(stack);
+    const [victim] = running(stack, 'batch-worker');
     await victim!.stop('SIGKILL');
     const killedAt = Date.now();
     const atKill = await openai.batches.retrieve(created.id);
@@ -145,27 +146,27 @@ describe('a batch through crashes and restarts', () => {
     const batch = await settled(() => openai, created.id);
     console.log(`[batch-fault] kill -9 batch-worker at ${atKill.request_counts?.completed}/600; finished ${Date.now() - killedAt} ms later (lease ${LEASE_MS} ms), ${mock.requests.length} upstream calls`);
     expect(batch.status).toBe('completed');
-    const output = await expectEachLineOnce(openai, batch, 600, owner.tokenId);
+    const output = await expectEachLineOnce(stack, openai, batch, 600, owner.tokenId);
     expect(output.length).toBe(600);
     // The lines in flight at the kill ran on; the new holder followed their replies instead of
     // sending them again.
     expect(mock.requests.length).toBe(600);
   }, 120_000);
 
-  it('loses no line when Redis is stopped for 2 s mid-batch and restarted', async () => {
-    const { owner, openai, created } = await midBatch();
+  it('loses no line when Redis is stopped for 2 s mid-batch and restarted', async ({ stack }) => {
+    const { owner, openai, created } = await midBatch(stack);
     await stack.redis.stop();
     await new Promise((r) => setTimeout(r, 2000));
     await stack.redis.restart();
     const batch = await settled(() => openai, created.id);
     expect(batch.status).toBe('completed');
-    const output = await expectEachLineOnce(openai, batch, 600, owner.tokenId);
+    const output = await expectEachLineOnce(stack, openai, batch, 600, owner.tokenId);
     console.log(`[batch-fault] Redis stopped 2 s: 600 lines, ${output.length} completed, ${mock.requests.length} upstream calls`);
     expect(output.length).toBe(600);
   }, 120_000);
 
-  it('pauses while PostgreSQL is down (503 for the Files and Batches routes, live requests unharmed) and resumes by itself', async () => {
-    const { owner, openai, created } = await midBatch();
+  it('pauses while PostgreSQL is down (503 for the Files and Batches routes, live requests unharmed) and resumes by itself', async ({ stack }) => {
+    const { owner, openai, created } = await midBatch(stack);
     await stack.postgres!.stop({ hard: true });
     try {
       for (const call of [() => openai.batches.retrieve(created.id), () => openai.files.list(), () => openai.batches.list()]) {
@@ -190,19 +191,19 @@ describe('a batch through crashes and restarts', () => {
     console.log(`[batch-fault] PostgreSQL killed for 2 s: 600 lines completed, ${mock.requests.length - 1} upstream calls for them`);
   }, 120_000);
 
-  it('ends what is left as expired at the end of the completion window', async () => {
+  it('ends what is left as expired at the end of the completion window', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 200, text: echo });
     // A gateway whose "24h" lasts 3 s: it writes the window into the batch when it is created.
     const brief = await stack.add('gateway', { BATCH_COMPLETION_WINDOW_MS: '3000' });
-    const owner = await tenant();
-    const openai = client(owner.key, brief.url);
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key, brief.url);
     const created = await submit(openai, 200);
     expect(created.expires_at! - created.created_at).toBe(3);
     const batch = await settled(() => openai, created.id, 30_000);
     expect(batch.status).toBe('expired');
     expect(batch.expired_at).toBeGreaterThanOrEqual(created.expires_at!);
-    const output = await expectEachLineOnce(openai, batch, 200, owner.tokenId);
+    const output = await expectEachLineOnce(stack, openai, batch, 200, owner.tokenId);
     const errors = await fileLines(openai, batch.error_file_id);
     // 8 slots × 200 ms for 3 s: about 120 lines ran, the rest expired unrun.
     expect(output.length).toBeGreaterThan(20);

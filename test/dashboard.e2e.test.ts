@@ -5,30 +5,30 @@
  * change jobs.
  */
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { Queue } from 'bullmq';
 import { chromium, type Browser } from 'playwright-core';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { CHROMIUM_ARGS, findChromium, repoRoot, startStack, type Stack } from '@gateway/testkit';
+import { CHROMIUM_ARGS, findChromium, repoRoot, type Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
 const ROOT_PASSWORD = 'root-password-for-tests';
-let stack: Stack;
+const it = stackTest({ env: { ADMIN_PASSWORD: ROOT_PASSWORD } });
 let adminToken: string;
 let commonToken: string;
 
-async function login(username: string, password: string): Promise<string> {
+async function login(stack: Stack, username: string, password: string): Promise<string> {
   const response = await fetch(stack.gateway.url + '/api/user/login', {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }),
   });
   return ((await response.json()) as any).data.access_token;
 }
 
-beforeAll(async () => {
-  stack = await startStack({ env: { ADMIN_PASSWORD: ROOT_PASSWORD } });
+it.beforeAll(async ({ stack }) => {
   await stack.admin('POST', '/api/user/', { username: 'ops', password: 'ops-password', role: 10 });
   await stack.admin('POST', '/api/user/', { username: 'user', password: 'user-password' });
-  adminToken = await login('ops', 'ops-password');
-  commonToken = await login('user', 'user-password');
+  adminToken = await login(stack, 'ops', 'ops-password');
+  commonToken = await login(stack, 'user', 'user-password');
   // Jobs for the board to show: no audio worker runs, so they wait.
   const audio = new Queue(QueueName.audio, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });
   for (let i = 0; i < 5; i++) {
@@ -36,12 +36,9 @@ beforeAll(async () => {
   }
   await audio.close();
 });
-afterAll(async () => {
-  await stack?.stop();
-});
 
 describe('who may open the dashboard', () => {
-  it('gives anyone not signed in a 401 and the sign-in form, never the board or its static files', async () => {
+  it('gives anyone not signed in a 401 and the sign-in form, never the board or its static files', async ({ stack }) => {
     const page = await fetch(stack.gateway.url + '/admin/queues', { headers: { accept: 'text/html' } });
     expect(page.status).toBe(401);
     const html = await page.text();
@@ -57,12 +54,12 @@ describe('who may open the dashboard', () => {
     expect((await fetch(stack.gateway.url + '/admin/queues/api/queues')).status).toBe(401);
   });
 
-  it('turns a common user away with 403', async () => {
+  it('turns a common user away with 403', async ({ stack }) => {
     const response = await fetch(stack.gateway.url + '/admin/queues/api/queues', { headers: { authorization: `Bearer ${commonToken}` } });
     expect(response.status).toBe(403);
   });
 
-  it('lets an administrator look but not change jobs; root may', async () => {
+  it('lets an administrator look but not change jobs; root may', async ({ stack }) => {
     const look = await fetch(stack.gateway.url + '/admin/queues/api/queues', { headers: { authorization: `Bearer ${adminToken}` } });
     expect(look.status).toBe(200);
     const queues = ((await look.json()) as any).queues.map((q: any) => q.name);
@@ -82,11 +79,11 @@ describe('who may open the dashboard', () => {
 });
 
 describe('what the board shows of jobs', () => {
-  const board = (path: string, token: string) => fetch(stack.gateway.url + '/admin/queues/api' + path, { headers: { authorization: `Bearer ${token}` } });
-  const waitingAdminJobs = async (token: string) =>
-    (await (await board('/queues?activeQueue=admin&status=waiting&page=1&jobsPerPage=50', token)).json() as any).queues.find((q: any) => q.name === 'admin');
+  const board = (stack: Stack, path: string, token: string) => fetch(stack.gateway.url + '/admin/queues/api' + path, { headers: { authorization: `Bearer ${token}` } });
+  const waitingAdminJobs = async (stack: Stack, token: string) =>
+    (await (await board(stack, '/queues?activeQueue=admin&status=waiting&page=1&jobsPerPage=50', token)).json() as any).queues.find((q: any) => q.name === 'admin');
 
-  it('never shows a hash, digest or encrypted key, and shows the admin queue to root only, while the admin worker is down', async () => {
+  it('never shows a hash, digest or encrypted key, and shows the admin queue to root only, while the admin worker is down', async ({ stack }) => {
     const user = await stack.adminData('POST', '/api/user/', { username: 'victim', password: 'victim-password-1' });
     const adminWorker = stack.services.find((s) => s.name === 'admin-worker')!;
     await adminWorker.stop('SIGKILL');
@@ -98,31 +95,31 @@ describe('what the board shows of jobs', () => {
       stack.admin('POST', '/api/channel/', { name: 'ch', type: 'openai', key: 'sk-upstream-secret-key-123456', base_url: 'http://example.com', models: ['m'] }),
     ];
     try {
-      await expect.poll(async () => (await waitingAdminJobs(stack.adminToken))?.jobs.length ?? 0, { timeout: 10_000 }).toBe(3);
-      const asRoot = JSON.stringify(await waitingAdminJobs(stack.adminToken));
+      await expect.poll(async () => (await waitingAdminJobs(stack, stack.adminToken))?.jobs.length ?? 0, { timeout: 10_000 }).toBe(3);
+      const asRoot = JSON.stringify(await waitingAdminJobs(stack, stack.adminToken));
       expect(asRoot).toContain('digest-shown?'); // root sees the jobs and their data…
       expect(asRoot).toContain('[redacted]');
       expect(asRoot).not.toMatch(/scrypt\$|enc:v1|[0-9a-f]{64}|sk-upstream|sk-up\*/); // …but nothing made from a secret
 
       // An administrator below root sees no admin queue at all, nor any of its jobs by id.
-      expect(await waitingAdminJobs(adminToken)).toBeUndefined();
+      expect(await waitingAdminJobs(stack, adminToken)).toBeUndefined();
       const anyJob = JSON.parse(asRoot).jobs[0].id;
-      expect((await board(`/queues/admin/${anyJob}`, adminToken)).status).toBe(404);
-      expect((await board(`/queues/admin/${anyJob}`, stack.adminToken)).status).toBe(200);
+      expect((await board(stack, `/queues/admin/${anyJob}`, adminToken)).status).toBe(404);
+      expect((await board(stack, `/queues/admin/${anyJob}`, stack.adminToken)).status).toBe(200);
     } finally {
       await stack.add('admin-worker');
       await Promise.all(pending);
     }
   }, 30_000);
 
-  it('cuts a prompt sent as many short strings within one budget per job', async () => {
+  it('cuts a prompt sent as many short strings within one budget per job', async ({ stack }) => {
     const completion = new Queue(QueueName.completion, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });
     const prompt = Array.from({ length: 28 }, (_, i) => `part-${String(i).padStart(2, '0')} ${'word '.repeat(8)}`);
     const tokens = Array.from({ length: 2000 }, (_, i) => 1000 + i);
     await completion.add(QueueName.completion, { requestId: 'split-prompt', replyTo: 'nobody', deadline: Date.now() + 600_000, payload: { model: 'm', body: { prompt } } });
     await completion.add(QueueName.completion, { requestId: 'token-prompt', replyTo: 'nobody', deadline: Date.now() + 600_000, payload: { model: 'm', body: { prompt: tokens } } });
     await completion.close();
-    const queue = (await (await board('/queues?activeQueue=completion&status=waiting&page=1&jobsPerPage=50', adminToken)).json() as any).queues.find((q: any) => q.name === 'completion');
+    const queue = (await (await board(stack, '/queues?activeQueue=completion&status=waiting&page=1&jobsPerPage=50', adminToken)).json() as any).queues.find((q: any) => q.name === 'completion');
     const split = JSON.stringify(queue.jobs.find((j: any) => j.data.requestId === 'split-prompt').data);
     expect(split).toContain('part-00');
     expect(split).not.toContain('part-27');
@@ -141,7 +138,7 @@ describe('cross-site requests and the cookie', () => {
     });
   const sessionOf = (response: Response) => /gw_dashboard=([^;]+)/.exec(response.headers.get('set-cookie') ?? '')?.[1];
 
-  it('refuses a sign-in posted from another site, or with no Origin at all (login CSRF)', async () => {
+  it('refuses a sign-in posted from another site, or with no Origin at all (login CSRF)', async ({ stack }) => {
     for (const headers of [{ origin: 'https://evil.example' }, { referer: 'https://evil.example/page' }, { origin: 'null' }, {}] as Record<string, string>[]) {
       const response = await signIn(stack.gateway.url, headers);
       expect(response.status, JSON.stringify(headers)).toBe(403);
@@ -154,7 +151,7 @@ describe('cross-site requests and the cookie', () => {
     expect((await signIn(stack.gateway.url, { referer: `${stack.gateway.url}/admin/queues/login` })).status).toBe(303);
   });
 
-  it("refuses a change to jobs sent with the browser's cookie from another site; same-origin and token requests pass", async () => {
+  it("refuses a change to jobs sent with the browser's cookie from another site; same-origin and token requests pass", async ({ stack }) => {
     const session = sessionOf(await signIn(stack.gateway.url, { origin: stack.gateway.url }))!;
     const pause = (headers: Record<string, string>) => fetch(`${stack.gateway.url}/admin/queues/api/queues/audio/pause`, { method: 'PUT', headers });
     const resume = (headers: Record<string, string>) => fetch(`${stack.gateway.url}/admin/queues/api/queues/audio/resume`, { method: 'PUT', headers });
@@ -172,7 +169,7 @@ describe('cross-site requests and the cookie', () => {
     expect(logout.status).toBe(403);
   });
 
-  it('marks the cookie Secure behind a TLS proxy only when TRUST_PROXY trusts it', async () => {
+  it('marks the cookie Secure behind a TLS proxy only when TRUST_PROXY trusts it', async ({ stack }) => {
     const behindTls = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gateway.example', origin: 'https://gateway.example' };
     // Not trusted (the default): X-Forwarded-* are anyone's to send, so they change nothing.
     const untrusted = await signIn(stack.gateway.url, { ...behindTls, origin: stack.gateway.url });
@@ -205,7 +202,7 @@ describe('in a browser', () => {
     await browser?.close();
   });
 
-  it('signs root in with the form and shows the queues with their jobs', async () => {
+  it('signs root in with the form and shows the queues with their jobs', async ({ stack }) => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
     const first = await page.goto(stack.gateway.url + '/admin/queues');

@@ -5,32 +5,33 @@
  * clear error, and lost (which must be 0).
  */
 import { createServer, type Server } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { Redis } from 'ioredis';
 import { keys } from '@gateway/store';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { startMockOpenAIUpstream, type MockOpenAIUpstream, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const TIMEOUT_MS = 12_000;
+
+const it = stackTest({
+  workers: ['completion-worker'],
+  env: { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS), CHANNEL_FAILURES_BEFORE_COOLDOWN: '2', CHANNEL_COOLDOWN_MS: '60000', SHUTDOWN_TIMEOUT_MS: '8000' },
+});
+
+/** One upstream behind the one channel 'main' and one key for the whole file: each test resets it or sets its behaviour. */
 let mock: MockOpenAIUpstream;
 let apiKey: string;
 let tokenId: number;
 
-const TIMEOUT_MS = 12_000;
-
-beforeAll(async () => {
+it.beforeAll(async ({ stack }) => {
   mock = await startMockOpenAIUpstream();
-  stack = await startStack({
-    workers: ['completion-worker'],
-    env: { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS), CHANNEL_FAILURES_BEFORE_COOLDOWN: '2', CHANNEL_COOLDOWN_MS: '60000', SHUTDOWN_TIMEOUT_MS: '8000' },
-  });
   await stack.add('completion-worker');
   expect((await stack.admin('POST', '/api/channel/', { name: 'main', type: 'openai', key: 'sk-up', base_url: mock.url, models: ['m'], timeout_ms: 8000 })).status).toBe(200);
   const token = await stack.admin('POST', '/api/token/', { name: 'faults', unlimited_quota: true });
   apiKey = token.body.data.key;
   tokenId = token.body.data.id;
 }, 60_000);
-afterAll(async () => {
-  await stack?.stop();
+it.afterAll(async () => {
   await mock?.close();
 });
 
@@ -64,20 +65,20 @@ function tally(name: string, outcomes: Outcome[], clear: (o: Outcome) => boolean
   return { completed, failedClearly, lost };
 }
 
-const workers = () => stack.services.filter((s) => s.name === 'completion-worker' && s.child.exitCode === null && s.child.signalCode === null);
+const workers = (stack: Stack) => stack.services.filter((s) => s.name === 'completion-worker' && s.child.exitCode === null && s.child.signalCode === null);
 
-async function usedQuota(): Promise<number> {
+async function usedQuota(stack: Stack): Promise<number> {
   return (await stack.admin('GET', `/api/token/${tokenId}`)).body.data.used_quota;
 }
 
 describe('a completion worker killed with SIGKILL while it holds jobs', () => {
-  it('has every affected request completed by another worker, answered once and charged once', async () => {
+  it('has every affected request completed by another worker, answered once and charged once', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 1500 });
-    const before = await usedQuota();
+    const before = await usedQuota(stack);
     const pending = Array.from({ length: 20 }, () => complete(stack.gateway.url));
     await mock.waitFor((m) => m.inFlight >= 20, 5000);
-    const [victim] = workers();
+    const [victim] = workers(stack);
     await victim!.stop('SIGKILL');
     const outcomes = await Promise.all(pending);
     mock.setBehaviour({});
@@ -86,19 +87,19 @@ describe('a completion worker killed with SIGKILL while it holds jobs', () => {
     expect(completed).toBe(20);
     expect(Math.max(...outcomes.map((o) => o.ms))).toBeLessThan(TIMEOUT_MS);
     // The mock's usage per reply is its word counts: 2 prompt + 5 completion tokens.
-    await expect.poll(async () => (await usedQuota()) - before).toBe(20 * 7);
+    await expect.poll(async () => (await usedQuota(stack)) - before).toBe(20 * 7);
     // And not a second time: a window on purpose, in which the next flushes add nothing.
     await new Promise((r) => setTimeout(r, 300));
-    expect((await usedQuota()) - before).toBe(20 * 7);
+    expect((await usedQuota(stack)) - before).toBe(20 * 7);
     await stack.add('completion-worker');
   }, 40_000);
 });
 
 describe('a gateway killed with SIGKILL', () => {
-  it('leaves its queued jobs to be dropped unrun, and nothing of it in Redis for long', async () => {
+  it('leaves its queued jobs to be dropped unrun, and nothing of it in Redis for long', async ({ stack }) => {
     mock.reset();
     const doomed = await stack.add('gateway');
-    for (const worker of workers()) await worker.stop('SIGTERM');
+    for (const worker of workers(stack)) await worker.stop('SIGTERM');
     const requests = Array.from({ length: 10 }, () => complete(doomed.url));
     const redis = new Redis(stack.redis.url);
     // Waiting jobs: model jobs carry their fair rank as a BullMQ priority (the prioritized set).
@@ -127,7 +128,7 @@ describe('a gateway killed with SIGKILL', () => {
 });
 
 describe('Redis stopped for 5 s under load', () => {
-  it('fails requests fast with 503 while it is down, reconnects by itself, and keeps every record', async () => {
+  it('fails requests fast with 503 while it is down, reconnects by itself, and keeps every record', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 10 });
     // Open-loop load: a new request every 20 ms, whatever happens to the earlier ones.
@@ -180,16 +181,16 @@ describe('upstreams that hang, reset connections, or cut a stream short', () => 
     resetting.close();
   });
 
-  async function pair(model: string, primaryUrl: string) {
+  async function pair(stack: Stack, model: string, primaryUrl: string) {
     for (const [name, url, priority] of [[`${model}-primary`, primaryUrl, 10], [`${model}-backup`, backup.url, 0]] as const) {
       const created = await stack.admin('POST', '/api/channel/', { name, type: 'openai', key: 'sk-up', base_url: url, models: [model], priority, timeout_ms: 800 });
       expect(created.status).toBe(200);
     }
   }
 
-  it('fails over from a hanging upstream, then cools it down', async () => {
-    const hanging = await startMockOpenAIUpstream({ hang: true });
-    await pair('hang-model', hanging.url);
+  it('fails over from a hanging upstream, then cools it down', async ({ stack, upstream }) => {
+    const hanging = await upstream.openai({ hang: true });
+    await pair(stack, 'hang-model', hanging.url);
     const first = await complete(stack.gateway.url, { model: 'hang-model' });
     expect(first.status).toBe(200);
     expect(first.body.choices[0].text).toBe('from the backup');
@@ -198,20 +199,19 @@ describe('upstreams that hang, reset connections, or cut a stream short', () => 
     const cooled = await complete(stack.gateway.url, { model: 'hang-model' });
     expect(cooled.status).toBe(200);
     expect(cooled.ms).toBeLessThan(500); // the hanging channel is no longer tried first
-    await hanging.close();
   });
 
-  it('fails over from an upstream that resets the connection', async () => {
+  it('fails over from an upstream that resets the connection', async ({ stack }) => {
     const port = (resetting.address() as { port: number }).port;
-    await pair('reset-model', `http://127.0.0.1:${port}`);
+    await pair(stack, 'reset-model', `http://127.0.0.1:${port}`);
     const outcome = await complete(stack.gateway.url, { model: 'reset-model' });
     expect(outcome.status).toBe(200);
     expect(outcome.body.choices[0].text).toBe('from the backup');
   });
 
-  it('ends a stream cut short after its first chunk with a clear error event, and counts it against the channel', async () => {
-    const cutting = await startMockOpenAIUpstream({ breakAfterChunks: 2, chunkDelayMs: 150, text: 'one two three four five' });
-    await pair('cut-model', cutting.url);
+  it('ends a stream cut short after its first chunk with a clear error event, and counts it against the channel', async ({ stack, upstream }) => {
+    const cutting = await upstream.openai({ breakAfterChunks: 2, chunkDelayMs: 150, text: 'one two three four five' });
+    await pair(stack, 'cut-model', cutting.url);
     const outcome = await complete(stack.gateway.url, { model: 'cut-model', stream: true });
     expect(outcome.status).toBe(200);
     const events = String(outcome.body).split('\n\n').filter(Boolean);
@@ -231,12 +231,11 @@ describe('upstreams that hang, reset connections, or cut a stream short', () => 
     const next = await complete(stack.gateway.url, { model: 'cut-model', stream: true });
     expect(String(next.body)).toContain('backup');
     expect(String(next.body)).toContain('[DONE]');
-    await cutting.close();
   });
 });
 
 describe('a rolling restart of every process under steady load', () => {
-  it('loses no request', async () => {
+  it('loses no request', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 100 });
     // A load balancer in miniature: it sends to the gateways in rotation, and stops sending to
@@ -267,7 +266,7 @@ describe('a rolling restart of every process under steady load', () => {
       expect(code, `${old.name} exited with ${code}:\n${old.output.slice(-5).join('\n')}`).toBe(0);
       return fresh;
     };
-    for (const worker of workers()) await restart(worker);
+    for (const worker of workers(stack)) await restart(worker);
     for (const gateway of gateways) await restart(gateway);
     for (const admin of stack.services.filter((s) => s.name === 'admin-worker' && s.child.exitCode === null)) await restart(admin);
     await new Promise((r) => setTimeout(r, 500)); // the load runs on a moment after the last restart

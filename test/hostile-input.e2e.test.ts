@@ -5,99 +5,104 @@
  * HTTP client could not misbehave enough.
  */
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockOpenAIUpstream, startStack, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
+import { describe, expect } from 'vitest';
+import { startMockOpenAIUpstream, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+/** A small model-route body limit, so a body past it is quick to send. */
+const BODY_LIMIT = 64 * 1024;
+
+const it = stackTest({
+  workers: ['completion-worker'],
+  env: { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', REQUEST_TIMEOUT_MS: '20000', BODY_LIMIT_BYTES: String(BODY_LIMIT) },
+});
+
+/**
+ * One channel, whose key the logs are searched for, and one API key, for the whole file: most
+ * requests here are refused before any channel is chosen; the last test watches the upstream.
+ */
 let mock: MockOpenAIUpstream;
 let key: string;
 const CHANNEL_KEY = 'sk-channel-secret-0123456789abcdef';
 
-beforeAll(async () => {
-  stack = await startStack({
-    workers: ['completion-worker'],
-    env: { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', REQUEST_TIMEOUT_MS: '20000', BODY_LIMIT_BYTES: String(BODY_LIMIT) },
-  });
+it.beforeAll(async ({ stack }) => {
   mock = await startMockOpenAIUpstream();
   const channel = await stack.admin('POST', '/api/channel/', { name: 'up', type: 'openai', key: CHANNEL_KEY, base_url: mock.url, models: ['m'], timeout_ms: 20_000 });
   expect(channel.status).toBe(200);
   key = (await stack.admin('POST', '/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
 });
-afterAll(async () => {
+it.afterAll(async () => {
   await mock?.close();
-  await stack?.stop();
 });
 
 /** Sends exactly `text` (a JSON body written by hand) and parses the answer. */
-async function send(method: string, path: string, text: string, headers: Record<string, string> = {}) {
+async function send(stack: Stack, method: string, path: string, text: string, headers: Record<string, string> = {}) {
   const response = await fetch(stack.gateway.url + path, { method, body: text, headers: { 'content-type': 'application/json', ...headers } });
   const body = await response.text();
   return { status: response.status, text: body, json: JSON.parse(body) };
 }
 
-const everyLog = () => stack.services.flatMap((s) => s.output).join('\n');
-
-/** A small model-route body limit, so a body past it is quick to send. */
-const BODY_LIMIT = 64 * 1024;
+const everyLog = (stack: Stack) => stack.services.flatMap((s) => s.output).join('\n');
 
 describe('ill-formed Unicode', () => {
   const lone = '"x\\ud800y"';
 
-  it('is a 400 naming the field, in every stored text and in model bodies, and nothing is logged with it', async () => {
+  it('is a 400 naming the field, in every stored text and in model bodies, and nothing is logged with it', async ({ stack }) => {
     const auth = { authorization: `Bearer ${stack.adminToken}` };
-    const channel = await send('POST', '/api/channel/', `{"name":${lone},"type":"openai","key":"${CHANNEL_KEY}","base_url":"http://127.0.0.1:9","models":["m"]}`, auth);
+    const channel = await send(stack, 'POST', '/api/channel/', `{"name":${lone},"type":"openai","key":"${CHANNEL_KEY}","base_url":"http://127.0.0.1:9","models":["m"]}`, auth);
     expect(channel.status).toBe(400);
     expect(channel.json).toMatchObject({ success: false, message: expect.stringMatching(/^name is not valid Unicode/) });
-    const tag = await send('PUT', '/api/channel/', `{"id":1,"tag":${lone}}`, auth);
+    const tag = await send(stack, 'PUT', '/api/channel/', `{"id":1,"tag":${lone}}`, auth);
     expect(tag.json.message).toMatch(/^tag is not valid Unicode/);
-    const user = await send('POST', '/api/user/', `{"username":"u1","password":"password-1","display_name":${lone}}`, auth);
+    const user = await send(stack, 'POST', '/api/user/', `{"username":"u1","password":"password-1","display_name":${lone}}`, auth);
     expect(user.json.message).toMatch(/^display_name is not valid Unicode/);
-    const mapping = await send('POST', '/api/channel/', JSON.stringify({ name: 'n', type: 'openai', key: 'sk-x', base_url: 'http://127.0.0.1:9', models: ['m'], model_mapping: '{"a":"\\ud800"}' }), auth);
+    const mapping = await send(stack, 'POST', '/api/channel/', JSON.stringify({ name: 'n', type: 'openai', key: 'sk-x', base_url: 'http://127.0.0.1:9', models: ['m'], model_mapping: '{"a":"\\ud800"}' }), auth);
     expect(mapping.status).toBe(400);
     expect(mapping.json.message).toMatch(/model_mapping/);
-    const token = await send('POST', '/api/token/', `{"name":${lone}}`, auth);
+    const token = await send(stack, 'POST', '/api/token/', `{"name":${lone}}`, auth);
     expect(token.status).toBe(400);
     expect(token.json.message).toMatch(/^name is not valid Unicode/);
 
-    const completion = await send('POST', '/v1/completions', `{"model":"m","prompt":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
+    const completion = await send(stack, 'POST', '/v1/completions', `{"model":"m","prompt":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
     expect(completion.status).toBe(400);
     expect(completion.json.error).toMatchObject({ param: 'prompt[1]', type: 'invalid_request_error' });
-    const chat = await send('POST', '/v1/chat/completions', `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":${lone}}]}]}`, { authorization: `Bearer ${key}` });
+    const chat = await send(stack, 'POST', '/v1/chat/completions', `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":${lone}}]}]}`, { authorization: `Bearer ${key}` });
     expect(chat.status).toBe(400);
     expect(chat.json.error).toMatchObject({ param: 'messages[0].content[0].text', type: 'invalid_request_error' });
-    const embedding = await send('POST', '/v1/embeddings', `{"model":"m","input":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
+    const embedding = await send(stack, 'POST', '/v1/embeddings', `{"model":"m","input":["ok",${lone}]}`, { authorization: `Bearer ${key}` });
     expect(embedding.status).toBe(400);
     expect(embedding.json.error).toMatchObject({ param: 'input[1]', type: 'invalid_request_error' });
-    const gemini = await send('POST', '/v1beta/models/m:generateContent', `{"contents":[{"parts":[{"text":${lone}}]}]}`, { 'x-goog-api-key': key });
+    const gemini = await send(stack, 'POST', '/v1beta/models/m:generateContent', `{"contents":[{"parts":[{"text":${lone}}]}]}`, { 'x-goog-api-key': key });
     expect(gemini.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ fieldViolations: [{ field: 'contents[0].parts[0].text' }] }] });
 
-    expect(everyLog()).not.toContain(CHANNEL_KEY);
-    expect(everyLog()).not.toMatch(/scrypt\$|job failed unexpectedly/);
+    expect(everyLog(stack)).not.toContain(CHANNEL_KEY);
+    expect(everyLog(stack)).not.toMatch(/scrypt\$|job failed unexpectedly/);
   });
 });
 
 describe('bodies', () => {
-  it('refuses deep nesting with a 400 that says so, not a 503, on every model route', async () => {
+  it('refuses deep nesting with a 400 that says so, not a 503, on every model route', async ({ stack }) => {
     for (const [path, head] of [['/v1/completions', '"prompt":"x"'], ['/v1/chat/completions', '"messages":[{"role":"user","content":"x"}]'], ['/v1/embeddings', '"input":"x"']]) {
       const deep = `{"model":"m",${head},"user":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
-      const answer = await send('POST', path, deep, { authorization: `Bearer ${key}` });
+      const answer = await send(stack, 'POST', path, deep, { authorization: `Bearer ${key}` });
       expect(answer.status, path).toBe(400);
       expect(answer.json.error.message).toMatch(/nested too deeply/);
     }
   });
 
-  it('refuses a body past BODY_LIMIT_BYTES with a 413 in OpenAI\'s shape on every OpenAI model route', async () => {
+  it('refuses a body past BODY_LIMIT_BYTES with a 413 in OpenAI\'s shape on every OpenAI model route', async ({ stack }) => {
     for (const path of ['/v1/completions', '/v1/chat/completions', '/v1/embeddings']) {
-      const answer = await send('POST', path, JSON.stringify({ model: 'm', input: 'x'.repeat(BODY_LIMIT + 1) }), { authorization: `Bearer ${key}` });
+      const answer = await send(stack, 'POST', path, JSON.stringify({ model: 'm', input: 'x'.repeat(BODY_LIMIT + 1) }), { authorization: `Bearer ${key}` });
       expect(answer.status, path).toBe(413);
       expect(answer.json.error).toMatchObject({ type: 'invalid_request_error' });
     }
   });
 
-  it('answers an unauthenticated request from its headers, before reading its body', async () => {
+  it('answers an unauthenticated request from its headers, before reading its body', async ({ stack }) => {
     for (const [path, format] of [['/v1/completions', /"invalid_api_key"/], ['/v1/chat/completions', /"invalid_api_key"/], ['/v1/embeddings', /"invalid_api_key"/], ['/v1beta/models/m:generateContent', /UNAUTHENTICATED/], ['/v1/models/m:generateContent', /UNAUTHENTICATED/], ['/api/channel/', /"success":false/]] as const) {
       const started = Date.now();
       const answer = await rawExchange(
+        stack,
         `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7000000\r\n\r\n{"prompt":"`,
         /\r\n\r\n[\s\S]*\}/,
       );
@@ -107,22 +112,22 @@ describe('bodies', () => {
     }
   });
 
-  it('keeps management and login bodies small: 413 past MANAGEMENT_BODY_LIMIT_BYTES', async () => {
-    const login = await send('POST', '/api/user/login', JSON.stringify({ username: 'root', password: 'x'.repeat(70_000) }));
+  it('keeps management and login bodies small: 413 past MANAGEMENT_BODY_LIMIT_BYTES', async ({ stack }) => {
+    const login = await send(stack, 'POST', '/api/user/login', JSON.stringify({ username: 'root', password: 'x'.repeat(70_000) }));
     expect(login.status).toBe(413);
     expect(login.json.success).toBe(false);
   });
 });
 
 describe('malformed cookies', () => {
-  it('are no session: 401 on the dashboard, not a 500', async () => {
+  it('are no session: 401 on the dashboard, not a 500', async ({ stack }) => {
     const response = await fetch(`${stack.gateway.url}/admin/queues/api/queues`, { headers: { cookie: 'gw_dashboard=%' } });
     expect(response.status).toBe(401);
   });
 });
 
 describe('malformed URLs', () => {
-  it("answer in the route family's own format and never echo the URL", async () => {
+  it("answer in the route family's own format and never echo the URL", async ({ stack }) => {
     const secret = 'sk-in-the-query-0123456789';
     const cases: [string, (json: any) => void][] = [
       [`/v1/completions%zz?api_key=${secret}`, (json) => expect(json.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/malformed URL/) })],
@@ -141,7 +146,7 @@ describe('malformed URLs', () => {
 });
 
 /** Writes `request` on a raw socket and resolves with what came back once `until` matches (or the socket closed). */
-function rawExchange(request: string, until: RegExp, timeoutMs = 5000): Promise<string> {
+function rawExchange(stack: Stack, request: string, until: RegExp, timeoutMs = 5000): Promise<string> {
   return new Promise((resolve, reject) => {
     const url = new URL(stack.gateway.url);
     const socket = connect(Number(url.port), url.hostname);
@@ -166,7 +171,7 @@ function rawExchange(request: string, until: RegExp, timeoutMs = 5000): Promise<
 }
 
 describe('slow and numerous clients', () => {
-  it('closes a connection whose body trickles in past BODY_TIMEOUT_MS, and one whose headers never finish', async () => {
+  it('closes a connection whose body trickles in past BODY_TIMEOUT_MS, and one whose headers never finish', async ({ stack }) => {
     const url = new URL(stack.gateway.url);
     const trickle = (headersDone: boolean) => new Promise<number>((resolve) => {
       const started = Date.now();
@@ -189,7 +194,7 @@ describe('slow and numerous clients', () => {
 });
 
 describe('a client that leaves at once', () => {
-  it('cancels its job and the upstream call, whenever it leaves', async () => {
+  it('cancels its job and the upstream call, whenever it leaves', async ({ stack }) => {
     mock.setBehaviour({ hang: true });
     const url = new URL(stack.gateway.url);
     const body = JSON.stringify({ model: 'm', prompt: 'leave early' });

@@ -3,89 +3,82 @@
  * and `@google/genai`'s `models.list()` / `models.get()`, against real gateway and admin-worker
  * processes. Each key sees only what it may use.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import OpenAI, { NotFoundError, AuthenticationError } from 'openai';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { GoogleGenAI as GoogleGenAI2 } from 'google-genai-2';
-import { startStack, type Stack } from '@gateway/testkit';
+import type { Stack } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const it = stackTest();
+
 let key: string;
 
-const ok = (method: string, path: string, body?: unknown) => stack.adminData(method, path, body);
-
-async function apiKey(fields: Record<string, unknown>): Promise<string> {
-  return (await ok('POST', '/api/token/', { name: `key-${Math.random()}`, unlimited_quota: true, ...fields })).key;
-}
-
-const openai = (apiKey: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey, maxRetries: 0 });
+const openai = (stack: Stack, apiKey: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey, maxRetries: 0 });
 /** The SDK's current major, which calls `/v1` by default. */
-const gemini = (apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: stack.gateway.url } });
+const gemini = (stack: Stack, apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: stack.gateway.url } });
 
-async function openaiIds(apiKey: string): Promise<string[]> {
+async function openaiIds(stack: Stack, apiKey: string): Promise<string[]> {
   const ids: string[] = [];
-  for await (const model of openai(apiKey).models.list()) ids.push(model.id);
+  for await (const model of openai(stack, apiKey).models.list()) ids.push(model.id);
   return ids;
 }
 
-async function geminiNames(apiKey: string, pageSize?: number): Promise<string[]> {
+async function geminiNames(stack: Stack, apiKey: string, pageSize?: number): Promise<string[]> {
   const names: string[] = [];
-  for await (const model of await gemini(apiKey).models.list({ config: { pageSize } })) names.push(model.name!);
+  for await (const model of await gemini(stack, apiKey).models.list({ config: { pageSize } })) names.push(model.name!);
   return names;
 }
 
-beforeAll(async () => {
-  stack = await startStack();
+// One set of channels for the whole file: the tests read the lists the set makes as a whole.
+it.beforeAll(async ({ stack }) => {
   const base = { key: 'sk-upstream', base_url: 'http://127.0.0.1:9' };
-  await ok('POST', '/api/channel/', { ...base, name: 'text', type: 'openai', models: ['gpt-a', 'gpt-b'], model_mapping: { davinci: 'gpt-a' } });
-  await ok('POST', '/api/channel/', { ...base, name: 'text-off', type: 'openai', models: ['gpt-off'], status: 2 });
-  await ok('POST', '/api/channel/', { ...base, name: 'text-vip', type: 'openai', models: ['gpt-vip'], group: 'vip' });
-  await ok('POST', '/api/channel/', { ...base, name: 'text-tagged', type: 'openai', models: ['gpt-tagged'], tag: 'night' });
+  await stack.adminData('POST', '/api/channel/', { ...base, name: 'text', type: 'openai', models: ['gpt-a', 'gpt-b'], model_mapping: { davinci: 'gpt-a' } });
+  await stack.adminData('POST', '/api/channel/', { ...base, name: 'text-off', type: 'openai', models: ['gpt-off'], status: 2 });
+  await stack.adminData('POST', '/api/channel/', { ...base, name: 'text-vip', type: 'openai', models: ['gpt-vip'], group: 'vip' });
+  await stack.adminData('POST', '/api/channel/', { ...base, name: 'text-tagged', type: 'openai', models: ['gpt-tagged'], tag: 'night' });
   for (const model of ['tts-1', 'tts-2', 'tts-3']) {
-    await ok('POST', '/api/channel/', { ...base, name: model, type: 'gemini', models: [model] });
+    await stack.adminData('POST', '/api/channel/', { ...base, name: model, type: 'gemini', models: [model] });
   }
-  key = await apiKey({});
-});
-afterAll(async () => {
-  await stack?.stop();
+  key = (await stack.adminData('POST', '/api/token/', { name: 'everything', unlimited_quota: true })).key;
 });
 
 describe('GET /v1/models through the openai SDK', () => {
-  it("lists the enabled channels' models in the key's group, aliases included, in OpenAI's shape, each with what serves it", async () => {
+  it("lists the enabled channels' models in the key's group, aliases included, in OpenAI's shape, each with what serves it", async ({ stack }) => {
     // Every channel type is reachable on the OpenAI routes (Gemini through embeddings).
-    expect(await openaiIds(key)).toEqual(['davinci', 'gpt-a', 'gpt-b', 'gpt-tagged', 'tts-1', 'tts-2', 'tts-3']);
-    const page = await openai(key).models.list();
+    expect(await openaiIds(stack, key)).toEqual(['davinci', 'gpt-a', 'gpt-b', 'gpt-tagged', 'tts-1', 'tts-2', 'tts-3']);
+    const page = await openai(stack, key).models.list();
     expect(page.data[0]).toEqual({ id: 'davinci', object: 'model', created: expect.any(Number), owned_by: 'openai' });
     expect(page.data.find((m) => m.id === 'tts-1')?.owned_by).toBe('gemini');
   });
 
-  it('retrieves one model, and answers 404 model_not_found for one the key cannot use', async () => {
-    expect(await openai(key).models.retrieve('gpt-b')).toMatchObject({ id: 'gpt-b', object: 'model' });
+  it('retrieves one model, and answers 404 model_not_found for one the key cannot use', async ({ stack }) => {
+    expect(await openai(stack, key).models.retrieve('gpt-b')).toMatchObject({ id: 'gpt-b', object: 'model' });
     for (const missing of ['gpt-off', 'gpt-vip', 'no-such-model']) {
-      const error = await openai(key).models.retrieve(missing).catch((e: unknown) => e);
+      const error = await openai(stack, key).models.retrieve(missing).catch((e: unknown) => e);
       expect(error, missing).toBeInstanceOf(NotFoundError);
       expect((error as NotFoundError).code).toBe('model_not_found');
     }
   });
 
-  it("follows the key's models restriction and the user's group", async () => {
-    const limited = await apiKey({ models: ['gpt-b', 'gpt-vip'] });
-    expect(await openaiIds(limited)).toEqual(['gpt-b']);
-    await expect(openai(limited).models.retrieve('gpt-a')).rejects.toBeInstanceOf(NotFoundError);
+  it("follows the key's models restriction and the user's group", async ({ stack, apiKey }) => {
+    const { key: limited } = await apiKey({ models: ['gpt-b', 'gpt-vip'] });
+    expect(await openaiIds(stack, limited)).toEqual(['gpt-b']);
+    await expect(openai(stack, limited).models.retrieve('gpt-a')).rejects.toBeInstanceOf(NotFoundError);
 
-    const vip = await ok('POST', '/api/user/', { username: 'vip-user', password: 'vip-password', group: 'vip' });
-    expect(await openaiIds(await apiKey({ user_id: vip.id }))).toEqual(['gpt-vip']);
+    const vip = await stack.adminData('POST', '/api/user/', { username: 'vip-user', password: 'vip-password', group: 'vip' });
+    expect(await openaiIds(stack, (await apiKey({ user_id: vip.id })).key)).toEqual(['gpt-vip']);
   });
 
-  it('drops a channel disabled by tag from the very next list', async () => {
-    expect(await ok('POST', '/api/channel/tag/disabled', { tag: 'night' })).toEqual({ count: 1 });
-    expect(await openaiIds(key)).not.toContain('gpt-tagged');
-    await ok('POST', '/api/channel/tag/enabled', { tag: 'night' });
-    expect(await openaiIds(key)).toContain('gpt-tagged');
+  it('drops a channel disabled by tag from the very next list', async ({ stack }) => {
+    expect(await stack.adminData('POST', '/api/channel/tag/disabled', { tag: 'night' })).toEqual({ count: 1 });
+    expect(await openaiIds(stack, key)).not.toContain('gpt-tagged');
+    await stack.adminData('POST', '/api/channel/tag/enabled', { tag: 'night' });
+    expect(await openaiIds(stack, key)).toContain('gpt-tagged');
   });
 
-  it('refuses a missing or unknown key with 401 in OpenAI format', async () => {
-    await expect(openai('sk-not-a-key').models.list()).rejects.toBeInstanceOf(AuthenticationError);
+  it('refuses a missing or unknown key with 401 in OpenAI format', async ({ stack }) => {
+    await expect(openai(stack, 'sk-not-a-key').models.list()).rejects.toBeInstanceOf(AuthenticationError);
     const response = await fetch(`${stack.gateway.url}/v1/models`);
     expect(response.status).toBe(401);
     expect(await response.json()).toMatchObject({ error: { code: 'invalid_api_key' } });
@@ -93,9 +86,9 @@ describe('GET /v1/models through the openai SDK', () => {
 });
 
 describe('GET /v1beta/models through the @google/genai SDK', () => {
-  it("lists the gemini channels' models in Gemini's shape, page by page", async () => {
-    expect(await geminiNames(key)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
-    expect(await geminiNames(key, 2)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
+  it("lists the gemini channels' models in Gemini's shape, page by page", async ({ stack }) => {
+    expect(await geminiNames(stack, key)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
+    expect(await geminiNames(stack, key, 2)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
     const raw = await fetch(`${stack.gateway.url}/v1beta/models?pageSize=2`, { headers: { 'x-goog-api-key': key } });
     expect(await raw.json()).toEqual({
       models: [
@@ -106,21 +99,21 @@ describe('GET /v1beta/models through the @google/genai SDK', () => {
     });
   });
 
-  it('gets one model, and answers 404 NOT_FOUND for one the key cannot use', async () => {
-    expect(await gemini(key).models.get({ model: 'tts-2' })).toMatchObject({ name: 'models/tts-2', displayName: 'tts-2' });
-    expect(await gemini(key).models.get({ model: 'models/tts-3' })).toMatchObject({ name: 'models/tts-3' });
-    const limited = await apiKey({ models: ['tts-1'] });
-    expect(await geminiNames(limited)).toEqual(['models/tts-1']);
-    for (const [apiKey, missing] of [[key, 'gpt-a'], [limited, 'tts-2']] as const) {
-      const error = await gemini(apiKey).models.get({ model: missing }).catch((e: unknown) => e);
+  it('gets one model, and answers 404 NOT_FOUND for one the key cannot use', async ({ stack, apiKey }) => {
+    expect(await gemini(stack, key).models.get({ model: 'tts-2' })).toMatchObject({ name: 'models/tts-2', displayName: 'tts-2' });
+    expect(await gemini(stack, key).models.get({ model: 'models/tts-3' })).toMatchObject({ name: 'models/tts-3' });
+    const { key: limited } = await apiKey({ models: ['tts-1'] });
+    expect(await geminiNames(stack, limited)).toEqual(['models/tts-1']);
+    for (const [asKey, missing] of [[key, 'gpt-a'], [limited, 'tts-2']] as const) {
+      const error = await gemini(stack, asKey).models.get({ model: missing }).catch((e: unknown) => e);
       expect(error, missing).toBeInstanceOf(ApiError);
       expect((error as ApiError).status).toBe(404);
       expect(JSON.parse((error as ApiError).message)).toMatchObject({ error: { code: 404, status: 'NOT_FOUND' } });
     }
   });
 
-  it('refuses a bad key with 401 UNAUTHENTICATED, and a key in the query string', async () => {
-    const error = await gemini('sk-not-a-key').models.get({ model: 'tts-1' }).catch((e: unknown) => e);
+  it('refuses a bad key with 401 UNAUTHENTICATED, and a key in the query string', async ({ stack }) => {
+    const error = await gemini(stack, 'sk-not-a-key').models.get({ model: 'tts-1' }).catch((e: unknown) => e);
     expect((error as ApiError).status).toBe(401);
     const query = await fetch(`${stack.gateway.url}/v1beta/models?key=${key}`);
     expect(query.status).toBe(401);
@@ -129,7 +122,7 @@ describe('GET /v1beta/models through the @google/genai SDK', () => {
 });
 
 describe('GET /v1beta/models through @google/genai 2.x (the major before, which calls /v1beta)', () => {
-  it('lists and gets models in Gemini\'s shape', async () => {
+  it('lists and gets models in Gemini\'s shape', async ({ stack }) => {
     const old = new GoogleGenAI2({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } });
     const names: string[] = [];
     for await (const model of await old.models.list()) names.push(model.name!);
@@ -137,7 +130,7 @@ describe('GET /v1beta/models through @google/genai 2.x (the major before, which 
     expect((await old.models.get({ model: 'tts-2' })).name).toBe('models/tts-2');
   });
 
-  it('the same lists answer on /v1 (3.x) and /v1beta (2.x), and /v1/models still answers OpenAI clients in OpenAI\'s shape', async () => {
+  it('the same lists answer on /v1 (3.x) and /v1beta (2.x), and /v1/models still answers OpenAI clients in OpenAI\'s shape', async ({ stack }) => {
     const viaV1 = await fetch(`${stack.gateway.url}/v1/models`, { headers: { 'x-goog-api-key': key } }).then((r) => r.json() as Promise<any>);
     const viaV1beta = await fetch(`${stack.gateway.url}/v1beta/models`, { headers: { 'x-goog-api-key': key } }).then((r) => r.json() as Promise<any>);
     expect(viaV1).toEqual(viaV1beta);

@@ -2,24 +2,23 @@
  * What operators rely on: metrics, health ports, and a request id that follows one request
  * across processes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startMockOpenAIUpstream, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { describe, expect } from 'vitest';
+import { freePort, type ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const it = stackTest();
+
+/** A second admin worker with a metrics port of its own, which the shutdown test stops. */
 let worker: ServiceProcess;
 let workerPort: number;
 
-beforeAll(async () => {
-  stack = await startStack();
+it.beforeAll(async ({ stack }) => {
   workerPort = await freePort();
   worker = await stack.add('admin-worker', { METRICS_PORT: String(workerPort) });
 });
-afterAll(async () => {
-  await stack?.stop();
-});
 
 describe('metrics', () => {
-  it('serves the gateway metrics to administrators only', async () => {
+  it('serves the gateway metrics to administrators only', async ({ stack }) => {
     expect((await fetch(stack.gateway.url + '/metrics')).status).toBe(401);
     await stack.admin('POST', '/api/user/', { username: 'viewer', password: 'viewer-password' });
     const login = await fetch(stack.gateway.url + '/api/user/login', {
@@ -36,7 +35,7 @@ describe('metrics', () => {
     expect(text).toMatch(/gateway_queue_jobs\{[^}]*queue="admin"[^}]*state="waiting"[^}]*\} 0/);
   });
 
-  it('serves each worker its own health and metrics port', async () => {
+  it('serves each worker its own health and metrics port', async ({ stack }) => {
     for (let i = 0; i < 20; i++) await stack.admin('GET', '/api/user/self');
     const health = await fetch(`http://127.0.0.1:${workerPort}/healthz`);
     expect(health.status).toBe(200);
@@ -47,33 +46,32 @@ describe('metrics', () => {
 });
 
 describe('upstream metrics', () => {
-  it('counts upstream calls by channel, errors, failovers and usage on the completion worker', async () => {
+  it('counts upstream calls by channel, errors, failovers and usage on the completion worker', async ({ stack, upstream, channel, apiKey }) => {
     const port = await freePort();
     await stack.add('completion-worker', { METRICS_PORT: String(port) });
-    const failing = await startMockOpenAIUpstream({ status: 500 });
-    const healthy = await startMockOpenAIUpstream();
-    const bad = await stack.admin('POST', '/api/channel/', { name: 'bad', type: 'openai', key: 'sk-up', base_url: failing.url, models: ['metered'], priority: 10 });
-    const good = await stack.admin('POST', '/api/channel/', { name: 'good', type: 'openai', key: 'sk-up', base_url: healthy.url, models: ['metered'] });
-    const key = (await stack.admin('POST', '/api/token/', { name: 'metered', unlimited_quota: true })).body.data.key;
+    const failing = await upstream.openai({ status: 500 });
+    const healthy = await upstream.openai();
+    const bad = await channel(failing, ['metered'], { name: 'bad', priority: 10 });
+    const good = await channel(healthy, ['metered'], { name: 'good' });
+    const { key } = await apiKey();
     const response = await fetch(stack.gateway.url + '/v1/completions', {
       method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"metered","prompt":"hello world"}',
     });
     expect(response.status).toBe(200);
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(text).toMatch(new RegExp(`worker_upstream_errors_total\\{[^}]*channel="${bad.body.data.id}"[^}]*status="500"[^}]*\\} 1`));
-    expect(text).toMatch(new RegExp(`worker_upstream_duration_seconds_count\\{[^}]*channel="${good.body.data.id}"[^}]*\\} 1`));
+    expect(text).toMatch(new RegExp(`worker_upstream_errors_total\\{[^}]*channel="${bad.id}"[^}]*status="500"[^}]*\\} 1`));
+    expect(text).toMatch(new RegExp(`worker_upstream_duration_seconds_count\\{[^}]*channel="${good.id}"[^}]*\\} 1`));
     expect(text).toMatch(/worker_failovers_total\{[^}]*queue="completion"[^}]*\} 1/);
     expect(text).toMatch(/worker_usage_tokens_total\{[^}]*queue="completion"[^}]*\} 7/);
-    await failing.close();
-    await healthy.close();
   });
 });
 
 describe('channel and queue metrics', () => {
-  it('shows a channel\'s slots filling to its max_concurrency, its state, and each queue\'s workers and finished jobs', async () => {
-    const slow = await startMockOpenAIUpstream({ delayMs: 1500 });
-    const limited = (await stack.admin('POST', '/api/channel/', { name: 'limited', type: 'openai', key: 'sk-up', base_url: slow.url, models: ['slots'], max_concurrency: 2, tag: 'metrics' })).body.data;
-    const key = (await stack.admin('POST', '/api/token/', { name: 'slots', unlimited_quota: true })).body.data.key;
+  it('shows a channel\'s slots filling to its max_concurrency, its state, and each queue\'s workers and finished jobs', async ({ stack, upstream, channel, apiKey }) => {
+    const slow = await upstream.openai({ delayMs: 1500 });
+    // Named, so that the metrics are seen to label a channel by its id, not its name.
+    const limited = await channel(slow, ['slots'], { name: 'limited', max_concurrency: 2, tag: 'metrics' });
+    const { key } = await apiKey();
     const metrics = async () => (await fetch(stack.gateway.url + '/metrics', { headers: { authorization: `Bearer ${stack.adminToken}` } })).text();
     const value = (text: string, name: string, labels: string) => Number(new RegExp(`${name}\\{${labels}[^}]*\\} (\\d+)`).exec(text)?.[1] ?? NaN);
     const finishedBefore = value(await metrics(), 'gateway_queue_jobs_finished', '[^}]*queue="completion"');
@@ -91,12 +89,11 @@ describe('channel and queue metrics', () => {
     await expect.poll(async () => value(await metrics(), 'gateway_queue_jobs_finished', '[^}]*queue="completion"') - (Number.isNaN(finishedBefore) ? 0 : finishedBefore)).toBeGreaterThanOrEqual(5);
     await stack.admin('POST', '/api/channel/tag/disabled', { tag: 'metrics' });
     await expect.poll(async () => value(await metrics(), 'gateway_channel_state', `channel="${limited.id}",state="disabled"`)).toBe(1);
-    await slow.close();
   });
 });
 
 describe('request tracing', () => {
-  it('returns the request id and logs it in the gateway and in the worker that ran the job', async () => {
+  it('returns the request id and logs it in the gateway and in the worker that ran the job', async ({ stack }) => {
     const id = `trace-${Date.now()}`;
     const response = await fetch(stack.gateway.url + '/api/user/self', { headers: { authorization: `Bearer ${stack.adminToken}`, 'x-request-id': id } });
     expect(response.status).toBe(200);
@@ -110,7 +107,7 @@ describe('request tracing', () => {
     expect(workerLines()[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
   });
 
-  it('gives a request without an id a fresh one', async () => {
+  it('gives a request without an id a fresh one', async ({ stack }) => {
     const a = await fetch(stack.gateway.url + '/healthz');
     const b = await fetch(stack.gateway.url + '/healthz');
     expect(a.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -119,13 +116,13 @@ describe('request tracing', () => {
 });
 
 describe('graceful shutdown', () => {
-  it('a worker stopped with SIGTERM exits cleanly and another keeps serving', async () => {
+  it('a worker stopped with SIGTERM exits cleanly and another keeps serving', async ({ stack }) => {
     const code = await worker.stop('SIGTERM');
     expect(code).toBe(0);
     expect((await stack.admin('GET', '/api/user/self')).status).toBe(200);
   });
 
-  it('a gateway stopped with SIGTERM turns not-ready and exits cleanly', async () => {
+  it('a gateway stopped with SIGTERM turns not-ready and exits cleanly', async ({ stack }) => {
     const gateway = await stack.add('gateway');
     expect((await fetch(gateway.url + '/readyz')).status).toBe(200);
     const code = await gateway.stop('SIGTERM');

@@ -4,25 +4,25 @@
  * gateway and worker processes.
  */
 import { Queue } from 'bullmq';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { postJson, startStack, type ServiceProcess, type Stack } from '@gateway/testkit';
+import { postJson, type ServiceProcess } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
+const it = stackTest({ workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS: '10000' } });
+
+/** A second gateway with the stricter settings, for the whole file: several tests compare its answers with the default one's. */
 let strict: ServiceProcess;
 
-beforeAll(async () => {
-  stack = await startStack({ workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS: '10000' } });
+it.beforeAll(async ({ stack }) => {
   strict = await stack.add('gateway', { CHANNEL_ALLOW_PRIVATE_ADDRESSES: 'false', DASHBOARD_PAYLOADS: 'none' });
 });
-afterAll(async () => {
-  await stack?.stop();
-});
 
-const channel = (fields: Record<string, unknown>) => ({ name: 'c', type: 'openai', key: 'sk-upstream-key', base_url: 'http://127.0.0.1:9', models: ['m'], ...fields });
+/** A channel's fields as the management API takes them: the `channel` fixture would make it, and most of these are to be refused. */
+const channelBody = (fields: Record<string, unknown>) => ({ name: 'c', type: 'openai', key: 'sk-upstream-key', base_url: 'http://127.0.0.1:9', models: ['m'], ...fields });
 
 describe("a channel's base_url and key", () => {
-  it('refuses link-local and metadata addresses, the gateway itself and its Redis, and URL parts that leak or get mangled', async () => {
+  it('refuses link-local and metadata addresses, the gateway itself and its Redis, and URL parts that leak or get mangled', async ({ stack }) => {
     const redisPort = new URL(stack.redis.url).port;
     const gatewayPort = new URL(stack.gateway.url).port;
     const refused: [string, RegExp][] = [
@@ -36,26 +36,26 @@ describe("a channel's base_url and key", () => {
       ['http://user:pass@127.0.0.1:9', /user name or password/],
     ];
     for (const [base_url, why] of refused) {
-      const answer = await stack.admin('POST', '/api/channel/', channel({ base_url }));
+      const answer = await stack.admin('POST', '/api/channel/', channelBody({ base_url }));
       expect(answer.status, base_url).toBe(400);
       expect(answer.body.message, base_url).toMatch(why);
     }
-    const crlf = await stack.admin('POST', '/api/channel/', channel({ key: 'sk-a\r\nX-Injected: 1' }));
+    const crlf = await stack.admin('POST', '/api/channel/', channelBody({ key: 'sk-a\r\nX-Injected: 1' }));
     expect(crlf.status).toBe(400);
     expect(crlf.body.message).toMatch(/key.*control characters/);
   });
 
-  it('allows private and loopback addresses by default, and refuses them when told to', async () => {
-    expect((await stack.admin('POST', '/api/channel/', channel({ base_url: 'http://10.1.2.3:8000' }))).status).toBe(200);
+  it('allows private and loopback addresses by default, and refuses them when told to', async ({ stack }) => {
+    expect((await stack.admin('POST', '/api/channel/', channelBody({ base_url: 'http://10.1.2.3:8000' }))).status).toBe(200);
     const answer = await fetch(`${strict.url}/api/channel/`, {
-      method: 'POST', headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(channel({ base_url: 'http://10.1.2.3:8000' })),
+      method: 'POST', headers: { authorization: `Bearer ${stack.adminToken}`, 'content-type': 'application/json' }, body: JSON.stringify(channelBody({ base_url: 'http://10.1.2.3:8000' })),
     });
     expect(answer.status).toBe(400);
     expect(((await answer.json()) as any).message).toMatch(/private or loopback/);
   });
 
-  it('needs the key again to change base_url or type', async () => {
-    const created = (await stack.admin('POST', '/api/channel/', channel({}))).body.data;
+  it('needs the key again to change base_url or type', async ({ stack }) => {
+    const created = (await stack.admin('POST', '/api/channel/', channelBody({}))).body.data;
     const moved = await stack.admin('PUT', '/api/channel/', { id: created.id, base_url: 'http://127.0.0.1:10' });
     expect(moved.status).toBe(400);
     expect(moved.body.message).toMatch(/key: changing base_url or type needs the key/);
@@ -64,9 +64,9 @@ describe("a channel's base_url and key", () => {
     expect((await stack.admin('PUT', '/api/channel/', { id: created.id, weight: 4 })).status).toBe(200);
   });
 
-  it('cannot make a request loop through a channel that points at a gateway', async () => {
-    await stack.admin('POST', '/api/channel/', channel({ name: 'loop', base_url: strict.url, models: ['loop-model'], timeout_ms: 5000 }));
-    const key = (await stack.admin('POST', '/api/token/', { name: 'loop', unlimited_quota: true })).body.data.key;
+  it('cannot make a request loop through a channel that points at a gateway', async ({ stack, apiKey }) => {
+    await stack.admin('POST', '/api/channel/', channelBody({ name: 'loop', base_url: strict.url, models: ['loop-model'], timeout_ms: 5000 }));
+    const { key } = await apiKey();
     const answer = await postJson(`${stack.gateway.url}/v1/completions`, { model: 'loop-model', prompt: 'x' }, { authorization: `Bearer ${key}` });
     expect(answer.status).toBe(502);
     // The strict gateway logs the refused hop through an asynchronous log destination.
@@ -76,7 +76,7 @@ describe("a channel's base_url and key", () => {
 });
 
 describe("a key's owner", () => {
-  it('may tighten its own key but not undo what an administrator set, nor raise it', async () => {
+  it('may tighten its own key but not undo what an administrator set, nor raise it', async ({ stack }) => {
     const user = (await stack.admin('POST', '/api/user/', { username: 'owner', password: 'owner-password' })).body.data;
     const token = (await (await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'owner', password: 'owner-password' }) })).json() as any).data.access_token;
     const key = (await stack.admin('POST', '/api/token/', { name: 'k', user_id: user.id, remain_quota: 1000, rpm_limit: 10, models: ['a', 'b'], expired_time: Math.floor(Date.now() / 1000) + 3600 })).body.data;
@@ -96,7 +96,7 @@ describe("a key's owner", () => {
 });
 
 describe('root', () => {
-  it('cannot demote, disable or delete the last root', async () => {
+  it('cannot demote, disable or delete the last root', async ({ stack }) => {
     const demote = await stack.admin('PUT', '/api/user/', { id: 1, role: 10 });
     expect(demote.status).toBe(409);
     expect(demote.body.message).toMatch(/last enabled root/);
@@ -106,7 +106,7 @@ describe('root', () => {
 });
 
 describe('usernames', () => {
-  it('refuse control, format and mixed-script characters and edge spaces, and are unique without regard to case or form', async () => {
+  it('refuse control, format and mixed-script characters and edge spaces, and are unique without regard to case or form', async ({ stack }) => {
     const refused: [string, RegExp][] = [
       ['ro\u0000ot', /control or format/], ['a\nb', /control or format/], ['\u202Eroot', /control or format/],
       ['r\u043e\u043et', /mix Latin, Greek and Cyrillic/], [' root', /space/], ['root ', /space/],
@@ -126,7 +126,7 @@ describe('usernames', () => {
 });
 
 describe('usernames that look like another', () => {
-  it("are refused by Unicode's confusable skeleton (UTS #39) on create and rename, with invisible characters and stray marks", async () => {
+  it("are refused by Unicode's confusable skeleton (UTS #39) on create and rename, with invisible characters and stray marks", async ({ stack }) => {
     const create = (username: string) => stack.admin('POST', '/api/user/', { username, password: 'password-123' });
     // Armenian o's, Kannada, Gujarati and Devanagari zeros, small capitals, ideographic zeros, digit zeros.
     for (const username of ['r\u0585\u0585t', 'r\u0CE6\u0CE6t', 'r\u0AE6\u0AE6t', 'r\u0966\u0966t', 'r\u1D0F\u1D0Ft', 'r\u3007\u3007t', 'R00T']) {
@@ -161,7 +161,7 @@ describe('usernames that look like another', () => {
     expect((await create('kin')).status).toBe(200);
   });
 
-  it('are checked atomically: of 8 look-alikes created at once, exactly one is made', async () => {
+  it('are checked atomically: of 8 look-alikes created at once, exactly one is made', async ({ stack }) => {
     const spellings = ['hello', 'hel1o', 'heIlo', 'he1lo', 'hell\u0AE6', 'hell\u1D0F', 'hell\u0585', 'hel|o'];
     const answers = await Promise.all(spellings.map((username) => stack.admin('POST', '/api/user/', { username, password: 'password-123' })));
     const statuses = answers.map((a) => a.status);
@@ -171,7 +171,7 @@ describe('usernames that look like another', () => {
 });
 
 describe('job payloads on the dashboard', () => {
-  it('are cut to 200 characters by default, and hidden with DASHBOARD_PAYLOADS=none', async () => {
+  it('are cut to 200 characters by default, and hidden with DASHBOARD_PAYLOADS=none', async ({ stack }) => {
     const audio = new Queue(QueueName.audio, { connection: { url: stack.redis.url }, prefix: QUEUE_PREFIX });
     const text = `secret plans ${'x'.repeat(1000)}`;
     await audio.add(QueueName.audio, { requestId: 'r', replyTo: 'nobody', deadline: Date.now() + 60_000, payload: { model: 'm', request: { contents: [{ parts: [{ text }] }] } } });

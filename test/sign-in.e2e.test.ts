@@ -5,46 +5,42 @@
  * addresses (127.0.0.0/8) against real gateway and admin worker processes.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientAt, startStack, type AddressedClient, type Stack } from '@gateway/testkit';
+import { describe, expect } from 'vitest';
+import { clientAt, type AddressedClient, type HttpAnswer } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let stack: Stack;
-let redis: Redis;
-const clients: AddressedClient[] = [];
-
-beforeAll(async () => {
-  stack = await startStack({
-    // The defaults per address and per name; the overall limit low enough to reach in a test.
-    env: { LOGIN_FAILURES_PER_USER: '5', LOGIN_FAILURES_PER_ADDRESS: '20', LOGIN_FAILURES_PER_USER_OVERALL: '12', ADMIN_PASSWORD: 'root-password-1' },
+const it = stackTest({
+  // The defaults per address and per name; the overall limit low enough to reach in a test.
+  env: { LOGIN_FAILURES_PER_USER: '5', LOGIN_FAILURES_PER_ADDRESS: '20', LOGIN_FAILURES_PER_USER_OVERALL: '12', ADMIN_PASSWORD: 'root-password-1' },
+})
+  /** A client at 127.<a>.<b>.<c>, closed after the test. */
+  .extend('at', async ({}, { onCleanup }) => {
+    const clients: AddressedClient[] = [];
+    onCleanup(async () => void (await Promise.all(clients.map((c) => c.close()))));
+    return (address: string): AddressedClient => {
+      const client = clientAt(address);
+      clients.push(client);
+      return client;
+    };
+  })
+  .extend('login', async ({ stack }) => (client: AddressedClient, username: string, password: string): Promise<HttpAnswer> =>
+    client.postJson(`${stack.gateway.url}/api/user/login`, { username, password }))
+  .extend('statuses', async ({ login }) => async (client: AddressedClient, attempts: [string, string][]): Promise<number[]> => {
+    const answers: number[] = [];
+    for (const [username, password] of attempts) answers.push((await login(client, username, password)).status);
+    return answers;
   });
+
+let redis: Redis;
+it.beforeAll(async ({ stack }) => {
   redis = new Redis(stack.redis.url);
 });
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  redis?.disconnect();
-  await stack?.stop();
-});
-
-/** A client at 127.<a>.<b>.<c>, closed after the file. */
-function at(address: string): AddressedClient {
-  const client = clientAt(address);
-  clients.push(client);
-  return client;
-}
-
-const login = (client: AddressedClient, username: string, password: string) =>
-  client.postJson(`${stack.gateway.url}/api/user/login`, { username, password });
-
-async function statuses(client: AddressedClient, attempts: [string, string][]): Promise<number[]> {
-  const answers: number[] = [];
-  for (const [username, password] of attempts) answers.push((await login(client, username, password)).status);
-  return answers;
-}
+it.afterAll(() => redis?.disconnect());
 
 const wrong = (username: string, times: number) => Array.from({ length: times }, (_, i): [string, string] => [username, `wrong-${i}`]);
 
 describe('an attacker aiming at a user', () => {
-  it("refuses the attacker's addresses, never the user's own: root through ＲＯＯＴ, Root and ｒｏｏｔ, and another user", async () => {
+  it("refuses the attacker's addresses, never the user's own: root through ＲＯＯＴ, Root and ｒｏｏｔ, and another user", async ({ stack, at, login, statuses }) => {
     const fullwidth = at('127.0.0.2');
     expect(await statuses(fullwidth, wrong('ＲＯＯＴ', 6))).toEqual([401, 401, 401, 401, 401, 429]);
     // That address is done with root, right password or not …
@@ -66,7 +62,7 @@ describe('an attacker aiming at a user', () => {
     expect((await login(at('127.0.0.13'), 'carol', 'carol-password')).status).toBe(200);
   });
 
-  it('past the overall limit, holds back only addresses that have failed for the user; a fresh one still gets its password checked', async () => {
+  it('past the overall limit, holds back only addresses that have failed for the user; a fresh one still gets its password checked', async ({ stack, at, login, statuses }) => {
     await stack.adminData('POST', '/api/user/', { username: 'dora', password: 'dora-password' });
     // Three attacker addresses: 5 + 5 failures, then the overall limit (12) binds the third.
     expect(await statuses(at('127.0.1.1'), wrong('dora', 5))).toEqual([401, 401, 401, 401, 401]);
@@ -83,7 +79,7 @@ describe('an attacker aiming at a user', () => {
 });
 
 describe('a disabled user', () => {
-  it('gets the same answer for a right and a wrong password, and every attempt stays counted', async () => {
+  it('gets the same answer for a right and a wrong password, and every attempt stays counted', async ({ stack, at, login, statuses }) => {
     const erin = await stack.adminData('POST', '/api/user/', { username: 'erin', password: 'erin-password' });
     await stack.adminData('PUT', '/api/user/', { id: erin.id, status: 2 });
     const client = at('127.0.2.1');
@@ -104,7 +100,7 @@ describe('a disabled user', () => {
 });
 
 describe("the throttle's counters", () => {
-  it('stay bounded: 10,000 sign-ins with random names from 8 addresses add at most one key per address', async () => {
+  it('stay bounded: 10,000 sign-ins with random names from 8 addresses add at most one key per address', async ({ at, login }) => {
     const before = await loginKeys();
     const memoryBefore = await usedMemory();
     const addresses = Array.from({ length: 8 }, (_, i) => at(`127.0.3.${i + 1}`));

@@ -3,23 +3,25 @@
  * or anything shaped like one, an HTML page becomes a plain message, and replies and streamed
  * events past the gateway's limits end in a 502 instead of growing a worker's memory.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import {
   MOCK_GEMINI_API_KEY, postJson, startMockGeminiUpstream, startMockOpenAIUpstream,
-  startStack, type MockGeminiUpstream, type MockOpenAIUpstream, type Stack,
+  type MockGeminiUpstream, type MockOpenAIUpstream, type Stack,
 } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
+
+const it = stackTest({
+  workers: ['completion-worker', 'audio-worker'],
+  env: { UPSTREAM_MAX_REPLY_BYTES: '65536', UPSTREAM_MAX_EVENT_BYTES: '65536', REQUEST_TIMEOUT_MS: '15000' },
+});
 
 const CHANNEL_KEY = 'sk-chan-0123456789abcdefghijklmnop';
-let stack: Stack;
+/** One upstream of each kind behind one channel each for the whole file: each test sets what it answers. */
 let openai: MockOpenAIUpstream;
 let gemini: MockGeminiUpstream;
 let key: string;
 
-beforeAll(async () => {
-  stack = await startStack({
-    workers: ['completion-worker', 'audio-worker'],
-    env: { UPSTREAM_MAX_REPLY_BYTES: '65536', UPSTREAM_MAX_EVENT_BYTES: '65536', REQUEST_TIMEOUT_MS: '15000' },
-  });
+it.beforeAll(async ({ stack }) => {
   openai = await startMockOpenAIUpstream();
   gemini = await startMockGeminiUpstream({ apiKey: 'AIzaSyD-channel-key-0123456789abcdefgh' });
   for (const channel of [
@@ -28,18 +30,17 @@ beforeAll(async () => {
   ]) expect((await stack.admin('POST', '/api/channel/', channel)).status).toBe(200);
   key = (await stack.admin('POST', '/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
 });
-afterAll(async () => {
+it.afterAll(async () => {
   await Promise.all([openai?.close(), gemini?.close()]);
-  await stack?.stop();
 });
 
-const complete = (body: Record<string, unknown> = {}) =>
+const complete = (stack: Stack, body: Record<string, unknown> = {}) =>
   postJson(`${stack.gateway.url}/v1/completions`, { model: 'text', prompt: 'hi', ...body }, { authorization: `Bearer ${key}` });
 
 describe('upstream error text', () => {
-  it("never carries the channel's key, or anything shaped like a key, to the client", async () => {
+  it("never carries the channel's key, or anything shaped like a key, to the client", async ({ stack }) => {
     openai.next({ status: 400, body: { error: { message: `Bad request for key ${CHANNEL_KEY}; try sk-proj-AAAAAAAAAAAAAAAAAAAAAAAA or Bearer abc.def`, type: 'invalid_request_error', param: 'prompt', code: null } } });
-    const answer = await complete();
+    const answer = await complete(stack);
     expect(answer.status).toBe(400);
     expect(answer.text).not.toContain(CHANNEL_KEY);
     expect(answer.text).not.toContain('sk-proj-AAAA');
@@ -47,17 +48,17 @@ describe('upstream error text', () => {
     expect(answer.json.error.message).toMatch(/^Bad request for key \[redacted\]/);
   });
 
-  it('redacts an error the upstream put inside a 200 reply too', async () => {
+  it('redacts an error the upstream put inside a 200 reply too', async ({ stack }) => {
     openai.next({ okBody: { error: { message: `quota exceeded for ${CHANNEL_KEY}`, type: 'invalid_request_error', code: 400 } } });
-    const answer = await complete();
+    const answer = await complete(stack);
     expect(answer.status).toBe(400);
     expect(answer.text).not.toContain(CHANNEL_KEY);
     expect(answer.json.error.message).toMatch(/quota exceeded for \[redacted\]/);
   });
 
-  it('turns an HTML page into a plain message that names the status', async () => {
+  it('turns an HTML page into a plain message that names the status', async ({ stack }) => {
     openai.setBehaviour({ status: 502, rawBody: `<!doctype html><html><body><h1>502 Bad Gateway</h1>${CHANNEL_KEY}</body></html>` });
-    const answer = await complete();
+    const answer = await complete(stack);
     openai.setBehaviour({});
     expect(answer.status).toBe(502);
     expect(answer.text).not.toMatch(/<html|<h1|doctype/i);
@@ -65,7 +66,7 @@ describe('upstream error text', () => {
     expect(answer.json.error.message).toMatch(/502 with a body that is not JSON/);
   });
 
-  it('does the same in the Gemini format', async () => {
+  it('does the same in the Gemini format', async ({ stack }) => {
     gemini.failNext(1, 400, `API key not valid: ${gemini.apiKey}. Please pass a valid API key.`);
     const answer = await postJson(`${stack.gateway.url}/v1beta/models/speech:generateContent`, {
       contents: [{ parts: [{ text: 'hello' }] }],
@@ -79,19 +80,19 @@ describe('upstream error text', () => {
 });
 
 describe('upstream size limits', () => {
-  it('answers 502 for a reply past UPSTREAM_MAX_REPLY_BYTES', async () => {
+  it('answers 502 for a reply past UPSTREAM_MAX_REPLY_BYTES', async ({ stack }) => {
     openai.setBehaviour({ text: 'word '.repeat(30_000) });
-    const answer = await complete();
+    const answer = await complete(stack);
     openai.setBehaviour({});
     expect(answer.status).toBe(502);
     expect(answer.json.error.message).toMatch(/larger than 65536 bytes/);
-    expect((await complete()).status).toBe(200);
+    expect((await complete(stack)).status).toBe(200);
   });
 
-  it('answers 502 for a streamed event that never ends, and leaves the upstream call closed', async () => {
+  it('answers 502 for a streamed event that never ends, and leaves the upstream call closed', async ({ stack }) => {
     openai.setBehaviour({ endlessEvent: true });
     const started = Date.now();
-    const answer = await complete({ stream: true });
+    const answer = await complete(stack, { stream: true });
     openai.setBehaviour({});
     expect(answer.status).toBe(502);
     expect(answer.json.error.message).toMatch(/event is larger than 65536 bytes/);
