@@ -15,6 +15,7 @@ const echo = (prompt: string) => `re: ${prompt}`;
 
 const it = stackTest({
   database: true,
+  startTimeoutMs: 90_000,
   workers: ['completion-worker', 'batch-worker'],
   // A killed batch worker's batches are taken over after 3 s instead of 15.
   env: { BATCH_LEASE_MS: String(LEASE_MS), SHUTDOWN_TIMEOUT_MS: '5000' },

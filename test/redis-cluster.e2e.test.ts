@@ -9,44 +9,47 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { Cluster } from 'ioredis';
 import OpenAI from 'openai';
 import { QueueName } from '@gateway/contracts';
 import { replyStreamKey, shardPrefixes } from '@gateway/queue';
 import { GoogleGenAI } from '@google/genai';
 import {
-  mockSpeech, repoRoot, spawnRedisCluster, TEST_SECRET_KEY, startMockGeminiUpstream, startMockOpenAIUpstream, startStack,
-  type MockGeminiUpstream, type MockOpenAIUpstream, type Stack, type TestRedisCluster,
+  mockSpeech, repoRoot, TEST_SECRET_KEY, startMockGeminiUpstream, startMockOpenAIUpstream,
+  type MockGeminiUpstream, type MockOpenAIUpstream, type Stack,
 } from '@gateway/testkit';
+import { stackTest } from '@gateway/testkit/fixtures';
 
-let cluster: TestRedisCluster;
-let stack: Stack;
+// The completion and audio queues split into three shards, one a master.
+const it = stackTest({
+  redisCluster: true,
+  startTimeoutMs: 90_000,
+  workers: ['completion-worker', 'audio-worker'],
+  env: { REQUEST_TIMEOUT_MS: '20000', QUEUE_SHARDS: '3' },
+});
+
+/** The file's upstreams, channels and key: the tests read the channels the others made and share the key's usage. */
 let openaiUpstream: MockOpenAIUpstream;
 let geminiUpstream: MockGeminiUpstream;
 let key: string;
 
-beforeAll(async () => {
-  cluster = await spawnRedisCluster();
+it.beforeAll(async ({ stack }) => {
   [openaiUpstream, geminiUpstream] = await Promise.all([startMockOpenAIUpstream(), startMockGeminiUpstream()]);
-  // The completion and audio queues split into three shards, one a master.
-  stack = await startStack({ cluster, workers: ['completion-worker', 'audio-worker'], env: { REQUEST_TIMEOUT_MS: '20000', QUEUE_SHARDS: '3' } });
   const admin = (path: string, body: unknown) => stack.adminData('POST', path, body);
   await admin('/api/channel/', { name: 'text', type: 'openai', key: 'sk-upstream', base_url: openaiUpstream.url, models: ['text-model'] });
   await admin('/api/channel/', { name: 'narrow', type: 'openai', key: 'sk-upstream', base_url: openaiUpstream.url, models: ['narrow-model'], max_concurrency: 4 });
   await admin('/api/channel/', { name: 'speech', type: 'gemini', key: geminiUpstream.apiKey, base_url: geminiUpstream.url, models: ['tts-model'] });
   key = (await admin('/api/token/', { name: 'cluster', unlimited_quota: true })).key;
-}, 90_000);
-afterAll(async () => {
-  await stack?.stop();
+});
+it.afterAll(async () => {
   await Promise.all([openaiUpstream?.close(), geminiUpstream?.close()]);
-  await cluster?.close();
 });
 
-const openai = () => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000 });
+const openai = (stack: Stack) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 20_000 });
 
 describe('the gateway on a Redis Cluster', () => {
-  it('runs the management API: users, keys and channels written and read back, a user updated', async () => {
+  it('runs the management API: users, keys and channels written and read back, a user updated', async ({ stack }) => {
     const created = await stack.admin('POST', '/api/user/', { username: 'cluster-user', password: 'cluster-password' });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const updated = await stack.admin('PUT', '/api/user/', { id: created.body.data.id, display_name: 'On a cluster' });
@@ -60,23 +63,23 @@ describe('the gateway on a Redis Cluster', () => {
     expect(login.status).toBe(200);
   });
 
-  it('answers completions, whole and streamed, and charges them', async () => {
-    const whole = await openai().completions.create({ model: 'text-model', prompt: 'Say this is a test' });
+  it('answers completions, whole and streamed, and charges them', async ({ stack }) => {
+    const whole = await openai(stack).completions.create({ model: 'text-model', prompt: 'Say this is a test' });
     expect(whole.choices[0]?.text).toBe('This is a mock completion.');
     const chunks: string[] = [];
-    for await (const chunk of await openai().completions.create({ model: 'text-model', prompt: 'Say this is a test', stream: true })) {
+    for await (const chunk of await openai(stack).completions.create({ model: 'text-model', prompt: 'Say this is a test', stream: true })) {
       chunks.push(chunk.choices[0]?.text ?? '');
     }
     expect(chunks.join('')).toBe('This is a mock completion.');
     await expect.poll(async () => (await stack.admin('GET', '/api/token/')).body.data.items?.[0]?.used_quota ?? -1).toBeGreaterThan(0);
   });
 
-  it('spreads the completion queue over three shards on three masters, every shard served', async () => {
+  it('spreads the completion queue over three shards on three masters, every shard served', async ({ stack, cluster }) => {
     const prefixes = shardPrefixes(QueueName.completion, 3);
-    const masters = await Promise.all(prefixes.map((prefix) => cluster.masterFor(prefix)));
+    const masters = await Promise.all(prefixes.map((prefix) => cluster!.masterFor(prefix)));
     expect(new Set(masters.map((m) => m.port)).size).toBe(3);
-    await Promise.all(Array.from({ length: 12 }, () => openai().completions.create({ model: 'text-model', prompt: 'x' })));
-    const probe = new Cluster(cluster.seeds.split(',').map((address) => ({ host: '127.0.0.1', port: Number(address.split(':')[1]) })));
+    await Promise.all(Array.from({ length: 12 }, () => openai(stack).completions.create({ model: 'text-model', prompt: 'x' })));
+    const probe = new Cluster(cluster!.seeds.split(',').map((address) => ({ host: '127.0.0.1', port: Number(address.split(':')[1]) })));
     try {
       // Each shard's events stream saw its jobs completed.
       const completed = await Promise.all(prefixes.map(async (prefix) => {
@@ -100,7 +103,7 @@ describe('the gateway on a Redis Cluster', () => {
     expect(metrics).toMatch(/gateway_queue_workers\{queue="completion"[^}]*\} 1/);
   });
 
-  it("holds a key to its requests-per-minute limit", async () => {
+  it("holds a key to its requests-per-minute limit", async ({ stack }) => {
     const limited = (await stack.admin('POST', '/api/token/', { name: 'rpm', unlimited_quota: true, rpm_limit: 2 })).body.data.key;
     const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: limited, maxRetries: 0 });
     await client.completions.create({ model: 'text-model', prompt: 'x' });
@@ -108,7 +111,7 @@ describe('the gateway on a Redis Cluster', () => {
     await expect(client.completions.create({ model: 'text-model', prompt: 'x' })).rejects.toMatchObject({ status: 429 });
   });
 
-  it('generates speech through the audio worker', async () => {
+  it('generates speech through the audio worker', async ({ stack }) => {
     const genai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 20_000 } });
     const text = 'Say cheerfully: hello from a cluster';
     const reply = await genai.models.generateContent({
@@ -120,10 +123,10 @@ describe('the gateway on a Redis Cluster', () => {
     expect(pcm.length).toBe(mockSpeech(text).pcmBytes);
   });
 
-  it('holds a burst to the channel\'s max_concurrency, every request answered', async () => {
+  it('holds a burst to the channel\'s max_concurrency, every request answered', async ({ stack }) => {
     openaiUpstream.setBehaviour({ delayMs: 50 });
     try {
-      const answers = await Promise.all(Array.from({ length: 40 }, () => openai().completions.create({ model: 'narrow-model', prompt: 'x' }).then(() => 'ok', (e: Error) => e.message)));
+      const answers = await Promise.all(Array.from({ length: 40 }, () => openai(stack).completions.create({ model: 'narrow-model', prompt: 'x' }).then(() => 'ok', (e: Error) => e.message)));
       expect(answers.filter((a) => a === 'ok')).toHaveLength(40);
       expect(openaiUpstream.maxInFlight).toBeLessThanOrEqual(4);
     } finally {
@@ -133,11 +136,11 @@ describe('the gateway on a Redis Cluster', () => {
 });
 
 describe('npm start on a cluster', () => {
-  it('starts no embedded Redis when REDIS_CLUSTER_NODES is set, and comes up on the cluster', async () => {
+  it('starts no embedded Redis when REDIS_CLUSTER_NODES is set, and comes up on the cluster', async ({ stack, cluster }) => {
     const scratch = mkdtempSync(join(tmpdir(), 'gw-cluster-start-'));
     const child = spawn('npm', ['run', '--silent', 'start'], {
       cwd: repoRoot, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PORT: '0', LOG_FORMAT: 'json', REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.seeds, ADMIN_TOKEN: stack.adminToken, SECRET_KEY: TEST_SECRET_KEY, QUEUE_SHARDS: '3', REDIS_DATA_DIR: join(scratch, 'redis'), SECRET_KEY_FILE: join(scratch, 'secret-key') },
+      env: { ...process.env, PORT: '0', LOG_FORMAT: 'json', REDIS_URL: '', REDIS_CLUSTER_NODES: cluster!.seeds, ADMIN_TOKEN: stack.adminToken, SECRET_KEY: TEST_SECRET_KEY, QUEUE_SHARDS: '3', REDIS_DATA_DIR: join(scratch, 'redis'), SECRET_KEY_FILE: join(scratch, 'secret-key') },
     });
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -163,7 +166,7 @@ interface Outcome { status: number; ms: number; startedAt: number; endedAt: numb
 
 /** A completion, whole or streamed; a stream counts as 200 only if it ends with [DONE] and no error event. */
 let sent = 0;
-async function completion(stream: boolean, model: string): Promise<Outcome> {
+async function completion(stack: Stack, stream: boolean, model: string): Promise<Outcome> {
   const startedAt = Date.now();
   const prompt = `load ${++sent}`;
   let status = 0;
@@ -187,14 +190,14 @@ async function completion(stream: boolean, model: string): Promise<Outcome> {
 }
 
 describe('a master killed with SIGKILL under load', () => {
-  it('costs latency, not errors: at least 99% of requests, whole, streamed and through a leased channel, answer 200, the rest a clear 503 or 504 with Retry-After; service resumes without a restart; management data stays', async () => {
+  it('costs latency, not errors: at least 99% of requests, whole, streamed and through a leased channel, answer 200, the rest a clear 503 or 504 with Retry-After; service resumes without a restart; management data stays', async ({ stack, cluster }) => {
     openaiUpstream.setBehaviour({ delayMs: 30 });
     const outcomes: Outcome[] = [];
     let stop = false;
     // Half the clients stream: their chunks go through the reply stream the dead master held.
     // Half use the channel with max_concurrency 4: their workers take and give back leases.
     const client = async (stream: boolean, model: string) => {
-      while (!stop) outcomes.push(await completion(stream, model));
+      while (!stop) outcomes.push(await completion(stack, stream, model));
     };
     const load = Array.from({ length: 8 }, (_, i) => client(i % 2 === 1, i < 4 ? 'text-model' : 'narrow-model'));
     await new Promise((r) => setTimeout(r, 1000)); // the load runs a second before the kill (the test's timeline)
@@ -202,12 +205,12 @@ describe('a master killed with SIGKILL under load', () => {
     // too (every master does), so it takes a third of the jobs, every reply and every stream
     // chunk, and the gateway's proof of life, with it.
     const ingressId = String(stack.gateway.ready.ingressId);
-    const victim = await cluster.masterFor(replyStreamKey(ingressId));
-    const shardOnVictim = (await Promise.all(shardPrefixes(QueueName.completion, 3).map((p) => cluster.masterFor(p)))).some((m) => m.port === victim.port);
+    const victim = await cluster!.masterFor(replyStreamKey(ingressId));
+    const shardOnVictim = (await Promise.all(shardPrefixes(QueueName.completion, 3).map((p) => cluster!.masterFor(p)))).some((m) => m.port === victim.port);
     expect(shardOnVictim).toBe(true);
     const killedAt = Date.now();
-    await cluster.kill(victim);
-    await cluster.waitUntilHealthy(30_000);
+    await cluster!.kill(victim);
+    await cluster!.waitUntilHealthy(30_000);
     // Service resumes: requests sent after the kill succeed again; keep the load on until 16 have.
     const healedAt = Date.now();
     const succeededAfter = (t: number) => outcomes.filter((o) => o.startedAt >= t && o.status === 200);

@@ -14,11 +14,16 @@ import { test as base } from 'vitest';
 import { startMockAnthropicUpstream, type MockAnthropicBehaviour, type MockAnthropicUpstream } from './mock-anthropic-upstream.ts';
 import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
 import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
+import { spawnRedisCluster, type TestRedisCluster } from './redis-cluster.ts';
 import { startStack, type Stack, type StackOptions } from './stack.ts';
 
-export interface StackTestOptions extends StackOptions {
+export interface StackTestOptions extends Omit<StackOptions, 'cluster'> {
   /** Fields every channel made with `channel()` has unless the test sets them (`timeout_ms`, say). */
   channelDefaults?: Record<string, unknown>;
+  /** Run the stack on a Redis Cluster of its own (3 masters, 3 replicas): the `cluster` fixture. */
+  redisCluster?: boolean;
+  /** How long the file's set-up (the cluster, the stack) may take; the hook time-out by default. */
+  startTimeoutMs?: number;
 }
 
 /** Mock upstreams for one test; each is closed when the test ends. */
@@ -47,10 +52,16 @@ const anthropicMocks = new WeakSet<object>();
  * first test (under the hook time-out, not a test's) and stopped after its last.
  */
 export function stackTest(options: StackTestOptions = {}) {
-  const { channelDefaults = {}, ...stackOptions } = options;
+  const { channelDefaults = {}, redisCluster = false, startTimeoutMs, ...stackOptions } = options;
   const test = base
-    .extend('stack', { scope: 'file' }, async ({}, { onCleanup }) => {
-      const stack = await startStack(stackOptions);
+    .extend('cluster', { scope: 'file' }, async ({}, { onCleanup }): Promise<TestRedisCluster | undefined> => {
+      if (!redisCluster) return undefined;
+      const cluster = await spawnRedisCluster();
+      onCleanup(() => cluster.close());
+      return cluster;
+    })
+    .extend('stack', { scope: 'file' }, async ({ cluster }, { onCleanup }) => {
+      const stack = await startStack({ ...stackOptions, cluster });
       onCleanup(() => stack.stop());
       return stack;
     })
@@ -85,6 +96,6 @@ export function stackTest(options: StackTestOptions = {}) {
       return { id, key };
     });
   // Started in a hook so that its start-up counts against the hook time-out, not the first test's.
-  test.beforeAll(async ({ stack }) => void stack);
+  test.beforeAll(async ({ stack }) => void stack, startTimeoutMs);
   return test;
 }
