@@ -11,6 +11,12 @@ export interface JobEnvelope<P> {
   deadline: number;
   /** True when the ingress relays the answer as a stream of chunks. */
   stream?: boolean;
+  /**
+   * A stream's credit window, in characters of chunks: the worker sends at most this far ahead of
+   * what the ingress has credited (written through to its client). Unset: no window (an ingress
+   * of before, which paused and resumed the job only).
+   */
+  window?: number;
   /** BullMQ priority it was enqueued with (unset: interactive; higher: later). */
   priority?: number;
   /** Whose work it is (model jobs): the worker that takes it frees its place in the tenant's fair line. */

@@ -15,7 +15,9 @@ const REMEMBER_MAX = 10_000;
  *
  * It also hears flow control: an ingress whose client reads a stream slower than it comes asks
  * for the job to pause, and to resume once the client's socket has drained. A paused job's next
- * chunk waits (`whenResumed`), so the upstream is read no faster than the client reads.
+ * chunk waits (`whenResumed`), so the upstream is read no faster than the client reads. And it
+ * hears credit: a stream with a window waits once it is that far ahead of what its ingress has
+ * credited (`whenCredited`), however late a pause comes or whether it comes at all.
  */
 export class CancelListener {
   private readonly subscriber: Redis;
@@ -24,16 +26,20 @@ export class CancelListener {
   private readonly heard = new Map<string, number>();
   /** Paused jobs → the end of their pause, and the timer that lapses it. */
   private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void; lapse: NodeJS.Timeout }>();
+  /** Running jobs → the characters their ingress has credited, and the send waiting for more. */
+  private readonly credits = new Map<string, { chars: number; waiting?: { until: number; resolve: () => void } }>();
 
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, message: string) => {
-      const { kind, jobId } = decodeJobControl(message);
-      if (kind === 'pause') return this.pause(jobId);
-      if (kind === 'resume') return this.resume(jobId);
+      const control = decodeJobControl(message);
+      const { jobId } = control;
+      if (control.kind === 'pause') return this.pause(jobId);
+      if (control.kind === 'resume') return this.resume(jobId);
+      if (control.kind === 'credit') return this.credit(jobId, control.chars);
       const running = this.running.get(jobId);
       if (running) {
-        this.resume(jobId);
+        this.release(jobId);
         return running.abort(new Error('cancelled by the ingress'));
       }
       this.remember(jobId);
@@ -43,6 +49,40 @@ export class CancelListener {
   /** Resolves when the job may send its next chunk: at once unless its ingress asked it to pause. */
   whenResumed(jobId: string): Promise<void> | undefined {
     return this.paused.get(jobId)?.promise;
+  }
+
+  /**
+   * Resolves when the job's ingress has credited at least `until` characters of its stream: at
+   * once if it has, or when the job ends (cancelled, past its deadline: `signal`).
+   */
+  whenCredited(jobId: string, until: number, signal: AbortSignal): Promise<void> | undefined {
+    if (until <= 0 || signal.aborted || !this.running.has(jobId)) return undefined;
+    let credit = this.credits.get(jobId);
+    if (!credit) this.credits.set(jobId, (credit = { chars: 0 }));
+    if (credit.chars >= until) return undefined;
+    const { promise, resolve } = Promise.withResolvers<void>();
+    const onAbort = () => resolve();
+    signal.addEventListener('abort', onAbort, { once: true });
+    credit.waiting = { until, resolve: () => { signal.removeEventListener('abort', onAbort); resolve(); } };
+    return promise;
+  }
+
+  private credit(jobId: string, chars: number): void {
+    if (!this.running.has(jobId)) return;
+    let credit = this.credits.get(jobId);
+    if (!credit) this.credits.set(jobId, (credit = { chars: 0 }));
+    credit.chars = Math.max(credit.chars, chars);
+    if (credit.waiting && credit.chars >= credit.waiting.until) {
+      credit.waiting.resolve();
+      credit.waiting = undefined;
+    }
+  }
+
+  /** Lets whatever the job waits for go: it is ending. */
+  private release(jobId: string): void {
+    this.resume(jobId);
+    this.credits.get(jobId)?.waiting?.resolve();
+    this.credits.delete(jobId);
   }
 
   /** Pauses the job, or renews its pause: it lapses PAUSE_LAPSE_MS after the last word from its ingress. */
@@ -88,7 +128,7 @@ export class CancelListener {
 
   untrack(jobId: string): void {
     this.running.delete(jobId);
-    this.resume(jobId);
+    this.release(jobId);
   }
 
   async close(): Promise<void> {

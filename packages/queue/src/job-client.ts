@@ -6,7 +6,7 @@ import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { publishJobControl } from './job-control.ts';
-import { PAUSE_RENEW_MS } from './reply-keys.ts';
+import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -21,6 +21,11 @@ export interface RequestOptions {
    * behind: the worker pauses the job until it resolves ('drained'), or for good ('gone').
    */
   onChunk?: (chunk: string) => void | Promise<CaughtUp | void>;
+  /**
+   * A stream's credit window in characters: the worker sends at most this far ahead of what
+   * `onChunk` has written through (it said nothing was left waiting), whenever a pause comes.
+   */
+  windowChars?: number;
   /** Its fair rank as a BullMQ priority: lower served first (see `FairShares`). */
   priority?: number;
   /**
@@ -160,11 +165,14 @@ export class JobClient {
       replyTo: this.inbox.id,
       deadline,
       stream: options.onChunk !== undefined,
+      ...(options.onChunk && options.windowChars ? { window: options.windowChars } : {}),
       ...(options.priority ? { priority: options.priority } : {}),
       ...(options.tenant ? { tenant: options.tenant } : {}),
       payload,
     };
-    const reply = this.inbox.expect(jobId, options.onChunk && this.withFlowControl(jobId, options.onChunk));
+    const flow = options.onChunk && this.withFlowControl(jobId, options.onChunk, options.windowChars);
+    const reply = this.inbox.expect(jobId, flow?.onChunk);
+    if (flow) void reply.then(flow.stop, flow.stop);
     const { givenUp, clear } = giveUpAfter(options.timeoutMs, options.signal);
     // Either may settle while the job is being added; they are awaited below.
     reply.catch(() => {});
@@ -230,24 +238,54 @@ export class JobClient {
    * `onChunk`, pausing the job while the promise it returns (its client catching up) is pending.
    * The pause is renewed while it lasts (a worker lets an unrenewed pause lapse), so a client that
    * stops reading holds its job paused until it reads again or is dropped.
+   *
+   * With a window, it also credits the worker with what the client has taken, half a window at a
+   * time: the pause is the quick word, the window the bound that holds whatever the pause's timing
+   * (a fast upstream can send megabytes in the pause's round trip). A stream shorter than half a
+   * window costs no message at all. A credit lost to a reconnect is sent again while the stream
+   * stands still.
    */
-  private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<CaughtUp | void>): (chunk: string) => void {
+  private withFlowControl(jobId: string, onChunk: (chunk: string) => void | Promise<CaughtUp | void>, windowChars = 0) {
     let paused = false;
+    let received = 0;
+    let credited = 0;
+    let resend: NodeJS.Timeout | undefined;
     const pause = () => publishJobControl(this.redis, { kind: 'pause', jobId });
-    return (chunk) => {
-      const caughtUp = onChunk(chunk);
-      if (!caughtUp || paused) return;
-      paused = true;
-      pause();
-      const renew = setInterval(pause, PAUSE_RENEW_MS);
-      renew.unref();
-      void caughtUp.then((how) => {
-        clearInterval(renew);
-        paused = false;
-        // A client that left is not caught up: the job stays paused until its cancel (which
-        // follows) stops it, rather than streaming on at full speed to nobody in between.
-        if (how !== 'gone') publishJobControl(this.redis, { kind: 'resume', jobId });
-      });
+    const sendCredit = () => publishJobControl(this.redis, { kind: 'credit', jobId, chars: credited });
+    /** Everything received has been written through: credit it, once half a window has come. */
+    const takenUp = () => {
+      if (windowChars <= 0 || received - credited < windowChars / 2) return;
+      credited = received;
+      sendCredit();
+      if (resend) resend.refresh();
+      else (resend = setInterval(sendCredit, CREDIT_RESEND_MS)).unref();
+    };
+    const stop = () => {
+      clearInterval(resend);
+      resend = undefined;
+    };
+    return {
+      stop,
+      onChunk: (chunk: string) => {
+        received += chunk.length;
+        resend?.refresh();
+        const caughtUp = onChunk(chunk);
+        if (!caughtUp) return takenUp();
+        if (paused) return;
+        paused = true;
+        pause();
+        const renew = setInterval(pause, PAUSE_RENEW_MS);
+        renew.unref();
+        void caughtUp.then((how) => {
+          clearInterval(renew);
+          paused = false;
+          // A client that left is not caught up: the job stays paused until its cancel (which
+          // follows) stops it, rather than streaming on at full speed to nobody in between.
+          if (how === 'gone') return stop();
+          publishJobControl(this.redis, { kind: 'resume', jobId });
+          takenUp();
+        });
+      },
     };
   }
 

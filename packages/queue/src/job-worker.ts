@@ -134,6 +134,8 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
     cancels.track(jobId, controller);
+    /** Characters of stream chunks sent, for the credit window. */
+    let sent = 0;
     // A logger of the job's own only when the handler logs (a child logger per job is not free).
     let log: Logger | undefined;
     try {
@@ -147,8 +149,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         priority: envelope.priority,
         sendChunk: async (chunk) => {
           await replies.chunk(envelope.replyTo, jobId, chunk);
+          sent += chunk.length;
           // The ingress's client reads slower than this: wait until it has caught up.
           await cancels.whenResumed(jobId);
+          // And never more than the window ahead of what it has taken, whenever the pause comes.
+          if (envelope.window) await cancels.whenCredited(jobId, sent - envelope.window, controller.signal);
         },
         get log() {
           return (log ??= options.log.child(fields));

@@ -12,6 +12,8 @@ export const CANCEL_CHANNEL = 'gw:cancel';
  */
 export const PAUSE_LAPSE_MS = 10_000;
 export const PAUSE_RENEW_MS = 3_000;
+/** A stream's last credit is sent again this often while no chunk comes (it may have been lost). */
+export const CREDIT_RESEND_MS = 2_000;
 /** An unread reply stream outlives its ingress by this long, then vanishes. */
 export const REPLY_STREAM_TTL_MS = 120_000;
 /**

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
+import { CANCEL_CHANNEL, createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
 
 let server: TestRedis;
 let redis: Redis;
@@ -123,6 +123,69 @@ describe('the reply path', () => {
     slowClient.resolve();
     expect(await result).toBe('done');
     expect(seen).toEqual(Array.from({ length: 100 }, (_, i) => `chunk-${i}`));
+  });
+
+  it('holds a stream to its credit window when every pause is lost, and streams on as the client takes it', async () => {
+    let sentChars = 0;
+    handler = async ({ payload, sendChunk }) => {
+      for (let i = 0; i < payload.chunks!; i++) {
+        const chunk = `${i}:`.padEnd(1000, '.');
+        await sendChunk(chunk);
+        sentChars += chunk.length;
+      }
+      return 'done';
+    };
+    await runWorker();
+    const jobId = `windowed-${Date.now()}`;
+    const slowClient = Promise.withResolvers<void>();
+    let caughtUp = false;
+    let seen = 0;
+    const result = jobs.request(QueueName.admin, { n: 1, chunks: 200 }, {
+      requestId: 'windowed', jobId, timeoutMs: 10_000, windowChars: 5_000,
+      // The client's socket is full from the first chunk until it is told to drain.
+      onChunk: () => {
+        seen++;
+        if (!caughtUp) return slowClient.promise;
+      },
+    });
+    // Every pause undone as soon as it is made, as if each were lost or had lapsed: only the
+    // window holds the worker back.
+    const undo = setInterval(() => void redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
+    try {
+      await vi.waitFor(() => expect(seen).toBeGreaterThan(0), { timeout: 3000 });
+      await new Promise((r) => setTimeout(r, 300));
+      // At most the window, and the chunk that crossed it: not 200 kB into the gateway's memory.
+      expect(sentChars).toBeLessThanOrEqual(5_000 + 1_000);
+    } finally {
+      clearInterval(undo);
+    }
+    caughtUp = true;
+    slowClient.resolve();
+    // Credited half a window at a time as the client takes it, the stream runs to its end.
+    expect(await result).toBe('done');
+    expect(seen).toBe(200);
+    expect(sentChars).toBe(200_000);
+  });
+
+  it('costs no credit message for a stream shorter than half its window', async () => {
+    handler = async ({ sendChunk }) => {
+      for (let i = 0; i < 10; i++) await sendChunk(`${i}`.padEnd(100, '.'));
+      return 'done';
+    };
+    await runWorker();
+    const heard: string[] = [];
+    const listener = createRedis(server.url, { name: 'test-listener' });
+    await listener.subscribe(CANCEL_CHANNEL);
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    try {
+      let seen = 0;
+      await jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
+      expect(seen).toBe(10);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(heard.filter((m) => m.startsWith('credit:'))).toEqual([]);
+    } finally {
+      listener.disconnect();
+    }
   });
 
   it('keeps a stream paused when its client leaves instead of catching up, until the cancel stops it', async () => {

@@ -14,6 +14,14 @@ import type { KeyHolder } from './auth/api-key.ts';
 import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';
 
+/**
+ * A stream's credit window is this share of RESPONSE_BUFFER_BYTES, in characters: a character
+ * is at most 3 bytes (4 for a pair), so what a worker may send ahead stays well inside the
+ * buffer cap, and 40 clients that read nothing hold 40 windows (512 Ki characters each by
+ * default), not 40 caps.
+ */
+const STREAM_WINDOW_SHARE = 8;
+
 /** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
 export interface EventStreamFormat {
   /** Bytes for one chunk the worker sent (the chunk is the event's JSON text, or base64 audio). */
@@ -64,8 +72,8 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   stream?: EventStreamFormat;
   /**
    * Bytes of the answer buffered for the client (RESPONSE_BUFFER_BYTES): a larger whole reply
-   * is written a slice at a time as the client reads; a stream whose client falls this far
-   * behind, though its job is paused, is dropped.
+   * is written a slice at a time as the client reads; a stream's worker runs at most a
+   * eighth of it, in characters, ahead of what its client has taken (`STREAM_WINDOW_SHARE`).
    */
   responseBufferBytes: number;
   /** Rows for a request that ends here: refused before its job, or its job removed unrun. */
@@ -216,6 +224,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   try {
     const result = await options.jobs.requestText(options.queue, payload, {
       ...enqueue,
+      windowChars: Math.floor(options.responseBufferBytes / STREAM_WINDOW_SHARE),
       onChunk: (chunk) => {
         begin();
         // A client that reads slower than the upstream writes pauses the job (backpressure)
