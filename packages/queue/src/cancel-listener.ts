@@ -2,6 +2,11 @@ import type { Redis } from './redis-connection.ts';
 import { decodeJobControl } from './job-control.ts';
 import { CANCEL_CHANNEL, PAUSE_LAPSE_MS } from './reply-keys.ts';
 
+/** How a wait for a stream's credit ended. */
+export type CreditWait = 'credited' | 'ended' | 'lapsed';
+interface CreditWaiter { until: number; lapse: NodeJS.Timeout; settle(how: CreditWait): void }
+interface JobCredit { chars: number; waiting: CreditWaiter[] }
+
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
 const REMEMBER_MAX = 10_000;
@@ -26,15 +31,18 @@ export class CancelListener {
   private readonly heard = new Map<string, number>();
   /** Paused jobs → the end of their pause, and the timer that lapses it. */
   private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void; lapse: NodeJS.Timeout }>();
-  /** Running jobs → the characters their ingress has credited, and the send waiting for more. */
-  private readonly credits = new Map<string, { chars: number; waiting?: { until: number; resolve: () => void } }>();
+  /** Running jobs → the characters their ingress has credited, and the sends waiting for more. */
+  private readonly credits = new Map<string, JobCredit>();
 
   constructor(subscriber: Redis) {
     this.subscriber = subscriber;
     subscriber.on('message', (_channel: string, message: string) => {
       const control = decodeJobControl(message);
       const { jobId } = control;
-      if (control.kind === 'pause') return this.pause(jobId);
+      if (control.kind === 'pause') {
+        this.creditOf(jobId)?.waiting.forEach((w) => w.lapse.refresh());
+        return this.pause(jobId);
+      }
       if (control.kind === 'resume') return this.resume(jobId);
       if (control.kind === 'credit') return this.credit(jobId, control.chars);
       const running = this.running.get(jobId);
@@ -52,36 +60,54 @@ export class CancelListener {
   }
 
   /**
-   * Resolves when the job's ingress has credited at least `until` characters of its stream: at
-   * once if it has, or when the job ends (cancelled, past its deadline: `signal`).
+   * Resolves when the job's ingress has credited at least `until` characters of its stream
+   * ('credited'; undefined if it has already), when the job ends ('ended': cancelled, past its
+   * deadline: `signal`), or after `lapseMs` without a word from its ingress about the job
+   * ('lapsed': a live ingress renews its pause or sends its credit again well within that).
    */
-  whenCredited(jobId: string, until: number, signal: AbortSignal): Promise<void> | undefined {
-    if (until <= 0 || signal.aborted || !this.running.has(jobId)) return undefined;
-    let credit = this.credits.get(jobId);
-    if (!credit) this.credits.set(jobId, (credit = { chars: 0 }));
-    if (credit.chars >= until) return undefined;
-    const { promise, resolve } = Promise.withResolvers<void>();
-    const onAbort = () => resolve();
+  whenCredited(jobId: string, until: number, signal: AbortSignal, lapseMs: number): Promise<CreditWait> | undefined {
+    const credit = this.creditOf(jobId);
+    if (!credit || until <= credit.chars || signal.aborted) return undefined;
+    const { promise, resolve } = Promise.withResolvers<CreditWait>();
+    const waiter: CreditWaiter = {
+      until,
+      lapse: setTimeout(() => settle('lapsed'), lapseMs),
+      settle: (how) => settle(how),
+    };
+    const onAbort = () => settle('ended');
+    const settle = (how: CreditWait) => {
+      clearTimeout(waiter.lapse);
+      signal.removeEventListener('abort', onAbort);
+      credit.waiting = credit.waiting.filter((w) => w !== waiter);
+      resolve(how);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
-    credit.waiting = { until, resolve: () => { signal.removeEventListener('abort', onAbort); resolve(); } };
+    credit.waiting.push(waiter);
     return promise;
   }
 
-  private credit(jobId: string, chars: number): void {
-    if (!this.running.has(jobId)) return;
+  /** The job's credit, for a job running here. */
+  private creditOf(jobId: string): JobCredit | undefined {
+    if (!this.running.has(jobId)) return undefined;
     let credit = this.credits.get(jobId);
-    if (!credit) this.credits.set(jobId, (credit = { chars: 0 }));
+    if (!credit) this.credits.set(jobId, (credit = { chars: 0, waiting: [] }));
+    return credit;
+  }
+
+  private credit(jobId: string, chars: number): void {
+    const credit = this.creditOf(jobId);
+    if (!credit) return;
     credit.chars = Math.max(credit.chars, chars);
-    if (credit.waiting && credit.chars >= credit.waiting.until) {
-      credit.waiting.resolve();
-      credit.waiting = undefined;
+    for (const waiter of credit.waiting) {
+      if (credit.chars >= waiter.until) waiter.settle('credited');
+      else waiter.lapse.refresh();
     }
   }
 
   /** Lets whatever the job waits for go: it is ending. */
   private release(jobId: string): void {
     this.resume(jobId);
-    this.credits.get(jobId)?.waiting?.resolve();
+    for (const waiter of this.credits.get(jobId)?.waiting ?? []) waiter.settle('ended');
     this.credits.delete(jobId);
   }
 

@@ -172,7 +172,6 @@ export class JobClient {
     };
     const flow = options.onChunk && this.withFlowControl(jobId, options.onChunk, options.windowChars);
     const reply = this.inbox.expect(jobId, flow?.onChunk);
-    if (flow) void reply.then(flow.stop, flow.stop);
     const { givenUp, clear } = giveUpAfter(options.timeoutMs, options.signal);
     // Either may settle while the job is being added; they are awaited below.
     reply.catch(() => {});
@@ -209,6 +208,7 @@ export class JobClient {
       throw failure;
     } finally {
       clear();
+      flow?.stop();
     }
   }
 
@@ -250,18 +250,23 @@ export class JobClient {
     let received = 0;
     let credited = 0;
     let resend: NodeJS.Timeout | undefined;
+    /** The stream is over for this ingress (ended, given up, or its client gone): no more credit. */
+    let stopped = false;
+    let renew: NodeJS.Timeout | undefined;
     const pause = () => publishJobControl(this.redis, { kind: 'pause', jobId });
     const sendCredit = () => publishJobControl(this.redis, { kind: 'credit', jobId, chars: credited });
     /** Everything received has been written through: credit it, once half a window has come. */
     const takenUp = () => {
-      if (windowChars <= 0 || received - credited < windowChars / 2) return;
+      if (stopped || windowChars <= 0 || received - credited < windowChars / 2) return;
       credited = received;
       sendCredit();
       if (resend) resend.refresh();
       else (resend = setInterval(sendCredit, CREDIT_RESEND_MS)).unref();
     };
     const stop = () => {
+      stopped = true;
       clearInterval(resend);
+      clearInterval(renew);
       resend = undefined;
     };
     return {
@@ -274,14 +279,15 @@ export class JobClient {
         if (paused) return;
         paused = true;
         pause();
-        const renew = setInterval(pause, PAUSE_RENEW_MS);
+        renew = setInterval(pause, PAUSE_RENEW_MS);
         renew.unref();
         void caughtUp.then((how) => {
           clearInterval(renew);
-          paused = false;
           // A client that left is not caught up: the job stays paused until its cancel (which
-          // follows) stops it, rather than streaming on at full speed to nobody in between.
+          // follows) stops it, rather than streaming on at full speed to nobody in between; what
+          // still comes for it neither pauses it again nor earns it credit.
           if (how === 'gone') return stop();
+          paused = false;
           publishJobControl(this.redis, { kind: 'resume', jobId });
           takenUp();
         });

@@ -8,7 +8,7 @@ import { FairShares } from './fair-shares.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
 import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
-import { drainedCounterKey } from './reply-keys.ts';
+import { drainedCounterKey, PAUSE_LAPSE_MS } from './reply-keys.ts';
 import { registerWorker } from './worker-registry.ts';
 import { ReplySender } from './reply-sender.ts';
 
@@ -136,6 +136,16 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     cancels.track(jobId, controller);
     /** Characters of stream chunks sent, for the credit window. */
     let sent = 0;
+    const waitForCredit = async (until: number) => {
+      for (;;) {
+        const waited = cancels.whenCredited(jobId, until, controller.signal, PAUSE_LAPSE_MS);
+        if (!waited || (await waited) !== 'lapsed') return;
+        // No word from the ingress about this job for the lapse: a chunk it never got, or the
+        // ingress itself gone, would hold the job to its deadline.
+        if (replies.lost(jobId)) throw new Error('a stream chunk of this job could not be written to Redis');
+        if (!(await ingresses.isAlive(envelope.replyTo))) return controller.abort(new Error('the gateway that waited for it is gone'));
+      }
+    };
     // A logger of the job's own only when the handler logs (a child logger per job is not free).
     let log: Logger | undefined;
     try {
@@ -153,7 +163,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
           // The ingress's client reads slower than this: wait until it has caught up.
           await cancels.whenResumed(jobId);
           // And never more than the window ahead of what it has taken, whenever the pause comes.
-          if (envelope.window) await cancels.whenCredited(jobId, sent - envelope.window, controller.signal);
+          if (envelope.window) await waitForCredit(sent - envelope.window);
         },
         get log() {
           return (log ??= options.log.child(fields));

@@ -167,6 +167,57 @@ describe('the reply path', () => {
     expect(sentChars).toBe(200_000);
   });
 
+  it('ends a job waiting for credit when its client leaves, and sends no credit for it after', async () => {
+    let sentChars = 0;
+    handler = async ({ sendChunk, signal }) => {
+      for (let i = 0; i < 1000 && !signal.aborted; i++) {
+        const chunk = `${i}:`.padEnd(1000, '.');
+        await sendChunk(chunk);
+        sentChars += chunk.length;
+      }
+      if (signal.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' });
+      return 'done';
+    };
+    await runWorker();
+    const heard: string[] = [];
+    const listener = createRedis(server.url, { name: 'test-listener' });
+    await listener.subscribe(CANCEL_CHANNEL);
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    const jobId = `leaves-waiting-${Date.now()}`;
+    const controller = new AbortController();
+    let seen = 0;
+    const result = jobs.request(QueueName.admin, { n: 1 }, {
+      requestId: 'leaves-waiting', jobId, timeoutMs: 10_000, windowChars: 5_000, signal: controller.signal,
+      // Takes the first 10 chunks (credited), then its socket is full for good.
+      onChunk: () => {
+        seen++;
+        if (seen > 10) return new Promise<never>(() => {});
+      },
+    });
+    const undo = setInterval(() => void redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
+    try {
+      await vi.waitFor(() => expect(seen).toBeGreaterThan(10), { timeout: 3000 });
+      await new Promise((r) => setTimeout(r, 300));
+      // Credited for the 10 chunks it took: the window past that, and the chunk that crossed it.
+      expect(sentChars).toBeLessThanOrEqual(10_000 + 5_000 + 1_000);
+      expect(heard.some((m) => m.startsWith('credit:') && m.endsWith(jobId))).toBe(true);
+      controller.abort();
+      await expect(result).rejects.toMatchObject({ status: 499 });
+      // The cancel reaches the worker: its wait ends with the chunk it was sending, then the job.
+      await new Promise((r) => setTimeout(r, 300));
+      const ended = sentChars;
+      expect(ended).toBeLessThanOrEqual(10_000 + 5_000 + 1_000);
+      const creditsAtEnd = heard.filter((m) => m.startsWith('credit:')).length;
+      // Past the 2 s a lost credit is sent again after: nothing more for a request that is over.
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(sentChars).toBe(ended);
+      expect(heard.filter((m) => m.startsWith('credit:')).length).toBe(creditsAtEnd);
+    } finally {
+      clearInterval(undo);
+      listener.disconnect();
+    }
+  });
+
   it('costs no credit message for a stream shorter than half its window', async () => {
     handler = async ({ sendChunk }) => {
       for (let i = 0; i < 10; i++) await sendChunk(`${i}`.padEnd(100, '.'));

@@ -56,6 +56,11 @@ export class ReplySender {
     return this.add(replyTo, jobId, ReplyType.result, JSON.stringify(value ?? null));
   }
 
+  /** Whether a stream chunk of the job could not be written (its result will fail). */
+  lost(jobId: string): boolean {
+    return this.broken.has(jobId);
+  }
+
   error(replyTo: string, jobId: string, error: ErrorReply): Promise<void> {
     this.broken.delete(jobId);
     return this.add(replyTo, jobId, ReplyType.error, JSON.stringify(error));

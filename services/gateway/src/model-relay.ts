@@ -21,6 +21,9 @@ import type { ErrorFormat } from './error-formats.ts';
  * default), not 40 caps.
  */
 const STREAM_WINDOW_SHARE = 8;
+/** A window below this would cost a credit message every few chunks (RESPONSE_BUFFER_BYTES may be as small as 16 KiB). */
+const MIN_STREAM_WINDOW = 64 * 1024;
+const CLIENT_GONE = Promise.resolve('gone' as const);
 
 /** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
 export interface EventStreamFormat {
@@ -224,18 +227,19 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   try {
     const result = await options.jobs.requestText(options.queue, payload, {
       ...enqueue,
-      windowChars: Math.floor(options.responseBufferBytes / STREAM_WINDOW_SHARE),
+      windowChars: Math.max(MIN_STREAM_WINDOW, Math.floor(options.responseBufferBytes / STREAM_WINDOW_SHARE)),
       onChunk: (chunk) => {
         begin();
         // A client that reads slower than the upstream writes pauses the job (backpressure)
         // instead of having the gateway buffer for it. What was already on its way still comes;
         // past the buffer cap the client is dropped (the job is cancelled as it goes).
-        if (raw.destroyed) return;
+        // A chunk nobody will take is not written through: the worker is not credited for it.
+        if (raw.destroyed) return CLIENT_GONE;
         if (raw.write(format.chunk(chunk))) return;
         if ((raw.socket?.writableLength ?? raw.writableLength) > options.responseBufferBytes) {
           request.log.warn({ buffered: raw.socket?.writableLength }, 'a stream\'s client fell too far behind and was dropped');
           raw.destroy();
-          return;
+          return CLIENT_GONE;
         }
         return drained();
       },
