@@ -13,6 +13,7 @@ import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
 import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
+import { FairTurns } from './admission/fair-turns.ts';
 import { KeyRateLimit } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -191,6 +192,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
         rateLimit: new KeyRateLimit(deps.redis), backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
       }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
+      turns: new FairTurns(),
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
       responseBufferBytes: deps.responseBufferBytes,

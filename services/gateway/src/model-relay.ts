@@ -13,6 +13,7 @@ import type { ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
 import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';
+import type { FairTurns } from './admission/fair-turns.ts';
 
 /**
  * A stream's credit window is this share of RESPONSE_BUFFER_BYTES, in characters: a character
@@ -128,11 +129,16 @@ function* slices(text: string, size: number): Generator<string> {
  * A model route's `onRequest` hook, after its authentication: a key or user that may not start a
  * request now (quota used up, requests in flight at their cap) is refused before its body is read.
  */
-export function admissionGate(admission: ModelAdmission) {
+export function admissionGate({ admission, turns }: { admission: ModelAdmission; turns: FairTurns }) {
   // A refused body is read and dropped, never parsed or held: closing the connection on it
   // instead would cost the other tenants less, but a client still sending would see a broken
-  // pipe before its 429 (seen once in 100).
-  return async (request: FastifyRequest): Promise<void> => admission.gate(keyHolderOf(request));
+  // pipe before its 429 (seen once in 100). An admitted one waits for its user's turn of the
+  // event loop before its body is read (fair-turns.ts).
+  return async (request: FastifyRequest): Promise<void> => {
+    const holder = keyHolderOf(request);
+    await admission.gate(holder);
+    await turns.take(holder.userId);
+  };
 }
 
 const streamHeaders = {

@@ -1,5 +1,6 @@
 import type { JobClient } from '@gateway/queue';
 import type { BodyBudget } from '../admission/body-budget.ts';
+import type { FairTurns } from '../admission/fair-turns.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
@@ -10,6 +11,8 @@ export interface ModelApiOptions {
   jobs: JobClient;
   apiKeys: ApiKeyAuth;
   admission: ModelAdmission;
+  /** Turns of the gateway's event loop, shared fairly between users (fair-turns.ts). */
+  turns: FairTurns;
   catalog: ModelCatalog;
   /** How long a request may wait for its answer (REQUEST_TIMEOUT_MS). */
   timeoutMs: number;

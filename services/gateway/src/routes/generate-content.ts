@@ -50,7 +50,7 @@ function modelAndMethod(target: string): { model: string; method: AudioMethod } 
 export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
   // A route like `/v1beta/models/:model:generateContent` would read the colon as a parameter;
   // the wildcard takes `{model}:{method}` whole and it is split here.
-  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
+  app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
       throw notFound(`no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`);

@@ -16,7 +16,7 @@ const openaiEventStream = serverSentEvents(openaiFormat, { doneMarker: '[DONE]' 
 
 export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions): void {
   for (const [path, endpoint] of Object.entries(openaiEndpoints) as [string, OpenAIEndpoint][]) {
-    app.post(path.replace(/^\/v1/, ''), { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
+    app.post(path.replace(/^\/v1/, ''), { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
       const holder = keyHolderOf(request);
       const body = parseOrThrow(endpoint.schema, request.body);
       if (body.stream === true && !endpoint.streams) {

@@ -40,7 +40,7 @@ const speechEvents: EventStreamFormat = {
 };
 
 export function openaiSpeechRoutes(app: FastifyInstance, options: ModelApiOptions): void {
-  app.post('/audio/speech', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options.admission) }, async (request, reply) => {
+  app.post('/audio/speech', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const holder = keyHolderOf(request);
     const body = parseOrThrow(speechRequestSchema, request.body);
     options.apiKeys.authorizeModel(holder, body.model);
