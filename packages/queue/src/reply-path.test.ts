@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
@@ -35,6 +35,16 @@ afterAll(async () => {
 
 async function runWorker(concurrency = 64) {
   worker = await startJobWorker<{ n: number; wait?: number; chunks?: number }>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log });
+}
+
+/** Every job control (cancel, pause, resume, credit) published from now until the test ends, as sent. */
+async function hearJobControls(): Promise<string[]> {
+  const heard: string[] = [];
+  const listener = createRedis(server.url, { name: 'test-listener' });
+  await listener.subscribe(CANCEL_CHANNEL);
+  listener.on('message', (_channel: string, message: string) => heard.push(message));
+  onTestFinished(() => listener.disconnect());
+  return heard;
 }
 
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
@@ -179,10 +189,7 @@ describe('the reply path', () => {
       return 'done';
     };
     await runWorker();
-    const heard: string[] = [];
-    const listener = createRedis(server.url, { name: 'test-listener' });
-    await listener.subscribe(CANCEL_CHANNEL);
-    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    const heard = await hearJobControls();
     const jobId = `leaves-waiting-${Date.now()}`;
     const controller = new AbortController();
     let seen = 0;
@@ -214,7 +221,6 @@ describe('the reply path', () => {
       expect(heard.filter((m) => m.startsWith('credit:')).length).toBe(creditsAtEnd);
     } finally {
       clearInterval(undo);
-      listener.disconnect();
     }
   });
 
@@ -224,19 +230,12 @@ describe('the reply path', () => {
       return 'done';
     };
     await runWorker();
-    const heard: string[] = [];
-    const listener = createRedis(server.url, { name: 'test-listener' });
-    await listener.subscribe(CANCEL_CHANNEL);
-    listener.on('message', (_channel: string, message: string) => heard.push(message));
-    try {
-      let seen = 0;
-      await jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
-      expect(seen).toBe(10);
-      await new Promise((r) => setTimeout(r, 100));
-      expect(heard.filter((m) => m.startsWith('credit:'))).toEqual([]);
-    } finally {
-      listener.disconnect();
-    }
+    const heard = await hearJobControls();
+    let seen = 0;
+    await jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
+    expect(seen).toBe(10);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(heard.filter((m) => m.startsWith('credit:'))).toEqual([]);
   });
 
   it('keeps a stream paused when its client leaves instead of catching up, until the cancel stops it', async () => {

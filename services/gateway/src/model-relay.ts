@@ -16,14 +16,13 @@ import type { ErrorFormat } from './error-formats.ts';
 import type { FairTurns } from './admission/fair-turns.ts';
 
 /**
- * A stream's credit window is this share of RESPONSE_BUFFER_BYTES, in characters: a character
- * is at most 3 bytes (4 for a pair), so what a worker may send ahead stays well inside the
- * buffer cap, and 40 clients that read nothing hold 40 windows (512 Ki characters each by
- * default), not 40 caps.
+ * A stream's credit window, in characters, for a buffer cap of `responseBufferBytes`: an eighth
+ * of it (a character is at most 3 bytes, 4 for a pair, so what a worker may send ahead stays
+ * well inside the cap, and 40 clients that read nothing hold 40 windows, 512 Ki characters each
+ * by default, not 40 caps), and at least 64 Ki (RESPONSE_BUFFER_BYTES may be as small as 16 KiB,
+ * and a smaller window would cost a credit message every few chunks).
  */
-const STREAM_WINDOW_SHARE = 8;
-/** A window below this would cost a credit message every few chunks (RESPONSE_BUFFER_BYTES may be as small as 16 KiB). */
-const MIN_STREAM_WINDOW = 64 * 1024;
+export const streamWindowOf = (responseBufferBytes: number) => Math.max(64 * 1024, Math.floor(responseBufferBytes / 8));
 const CLIENT_GONE = Promise.resolve('gone' as const);
 
 /** How a wire format writes a stream: each chunk, its end, and a failure after the first byte. */
@@ -76,10 +75,11 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   stream?: EventStreamFormat;
   /**
    * Bytes of the answer buffered for the client (RESPONSE_BUFFER_BYTES): a larger whole reply
-   * is written a slice at a time as the client reads; a stream's worker runs at most a
-   * eighth of it, in characters, ahead of what its client has taken (`STREAM_WINDOW_SHARE`).
+   * is written a slice at a time as the client reads.
    */
   responseBufferBytes: number;
+  /** How far a stream's worker may run ahead of what its client has taken (`streamWindowOf`). */
+  streamWindowChars: number;
   /** Rows for a request that ends here: refused before its job, or its job removed unrun. */
   requestLog?: RequestLogSink;
 }
@@ -233,7 +233,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   try {
     const result = await options.jobs.requestText(options.queue, payload, {
       ...enqueue,
-      windowChars: Math.max(MIN_STREAM_WINDOW, Math.floor(options.responseBufferBytes / STREAM_WINDOW_SHARE)),
+      windowChars: options.streamWindowChars,
       onChunk: (chunk) => {
         begin();
         // A client that reads slower than the upstream writes pauses the job (backpressure)

@@ -57,14 +57,12 @@ export class FairTurns {
     this.roundScheduled = false;
     this.startedThisRound = 0;
     while (this.startedThisRound < this.perRound && this.waiting.size > 0) {
-      for (const [userId, queue] of this.waiting) {
-        queue.shift()!();
-        this.startedThisRound++;
-        // A user with more waiting goes to the back of the ring: the next user is served next.
-        this.waiting.delete(userId);
-        if (queue.length > 0) this.waiting.set(userId, queue);
-        break;
-      }
+      const [userId, queue] = this.waiting.entries().next().value!;
+      queue.shift()!();
+      this.startedThisRound++;
+      // A user with more waiting goes to the back of the ring: the next user is served next.
+      this.waiting.delete(userId);
+      if (queue.length > 0) this.waiting.set(userId, queue);
     }
     if (this.waiting.size > 0) this.scheduleRound();
   }

@@ -4,7 +4,7 @@ import type { FairTurns } from '../admission/fair-turns.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
-import type { RequestLogSink } from '../model-relay.ts';
+import { streamWindowOf, type RequestLogSink } from '../model-relay.ts';
 
 /** What both model wire formats' plugins are given. */
 export interface ModelApiOptions {
@@ -32,6 +32,7 @@ export function relayOptionsOf(options: ModelApiOptions) {
     jobs: options.jobs,
     timeoutMs: options.timeoutMs,
     responseBufferBytes: options.responseBufferBytes,
+    streamWindowChars: streamWindowOf(options.responseBufferBytes),
     requestLog: options.requestLog,
     admission: options.admission,
   };
