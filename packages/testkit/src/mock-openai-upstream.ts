@@ -194,8 +194,13 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
       sent++;
       if (res.write(`data: ${JSON.stringify(chunk)}\n\n`)) return;
       await new Promise<void>((resolve) => {
-        res.once('drain', resolve);
-        res.once('close', resolve);
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.once('drain', done);
+        res.once('close', done);
       });
     };
     for (const chunk of plan.chunks) {
