@@ -25,6 +25,14 @@ export interface JobEnvelope<P> {
 }
 
 /**
+ * A job's data as it is queued: the envelope with its payload in it, or, for a large payload,
+ * beside it (`payloadKey`: a Redis string the worker reads before it runs the job; see
+ * @gateway/queue's payload-beside.ts). A worker of before this field cannot read the second
+ * form: upgrade workers before gateways.
+ */
+export type QueuedEnvelope<P> = Omit<JobEnvelope<P>, 'payload'> & ({ payload: P; payloadKey?: undefined } | { payload?: undefined; payloadKey: string });
+
+/**
  * Batch work ranks after every interactive job: batch jobs' BullMQ priorities start here
  * (`FairShares`). BullMQ's priorities go up to 2^21; interactive ranks stay below this.
  */

@@ -1,10 +1,8 @@
-import { join } from 'node:path';
-import { defineLuaScripts, luaScripts } from '@gateway/config';
+import { defineLuaScripts } from '@gateway/config';
 import { BATCH_RANK_BASE, isBatchRank, type QueueName } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
+import { queueScripts } from './queue-scripts.ts';
 
-/** `gwFairJoin`, `gwFairLeave`, from `commands/`. */
-const scripts = luaScripts(join(import.meta.dirname, 'commands'));
 
 type Scripted = Redis & {
   gwFairJoin(line: string, keys: string, kind: string, tokenId: number, most: number, mostVirtual: number, mostListed: number): Promise<[number, number, number]>;
@@ -64,7 +62,7 @@ export class FairShares {
   private readonly redis: Scripted;
 
   constructor(redis: Redis) {
-    defineLuaScripts(redis, scripts);
+    defineLuaScripts(redis, queueScripts);
     this.redis = redis as Scripted;
   }
 

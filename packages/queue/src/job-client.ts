@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { clientCancelled, GatewayError, timedOut, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { clientCancelled, GatewayError, timedOut, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { publishJobControl } from './job-control.ts';
 import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
+import { dropPayload, newPayloadKey, PAYLOAD_INLINE_MAX_CHARS, putPayload } from './payload-beside.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -42,15 +43,14 @@ export interface RequestOptions {
   jobId?: string;
   /** When the request arrived (epoch ms): the job's timestamp, which its worker reads. Default now. */
   queuedAt?: number;
+  /**
+   * About how long the payload is as JSON (the request body's length). Past
+   * PAYLOAD_INLINE_MAX_CHARS the payload goes beside the job rather than in it (payload-beside.ts).
+   */
+  payloadChars?: number;
 }
 
 
-/**
- * A job leaves Redis when it ends, however it ends: completed, or failed (which only a job that
- * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
- * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
- * set; nobody reads that set, and the worker's log says why the job ended.
- */
 /**
  * Removes a job that is still waiting; resolves whether it did. BullMQ's `remove` answers 1 for
  * any job not locked, one already run and gone included, which would count a job that ran as
@@ -67,6 +67,12 @@ async function removeIfWaiting(queue: Queue, jobId: string): Promise<boolean> {
   }
 }
 
+/**
+ * A job leaves Redis when it ends, however it ends: completed, or failed (which only a job that
+ * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
+ * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
+ * set; nobody reads that set, and the worker's log says why the job ended.
+ */
 export const defaultJobOptions = {
   removeOnComplete: true,
   removeOnFail: true,
@@ -160,7 +166,7 @@ export class JobClient {
     }
     const jobId = options.jobId ?? randomUUID();
     const deadline = Date.now() + options.timeoutMs;
-    const envelope: JobEnvelope<P> = {
+    const heading = {
       requestId: options.requestId,
       replyTo: this.inbox.id,
       deadline,
@@ -168,7 +174,6 @@ export class JobClient {
       ...(options.onChunk && options.windowChars ? { window: options.windowChars } : {}),
       ...(options.priority ? { priority: options.priority } : {}),
       ...(options.tenant ? { tenant: options.tenant } : {}),
-      payload,
     };
     const flow = options.onChunk && this.withFlowControl(jobId, options.onChunk, options.windowChars);
     const reply = this.inbox.expect(jobId, flow?.onChunk);
@@ -183,7 +188,14 @@ export class JobClient {
     // prioritized set; its envelope keeps its rank for the worker.
     const bullPriority = options.priority && !options.tenant?.listed ? options.priority : undefined;
     const timestamp = options.queuedAt ?? Date.now();
-    const added = queue.add(queueName, envelope, bullPriority ? { jobId, priority: bullPriority, timestamp } : { jobId, timestamp });
+    const jobOptions = bullPriority ? { jobId, priority: bullPriority, timestamp } : { jobId, timestamp };
+    // A large payload is stored first, then its job: no worker takes a job whose payload is still
+    // on its way.
+    const payloadKey = (options.payloadChars ?? 0) > PAYLOAD_INLINE_MAX_CHARS ? newPayloadKey() : undefined;
+    const added = payloadKey
+      ? putPayload(this.redis, payloadKey, JSON.stringify(payload), deadline)
+        .then(() => queue.add(queueName, { ...heading, payloadKey } satisfies QueuedEnvelope<P>, jobOptions))
+      : queue.add(queueName, { ...heading, payload } satisfies QueuedEnvelope<P>, jobOptions);
     added.catch(() => {});
     let abandoned = false;
     try {
@@ -193,7 +205,10 @@ export class JobClient {
         abandoned = error instanceof GatewayError;
         if (abandoned && (error as GatewayError).code === 'cancelled') throw error;
         // The add failed: the job will never run.
-        if (!abandoned) options.onUnrun?.();
+        if (!abandoned) {
+          options.onUnrun?.();
+          if (payloadKey) dropPayload(this.redis, payloadKey);
+        }
         throw redisUnavailableError();
       }
       return await Promise.race([reply, givenUp]);
@@ -203,7 +218,8 @@ export class JobClient {
       // A job given up on is removed once it is queued (an add still waiting may land later); one
       // removed unrun, or never queued, gives back what it held.
       if (abandoned || failure.code === 'timeout' || failure.code === 'cancelled') {
-        void added.then(() => this.cancel(queue, jobId, options.onUnrun), () => options.onUnrun?.());
+        const unrun = payloadKey ? () => { dropPayload(this.redis, payloadKey); options.onUnrun?.(); } : options.onUnrun;
+        void added.then(() => this.cancel(queue, jobId, unrun), () => unrun?.());
       }
       throw failure;
     } finally {

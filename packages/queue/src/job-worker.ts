@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import { GatewayError, type JobEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, overloaded, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener } from './cancel-listener.ts';
@@ -11,6 +11,7 @@ import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey, PAUSE_LAPSE_MS } from './reply-keys.ts';
 import { registerWorker } from './worker-registry.ts';
 import { ReplySender } from './reply-sender.ts';
+import { dropPayload, takePayload } from './payload-beside.ts';
 
 /**
  * Most jobs one BullMQ Worker (lane) runs at once by default; higher concurrency opens more
@@ -186,12 +187,44 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     }
   };
 
+  /**
+   * The job's envelope with its payload, read from beside the job when it was too large to be in
+   * it; undefined (the ingress told why) when that payload is gone or Redis could not give it.
+   */
+  const envelopeOf = async (jobId: string, queued: QueuedEnvelope<P>): Promise<JobEnvelope<P> | undefined> => {
+    if (queued.payloadKey === undefined) return queued as JobEnvelope<P>;
+    let failure: GatewayError;
+    try {
+      const text = await takePayload(redis, queued.payloadKey);
+      if (text !== undefined) return { ...queued, payload: JSON.parse(text) as P };
+      failure = overloaded('the request was lost from the queue before a worker took it (Redis restarted?); send it again');
+    } catch (error) {
+      failure = isRedisUnavailable(error) ? redisUnavailableError() : GatewayError.from(error);
+    }
+    options.log.warn({ reqId: queued.requestId, jobId, queue: options.queue }, `job dropped: ${failure.message}`);
+    await replies.error(queued.replyTo, jobId, failure.toReply()).catch(() => {});
+    return undefined;
+  };
+
   const fairShares = new FairShares(redis);
-  const process = async (job: Job<JobEnvelope<P>>) => {
-    const envelope = job.data;
+  const process = async (job: Job<QueuedEnvelope<P>>) => {
     const jobId = job.id!;
+    const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
-    if (envelope.tenant && envelope.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, envelope.tenant, envelope.priority);
+    if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
+    try {
+      const envelope = await envelopeOf(jobId, queued);
+      if (envelope) await processEnvelope(job, jobId, envelope);
+      else finished++;
+    } finally {
+      // Removed when the job ends here. A job taken over after its worker died finds it still
+      // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
+      // says so to an ingress that has its answer from the first.
+      if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
+    }
+  };
+
+  const processEnvelope = async (job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
     const fields = { reqId: envelope.requestId, jobId };
     const startedAt = Date.now();
     const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown) => options.onJobEnd?.({
@@ -229,13 +262,13 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
   const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
-  const lanes: Worker<JobEnvelope<P>>[] = [];
+  const lanes: Worker<QueuedEnvelope<P>>[] = [];
   const connections: Redis[] = [];
   const laneConcurrency = Math.ceil(perShard / lanesPerShard);
   for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
     const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
-    const worker = new Worker<JobEnvelope<P>>(options.queue, process, {
+    const worker = new Worker<QueuedEnvelope<P>>(options.queue, process, {
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
       concurrency: laneConcurrency,

@@ -297,6 +297,7 @@ export class BatchFeed {
         priority: admitted.priority,
         tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
         onUnrun: admitted.unrun,
+        payloadChars: line.body.length,
       });
       this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null });
     } catch (error) {

@@ -9,6 +9,13 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest } from '@gateway/contracts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body's length in characters, once parsed (0 without one): how large its job's payload is, about. */
+    bodyChars: number;
+  }
+}
+
 /** Real bodies nest a handful of levels (Gemini's `contents[].parts[].inlineData` is five). */
 export const MAX_JSON_DEPTH = 32;
 
@@ -76,9 +83,11 @@ export function jsonShapeProblem(value: unknown): { message: string; field: stri
 }
 
 export function registerJsonBodyParser(app: FastifyInstance): void {
+  app.decorateRequest('bodyChars', 0);
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    request.bodyChars = (body as string).length;
     parse(request, body as string, (error, value) => {
       if (error) return done(error, undefined);
       const problem = jsonShapeProblem(value);

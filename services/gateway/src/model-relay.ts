@@ -180,6 +180,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const enqueue = {
     requestId: request.id,
     queuedAt: arrivedAt,
+    payloadChars: request.bodyChars,
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,
