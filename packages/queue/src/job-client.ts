@@ -198,18 +198,27 @@ export class JobClient {
       : queue.add(queueName, { ...heading, payload } satisfies QueuedEnvelope<P>, jobOptions);
     added.catch(() => {});
     let abandoned = false;
+    /** The add failed, yet Redis may have taken the job before it went away. */
+    let mayBeQueued = false;
     try {
       try {
         await Promise.race([added, givenUp]);
       } catch (error) {
         abandoned = error instanceof GatewayError;
         if (abandoned && (error as GatewayError).code === 'cancelled') throw error;
-        // The add failed: the job will never run.
-        if (!abandoned) {
-          options.onUnrun?.();
-          if (payloadKey) dropPayload(this.redis, payloadKey);
+        if (!abandoned && options.jobId !== undefined) {
+          // A job its caller named (a batch line) is followed rather than given up: sent again
+          // under a new name it would run, and be charged, twice. Its caller ends the wait when
+          // it sees the job missing from the queue (the batch feed's sweep), or at the time-out.
+          mayBeQueued = true;
+        } else {
+          // The add failed: the job will never run.
+          if (!abandoned) {
+            options.onUnrun?.();
+            if (payloadKey) dropPayload(this.redis, payloadKey);
+          }
+          throw redisUnavailableError();
         }
-        throw redisUnavailableError();
       }
       return await Promise.race([reply, givenUp]);
     } catch (error) {
@@ -219,7 +228,8 @@ export class JobClient {
       // removed unrun, or never queued, gives back what it held.
       if (abandoned || failure.code === 'timeout' || failure.code === 'cancelled') {
         const unrun = payloadKey ? () => { dropPayload(this.redis, payloadKey); options.onUnrun?.(); } : options.onUnrun;
-        void added.then(() => this.cancel(queue, jobId, unrun), () => unrun?.());
+        if (mayBeQueued) this.cancelUnsure(queue, jobId, unrun);
+        else void added.then(() => this.cancel(queue, jobId, unrun), () => unrun?.());
       }
       throw failure;
     } finally {
@@ -320,6 +330,19 @@ export class JobClient {
     void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId))).then((removed) => {
       if (removed.some(Boolean)) onUnrun?.();
     });
+  }
+
+  /**
+   * `cancel` for a job whose add failed and may have happened all the same: one running is told to
+   * stop (its worker settles what it held); one waiting is removed, and one not in the queue
+   * (never added, or run and gone) gives back what it held: a hold already settled is not charged
+   * again by that.
+   */
+  private cancelUnsure(queue: Queue, jobId: string, onUnrun?: () => void): void {
+    publishJobControl(this.redis, { kind: 'cancel', jobId });
+    void queue.getJobState(jobId).then(async (state) => {
+      if (state === 'unknown' || ((state === 'waiting' || state === 'prioritized' || state === 'delayed') && (await queue.remove(jobId)) === 1)) onUnrun?.();
+    }, () => {});
   }
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */

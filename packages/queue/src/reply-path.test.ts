@@ -331,4 +331,30 @@ describe('the reply path', () => {
     const results = await Promise.all(pending);
     expect(results).toEqual(Array.from({ length: 200 }, (_, n) => n));
   }, 30_000);
+
+  it("follows a job its caller named when the add's answer is lost (Redis took it, then went away), rather than giving it up to be sent again", async () => {
+    let runs = 0;
+    handler = async ({ payload }) => {
+      runs++;
+      return payload.n;
+    };
+    const queue = jobs.shardsOf(QueueName.admin)[0]!;
+    const add = queue.add.bind(queue);
+    // Redis takes the job; its answer never comes back.
+    queue.add = (async (...args: Parameters<typeof add>) => {
+      await add(...args);
+      throw new Error('Connection is closed.');
+    }) as typeof queue.add;
+    onTestFinished(() => {
+      queue.add = add;
+    });
+    const unrun = vi.fn();
+    await runWorker();
+    await expect(request(41, { jobId: 'named-line-1', onUnrun: unrun })).resolves.toBe(41);
+    expect(runs).toBe(1);
+    expect(unrun).not.toHaveBeenCalled();
+    // A job nobody named is given up as before: a 503, and what it held is given back.
+    await expect(request(42, { onUnrun: unrun })).rejects.toMatchObject({ status: 503 });
+    expect(unrun).toHaveBeenCalledTimes(1);
+  });
 });
