@@ -280,6 +280,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       ...laneTimingOf(options.redisTarget),
     });
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
+    // A job that stalled too often is failed by the worker that next takes it, without a run: its
+    // payload goes with it, as with a job that ends.
+    worker.on('failed', (job) => {
+      if (job?.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+    });
     lanes.push(worker);
   }
   const worker = lanes[0]!;
