@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { defineLuaScripts } from '@gateway/config';
 import { clientCancelled, GatewayError, timedOut, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
 import { redisUnavailableError, type Redis } from './redis-connection.ts';
@@ -8,6 +9,7 @@ import type { ReplyInbox } from './reply-inbox.ts';
 import { publishJobControl } from './job-control.ts';
 import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
 import { dropPayload, newPayloadKey, PAYLOAD_INLINE_MAX_CHARS, putPayload } from './payload-beside.ts';
+import { queueScripts } from './queue-scripts.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -125,6 +127,7 @@ export class JobClient {
     this.redis = redis;
     this.inbox = inbox;
     this.shards = shards;
+    defineLuaScripts(redis, queueScripts);
   }
 
   /** Every shard of a queue (one BullMQ queue each; see `shardPrefixes`). */

@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { defineLuaScripts } from '@gateway/config';
 import type { Redis } from './redis-connection.ts';
-import { queueScripts } from './queue-scripts.ts';
 
 /**
  * A large payload goes beside its job, as a Redis list of slices of its own, not in the job's data.
@@ -43,10 +41,12 @@ export const newPayloadKey = () => `gw:payload:${randomUUID()}`;
 
 type Scripted = Redis & { gwPayloadPush(key: string, slice: Buffer, ttlMs: number): Promise<number> };
 
-/** Stores a job's payload (its JSON text) under `key` (newPayloadKey), a slice at a time. */
+/**
+ * Stores a job's payload (its JSON text) under `key` (newPayloadKey), a slice at a time, on a
+ * connection the queue's scripts are defined on (`queueScripts`, as JobClient does at start-up).
+ */
 export async function putPayload(redis: Redis, key: string, text: string, deadline: number): Promise<void> {
   const scripted = redis as Scripted;
-  if (!scripted.gwPayloadPush) defineLuaScripts(redis, queueScripts);
   const bytes = Buffer.from(text, 'utf8');
   const ttlMs = Math.max(1, deadline - Date.now()) + PAYLOAD_GRACE_MS;
   for (let at = 0; at < bytes.length; at += SLICE_BYTES) await scripted.gwPayloadPush(key, bytes.subarray(at, at + SLICE_BYTES), ttlMs);

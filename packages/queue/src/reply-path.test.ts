@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { CANCEL_CHANNEL, createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
+import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
 
 let server: TestRedis;
 let redis: Redis;
@@ -11,7 +12,9 @@ let jobs: JobClient;
 let worker: JobWorker | undefined;
 const log = pino({ level: 'silent' });
 
-let handler: JobHandler<{ n: number; wait?: number; chunks?: number }> = async () => null;
+/** What the tests' jobs carry: a number to answer with, work to do, or a text (a large payload). */
+interface Payload { n: number; wait?: number; chunks?: number; text?: string }
+let handler: JobHandler<Payload> = async () => null;
 
 beforeAll(async () => {
   server = await useTestRedis();
@@ -34,7 +37,7 @@ afterAll(async () => {
 });
 
 async function runWorker(concurrency = 64) {
-  worker = await startJobWorker<{ n: number; wait?: number; chunks?: number }>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log });
+  worker = await startJobWorker<Payload>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log });
 }
 
 /** Every job control (cancel, pause, resume, credit) published from now until the test ends, as sent. */
@@ -48,7 +51,7 @@ async function hearJobControls(): Promise<string[]> {
 }
 
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
-  jobs.request<{ n: number; wait?: number; chunks?: number }, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
+  jobs.request<Payload, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
 
 
 describe('the reply path', () => {
@@ -356,5 +359,62 @@ describe('the reply path', () => {
     // A job nobody named is given up as before: a 503, and what it held is given back.
     await expect(request(42, { onUnrun: unrun })).rejects.toMatchObject({ status: 503 });
     expect(unrun).toHaveBeenCalledTimes(1);
+  });
+});
+
+const payloadKeys = () => redis.keys('gw:payload:*');
+const aofBytes = async () => Number(/aof_current_size:(\d+)/.exec(await redis.info('persistence'))![1]);
+const send = (text: string, options: { timeoutMs?: number; requestId?: string } = {}) =>
+  jobs.request<Payload, { length: number; same: boolean }>(QueueName.admin, { n: 0, text }, { requestId: options.requestId ?? 'big', timeoutMs: options.timeoutMs ?? 10_000, payloadChars: text.length + 20 });
+
+// 3 MB of text whose characters take 1 to 4 bytes in UTF-8, so slices of 256 KiB end inside characters.
+const big = 'añ€😀'.repeat(300_000);
+
+describe('a large payload beside its job', () => {
+  it('reaches the handler whole, is never in the job nor in the AOF, and is gone once the job ends', async () => {
+    const aofBefore = await aofBytes();
+    let inJob: unknown;
+    handler = async ({ jobId, payload }) => {
+      inJob = (await jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
+      return { length: payload.text!.length, same: payload.text === big };
+    };
+    await runWorker();
+    expect(await send(big)).toEqual({ length: big.length, same: true });
+    expect(inJob).toMatchObject({ payloadKey: expect.stringMatching(/^gw:payload:/) });
+    expect(inJob).not.toHaveProperty('payload');
+    // Written to memory only: the AOF grew by the job's few hundred bytes, not by its 3 MB.
+    expect(await aofBytes() - aofBefore).toBeLessThan(100_000);
+    await expect.poll(payloadKeys).toEqual([]);
+  });
+
+  it('keeps a small payload in the job', async () => {
+    let inJob: any;
+    handler = async ({ jobId, payload }) => {
+      inJob = (await jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
+      return { length: payload.text!.length, same: true };
+    };
+    await runWorker();
+    const small = 'x'.repeat(PAYLOAD_INLINE_MAX_CHARS / 2);
+    expect(await send(small)).toEqual({ length: small.length, same: true });
+    expect(inJob.payload.text).toBe(small);
+    expect(inJob.payloadKey).toBeUndefined();
+  });
+
+  it('answers 503, to send again, when the payload was lost before a worker took the job (a Redis restart)', async () => {
+    handler = async ({ payload }) => ({ length: payload.text!.length, same: true });
+    const answer = send(big, { requestId: 'lost' }).catch((error: unknown) => error);
+    // Queued, nobody serving the queue yet; then its payload goes, as a restart would take it.
+    await expect.poll(async () => (await payloadKeys()).length).toBe(1);
+    await expect.poll(() => jobs.shardsOf(QueueName.admin)[0]!.getWaitingCount()).toBe(1);
+    await redis.unlink(...(await payloadKeys()));
+    await runWorker();
+    expect(await answer).toMatchObject({ status: 503, code: 'overloaded', message: expect.stringContaining('send it again') });
+  });
+
+  it('is removed with a job given up on before a worker took it', async () => {
+    const answer = send(big, { requestId: 'late', timeoutMs: 1500 }).catch((error: unknown) => error);
+    await expect.poll(async () => (await payloadKeys()).length).toBe(1);
+    expect(await answer).toMatchObject({ status: 504 });
+    await expect.poll(payloadKeys).toEqual([]);
   });
 });
