@@ -10,7 +10,8 @@ import { expect } from 'vitest';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const BODY_LIMIT = 1024 * 1024;
-const test = stackTest({ workers: ['completion-worker'], env: { BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+const BUDGET_PER_KEY = 4 * BODY_LIMIT;
+const test = stackTest({ workers: ['completion-worker'], env: { BODY_LIMIT_BYTES: String(BODY_LIMIT), BODY_BUDGET_PER_KEY_BYTES: String(BUDGET_PER_KEY) } });
 
 /** A fetch that sends every JSON body gzipped, as a compressing proxy or SDK middleware would. */
 const gzipFetch: typeof fetch = async (url, init) => {
@@ -29,6 +30,23 @@ test('the openai SDK sending gzip gets its completion', async ({ stack, upstream
   const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, fetch: gzipFetch });
   const completion = await client.completions.create({ model: 'm', prompt: 'hello '.repeat(1000) });
   expect(completion.choices[0]!.text).toBeTruthy();
+});
+
+test("a compressed body counts against its key's byte budget as what it may inflate to, not its length on the wire", async ({ stack, upstream, channel, apiKey }) => {
+  await channel(await upstream.openai({ delayMs: 1500 }), ['m']);
+  const { key } = await apiKey();
+  // 900 KB of prompt in about 1 KB of gzip, ten at once: on the wire 10 KB, inflated 9 MB.
+  const bomb = gzipSync(JSON.stringify({ model: 'm', prompt: 'z'.repeat(900 * 1024) }));
+  const answers = await Promise.all(Array.from({ length: 10 }, () =>
+    post(`${stack.gateway.url}/v1/completions`, bomb, { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' })));
+  const statuses = answers.map((a) => a.status);
+  // The budget holds four bodies of up to the route's limit; the rest wait their turn (429, Retry-After).
+  expect(statuses.filter((s) => s === 200).length, statuses.join()).toBeLessThanOrEqual(BUDGET_PER_KEY / BODY_LIMIT);
+  expect(statuses.filter((s) => s === 200).length, statuses.join()).toBeGreaterThan(0);
+  for (const answer of answers.filter((a) => a.status !== 200)) {
+    expect(answer.status).toBe(429);
+    expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  }
 });
 
 test('deflate and br too, on the model and management APIs', async ({ stack, upstream, channel, apiKey }) => {

@@ -76,14 +76,18 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
       held = 0;
     });
     const declared = Number(length);
-    if (length !== undefined && Number.isSafeInteger(declared)) {
+    // A compressed body's length says nothing of what it inflates to (3 KB of gzip can hold
+    // 3 MB): it is held like one without a length, and counted as it is decompressed.
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase();
+    const compressed = encoding !== undefined && encoding !== '' && encoding !== 'identity';
+    if (length !== undefined && Number.isSafeInteger(declared) && !compressed) {
       // Past the budget this throws before a byte is read; Node reads the refused body and
       // drops it after the answer, so the client (still sending) reads its 429, not a reset.
       budget.take(keyId, declared);
       held = declared;
       return payload;
     }
-    // No length: the body may be as large as the route allows, so that much is taken before it
+    // No length (or a compressed one): the body may be as large as the route allows, so that much is taken before it
     // is read, and what it did not use is given back when it ends. Counting it only as it came
     // would let 100 bodies at once each take a slice of the budget and none get to its end.
     const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
@@ -103,6 +107,12 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
         done();
       },
     });
-    return (payload as Readable).pipe(counted);
+    // A decompressed body tells Fastify how many bytes came on the wire, for its Content-Length check.
+    const source = payload as Readable & { receivedEncodedLength?: number };
+    if (source.receivedEncodedLength !== undefined) Object.defineProperty(counted, 'receivedEncodedLength', { get: () => source.receivedEncodedLength });
+    // And a body refused while it comes (it inflates past the limit, or is not what its coding
+    // says) fails the request with its own error: `pipe` alone would leave it waiting.
+    source.once('error', (error) => counted.destroy(error));
+    return source.pipe(counted);
   };
 }
