@@ -95,6 +95,11 @@ export const configSchema = z.object({
    */
   BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  /**
+   * Bodies of requests answered before they were read (refused from their headers) are read and
+   * dropped at most this fast, all together, so a flood of refused bodies cannot take the CPU.
+   */
+  UNREAD_BODY_BYTES_PER_SECOND: integer(64 * 1024 * 1024, 64 * 1024, 64 * 1024 * 1024 * 1024),
   METRICS_PORT: integer(0, 0, 65535),
   CHANNEL_FAILURES_BEFORE_COOLDOWN: integer(3, 1, 1000),
   CHANNEL_COOLDOWN_MS: integer(30_000, 0, 3_600_000),

@@ -25,6 +25,7 @@ import { registerJsonBodyParser } from './json-body.ts';
 import { wireConstraint } from './wire-constraint.ts';
 import { closeSilentConnections } from './silent-connections.ts';
 import { dropStalledReaders } from './stalled-readers.ts';
+import { UnreadBodies } from './unread-bodies.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
 import { consoleRoutes } from './routes/console.ts';
 import { ADMIN_PATH } from './dashboard/admin-session.ts';
@@ -60,6 +61,8 @@ export interface GatewayDeps {
   keepAliveTimeoutMs: number;
   /** A client that takes no byte of its answer for this long is dropped (CLIENT_STALL_TIMEOUT_MS). */
   clientStallTimeoutMs: number;
+  /** How fast bodies answered before they were read are read and dropped, all together (UNREAD_BODY_BYTES_PER_SECOND). */
+  unreadBodyBytesPerSecond: number;
   /** Bytes of model request bodies in flight, per key and in all (BODY_BUDGET_PER_KEY_BYTES, BODY_BUDGET_BYTES). */
   bodyBudget: BodyBudgetOptions;
   /** Bytes of one answer the gateway buffers for its client (RESPONSE_BUFFER_BYTES). */
@@ -146,8 +149,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     }
   });
   // While draining, every answer closes its connection, so keep-alive clients move elsewhere.
-  app.addHook('onSend', async (_request, reply) => {
+  // A body answered before it was read is dropped at a bounded rate (unread-bodies.ts).
+  const unreadBodies = new UnreadBodies(deps.unreadBodyBytesPerSecond);
+  app.addHook('onSend', async (request, reply) => {
     if (stopping) reply.header('connection', 'close');
+    unreadBodies.dropRest(request.raw);
   });
   // One log line per request, with its id; headers are not logged at all.
   app.addHook('onResponse', async (request, reply) => {

@@ -1,0 +1,90 @@
+/**
+ * Bodies answered before they were read, over real sockets to the real gateway: all of them
+ * together are read at most at the configured rate, each client still gets its answer at once,
+ * and a keep-alive connection goes on to its next request once its dropped body has come.
+ */
+import { Agent, request as httpRequest, type ClientRequest } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { useTestGateway } from '../test/test-gateway.ts';
+
+const RATE = 4 * 1024 * 1024;
+const gateway = useTestGateway({ unreadBodyBytesPerSecond: RATE });
+
+/** Bytes the gateway has read from its clients' sockets, open or closed, since `watchReads`. */
+function watchReads(server: import('node:http').Server): () => number {
+  const open = new Set<Socket>();
+  let closed = 0;
+  server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => {
+      closed += socket.bytesRead;
+      open.delete(socket);
+    });
+  });
+  return () => closed + [...open].reduce((sum, socket) => sum + socket.bytesRead, 0);
+}
+
+async function listening(): Promise<URL> {
+  if (!gateway.app.server.listening) await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  return new URL(`http://127.0.0.1:${(gateway.app.server.address() as AddressInfo).port}`);
+}
+
+/** A completion with a body of `bytes` and a key the gateway refuses from its headers; resolves with the answer's status and time. */
+function refused(url: URL, agent: Agent, bytes: number, sent: ClientRequest[]): Promise<{ status: number; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      host: url.hostname, port: url.port, path: '/v1/completions', method: 'POST', agent,
+      headers: { authorization: 'Bearer sk-not-a-key', 'content-type': 'application/json', 'content-length': bytes },
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - started }));
+    });
+    req.on('error', reject);
+    req.end(Buffer.alloc(bytes, 'x'));
+    sent.push(req);
+  });
+}
+
+describe('bodies answered before they were read', () => {
+  it('are read all together at most at UNREAD_BODY_BYTES_PER_SECOND, while each client has its answer at once', async () => {
+    const url = await listening();
+    const reads = watchReads(gateway.app.server);
+    const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+    const sent: ClientRequest[] = [];
+    try {
+      // 4 × 48 MB: unthrottled, the gateway reads them all within half a second (about 450 MB a
+      // second seen on this machine).
+      const answers = await Promise.all(Array.from({ length: 4 }, () => refused(url, agent, 48 * 1024 * 1024, sent)));
+      expect(answers.map((a) => a.status)).toEqual([401, 401, 401, 401]);
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(2000);
+      const start = reads();
+      const startedAt = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const seconds = (performance.now() - startedAt) / 1000;
+      // The rate, with a tenth of a second of it at once after a quiet spell, and what one 10 ms
+      // measurement of four sockets may read past it.
+      expect(reads() - start).toBeLessThan(RATE * seconds + RATE / 10 + 8 * 1024 * 1024);
+      expect(reads() - start).toBeGreaterThan(RATE * seconds * 0.5);
+    } finally {
+      for (const req of sent) req.destroy();
+      agent.destroy();
+    }
+  }, 20_000);
+
+  it('leave a keep-alive connection free for its next request once the dropped body has come (paused and resumed on the way)', async () => {
+    const url = await listening();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sent: ClientRequest[] = [];
+    try {
+      const first = await refused(url, agent, 2 * 1024 * 1024, sent);
+      const second = await refused(url, agent, 1024, sent);
+      expect([first.status, second.status]).toEqual([401, 401]);
+      // One connection carried both.
+      expect(sent[0]!.reusedSocket || sent[1]!.reusedSocket).toBe(true);
+    } finally {
+      agent.destroy();
+    }
+  });
+});
