@@ -1,8 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 
 /** How often the sockets reading dropped bodies are measured, and paused or resumed. */
 const TICK_MS = 10;
+/** What one socket let go is expected to read before the next measurement (libuv reads 64 KiB at a time). */
+const RESUME_BYTES = 256 * 1024;
 
 /**
  * The body of a request answered before it was read (refused from its headers: no quota, the
@@ -28,14 +30,15 @@ export class UnreadBodies {
   private readonly burst: number;
   private credit: number;
   private creditAt = performance.now();
-  /** Sockets reading a dropped body, each with its `bytesRead` when last measured. */
+  /** Sockets reading a dropped body, each with its `bytesRead` when last measured, in turn order. */
   private readonly draining = new Map<Socket, number>();
-  private paused = false;
+  /** Those of them paused here (and only those are resumed here: Node pauses sockets of its own). */
+  private readonly held = new Set<Socket>();
   private ticker: NodeJS.Timeout | undefined;
 
   constructor(bytesPerSecond: number) {
     this.bytesPerSecond = bytesPerSecond;
-    this.burst = Math.max(64 * 1024, bytesPerSecond / 10);
+    this.burst = Math.max(RESUME_BYTES, bytesPerSecond / 10);
     this.credit = this.burst;
   }
 
@@ -47,14 +50,19 @@ export class UnreadBodies {
   /** Reads and drops what is left of `body` at the shared rate, if it was not read to its end. */
   dropRest(body: IncomingMessage): void {
     const socket = body.socket as Socket | null;
-    if (body.complete || body.destroyed || !socket || socket.destroyed || this.draining.has(socket)) return;
+    // Only a real connection (not an injected request's stand-in) with a body still coming.
+    if (body.complete || body.destroyed || !(socket instanceof Socket) || socket.destroyed || this.draining.has(socket)) return;
     this.draining.set(socket, socket.bytesRead);
-    if (this.paused) socket.pause();
+    if (this.credit < 0) this.hold(socket);
     const done = () => {
+      // A keep-alive connection may carry many such bodies: nothing of this one stays on it.
+      body.off('end', done);
+      body.off('close', done);
+      socket.off('close', done);
       if (!this.draining.has(socket)) return;
       this.charge(socket);
       this.draining.delete(socket);
-      if (this.paused && !socket.destroyed) socket.resume();
+      if (this.held.delete(socket) && !socket.destroyed) socket.resume();
       if (this.draining.size === 0) this.stop();
     };
     body.once('end', done);
@@ -64,36 +72,51 @@ export class UnreadBodies {
   }
 
   /**
-   * Charges what each socket read since it was last measured; pauses all while over the rate.
-   * Each is checked every time: Node resumes a socket of its own accord (when it takes over the
-   * body once the answer is sent).
+   * Charges what each socket read since it was last measured. Over the rate, all are held; under
+   * it, as many as the credit covers are let go, in turns, so that neither a thousand sockets read
+   * at once in one loop turn nor one sender's sockets take every turn.
    */
   private tick(): void {
     for (const socket of this.draining.keys()) this.charge(socket);
-    this.paused = this.refill() < 0;
-    for (const socket of this.draining.keys()) {
-      if (this.paused && !socket.isPaused()) socket.pause();
-      else if (!this.paused && socket.isPaused()) socket.resume();
+    this.refill();
+    let allowance = this.credit;
+    for (const socket of [...this.draining.keys()]) {
+      if (allowance >= RESUME_BYTES) {
+        allowance -= RESUME_BYTES;
+        if (this.held.delete(socket)) socket.resume();
+        // Its turn taken: to the back of the line.
+        const read = this.draining.get(socket)!;
+        this.draining.delete(socket);
+        this.draining.set(socket, read);
+      } else {
+        this.hold(socket);
+      }
     }
+  }
+
+  /** Pauses a socket that is reading (Node may have paused it already, for a body nobody reads). */
+  private hold(socket: Socket): void {
+    if (this.held.has(socket) || socket.isPaused()) return;
+    this.held.add(socket);
+    socket.pause();
   }
 
   private charge(socket: Socket): void {
     const last = this.draining.get(socket);
+    if (last === undefined) return;
     const read = socket.bytesRead;
-    if (last !== undefined) this.draining.set(socket, read);
-    this.credit -= read - (last ?? read);
+    this.draining.set(socket, read);
+    this.credit -= read - last;
   }
 
-  private refill(): number {
+  private refill(): void {
     const now = performance.now();
     this.credit = Math.min(this.burst, this.credit + ((now - this.creditAt) * this.bytesPerSecond) / 1000);
     this.creditAt = now;
-    return this.credit;
   }
 
   private stop(): void {
     clearInterval(this.ticker);
     this.ticker = undefined;
-    this.paused = false;
   }
 }
