@@ -153,6 +153,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const unreadBodies = new UnreadBodies(deps.unreadBodyBytesPerSecond);
   app.addHook('onSend', async (request, reply) => {
     if (stopping) reply.header('connection', 'close');
+    else if (reply.statusCode === 413 && !request.raw.complete) {
+      // Fastify closes the connection on a body past its limit, and a client still sending it
+      // then reads a reset, not its 413: it is dropped like any body answered unread instead.
+      reply.header('connection', 'keep-alive');
+    }
     unreadBodies.dropRest(request.raw);
   });
   // One log line per request, with its id; headers are not logged at all.

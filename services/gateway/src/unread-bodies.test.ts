@@ -4,6 +4,8 @@
  * and a keep-alive connection goes on to its next request once its dropped body has come.
  */
 import { Agent, request as httpRequest, type ClientRequest } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useTestGateway } from '../test/test-gateway.ts';
@@ -93,5 +95,59 @@ describe('bodies answered before they were read', () => {
       gateway.app.server.off('connection', onConnection);
       agent.destroy();
     }
+  });
+
+  /** A request with `body` and its headers on `agent`: its status once it is sent and answered, or the error the client saw. */
+  function send(url: URL, agent: Agent, method: string, path: string, headers: Record<string, string | number> = {}, body?: Buffer): Promise<string> {
+    return new Promise((resolve) => {
+      let answer: string | undefined;
+      let sent = false;
+      const req = httpRequest({ host: url.hostname, port: url.port, path, method, agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          answer = `${res.statusCode}${req.reusedSocket ? ' on the same connection' : ''}`;
+          if (sent) resolve(answer);
+        });
+      });
+      req.on('finish', () => {
+        sent = true;
+        if (answer !== undefined) resolve(answer);
+      });
+      req.on('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+      req.end(body);
+    });
+  }
+
+  it('free the connection of a body its route never read to the end (a gzip body on a GET), for its next request', async () => {
+    const url = await listening();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const body = gzipSync(randomBytes(2 * 1024 * 1024));
+      const first = await send(url, agent, 'GET', '/healthz', { 'content-encoding': 'gzip', 'content-type': 'application/json', 'content-length': body.length }, body);
+      // Left piped into its decoder, the body held the connection: the next request got 408 after the body's time-out.
+      const started = performance.now();
+      const next = await send(url, agent, 'GET', '/healthz');
+      expect([first, next]).toEqual(['200', '200 on the same connection']);
+      expect(performance.now() - started).toBeLessThan(1000);
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it("answer a body past its route's limit with a 413 the client reads while still sending, never a reset", async () => {
+    const url = await listening();
+    const body = randomBytes(4 * 1024 * 1024);
+    const seen: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      try {
+        // The sign-in route takes 64 KiB: refused from its Content-Length before a byte is read.
+        seen.push(await send(url, agent, 'POST', '/api/user/login', { 'content-type': 'application/json', 'content-length': body.length }, body));
+        seen.push(await send(url, agent, 'GET', '/healthz'));
+      } finally {
+        agent.destroy();
+      }
+    }
+    expect(new Set(seen), seen.join(', ')).toEqual(new Set(['413', '200 on the same connection']));
   });
 });

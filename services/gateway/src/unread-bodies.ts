@@ -52,6 +52,11 @@ export class UnreadBodies {
     const socket = body.socket as Socket | null;
     // Only a real connection (not an injected request's stand-in) with a body still coming.
     if (body.complete || body.destroyed || !(socket instanceof Socket) || socket.destroyed || this.draining.has(socket)) return;
+    // Whatever was reading it (a decoder, a form parser, stopped at a limit or never read from)
+    // is done with it: left piped, it would hold the connection until the body's time-out (a
+    // GET with a gzip body answered 200, then the connection's next request 408 six seconds on).
+    body.unpipe();
+    body.resume();
     this.draining.set(socket, socket.bytesRead);
     if (this.credit < 0) this.hold(socket);
     const done = () => {
