@@ -86,6 +86,8 @@ export interface JobWorkerOptions<P> {
   laneConcurrency?: number;
   /** Replies for one ingress within this window go out as one stream entry (0: one event-loop turn). */
   replyCoalesceMs?: number;
+  /** How long a write of replies is retried through Redis being away, at least (results and errors: to their job's deadline). */
+  replyRetryMs?: number;
   /** How many BullMQ queues the queue is split into (QUEUE_SHARDS): the worker serves every one. Default 1. */
   shards?: number;
 }
@@ -107,7 +109,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
   const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
   await cancels.start();
-  const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs });
+  const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs, retryForMs: options.replyRetryMs });
   const ingresses = new IngressLiveness(redis);
 
   // Finished jobs are counted in Redis in batches, for the gateways' admission control.
@@ -171,7 +173,9 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         },
         facts,
       });
-      await replies.result(envelope.replyTo, jobId, value);
+      // Retried to the deadline: given up, the request would time out while its usage is charged,
+      // and a batch line would be sent again, run and charged a second time.
+      await replies.result(envelope.replyTo, jobId, value, envelope.deadline);
       return { outcome: 'ok', result: value };
     } catch (error) {
       const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
@@ -179,7 +183,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
       if (controller.signal.aborted) return { outcome: 'cancelled' };
       const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
-      await replies.error(envelope.replyTo, jobId, answered.toReply());
+      await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);
       return { outcome: 'error', error: answered };
     } finally {
       clearTimeout(timer);

@@ -36,8 +36,8 @@ afterAll(async () => {
   await server.close();
 });
 
-async function runWorker(concurrency = 64) {
-  worker = await startJobWorker<Payload>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log });
+async function runWorker(concurrency = 64, options: { replyRetryMs?: number } = {}) {
+  worker = await startJobWorker<Payload>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log, ...options });
 }
 
 /** Every job control (cancel, pause, resume, credit) published from now until the test ends, as sent. */
@@ -360,6 +360,24 @@ describe('the reply path', () => {
     await expect(request(42, { onUnrun: unrun })).rejects.toMatchObject({ status: 503 });
     expect(unrun).toHaveBeenCalledTimes(1);
   });
+
+  it("retries a result Redis refuses to write until the job's deadline, not only through a short blip, so it is neither lost nor run again", async () => {
+    let runs = 0;
+    handler = async ({ payload }) => {
+      runs++;
+      // Redis refuses every write (out of memory under noeviction) as the result is written, for
+      // longer than a blip's retries (300 ms here, 10 s by default), then takes writes again.
+      await redis.config('SET', 'maxmemory', '1');
+      setTimeout(() => void redis.config('SET', 'maxmemory', '0'), 1500);
+      return payload.n;
+    };
+    onTestFinished(() => void redis.config('SET', 'maxmemory', '0'));
+    await runWorker(64, { replyRetryMs: 300 });
+    // A batch line's job (named): given up, its result was lost and the line sent again, run and
+    // charged a second time; a live request timed out with its usage charged.
+    await expect(request(43, { jobId: 'named-line-2', timeoutMs: 8000 })).resolves.toBe(43);
+    expect(runs).toBe(1);
+  }, 20_000);
 });
 
 const payloadKeys = () => redis.keys('gw:payload:*');

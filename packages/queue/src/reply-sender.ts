@@ -15,6 +15,12 @@ export interface ReplySenderOptions {
    * turn, otherwise at most this many ms. The first reply is never held longer. Default 0.
    */
   coalesceMs?: number;
+  /**
+   * How long a write of replies is retried through Redis being away, at least (default 10 s). A
+   * job's result and error are retried further, to the job's deadline: one given up would leave its
+   * request to time out, and a batch line to be sent again and run, and charged, a second time.
+   */
+  retryForMs?: number;
 }
 
 /** Replies on their way to one ingress's stream: gathered, then written as one entry. */
@@ -24,6 +30,8 @@ class Outbox {
   scheduled = false;
   /** The last write, so the next one follows it (a retried entry never overtakes a later one). */
   written: Promise<void> = Promise.resolve();
+  /** The entry now gathering is retried until then at least (its results' and errors' deadlines). */
+  retryUntil = 0;
   /** Resolves when the entry now gathering has been written. */
   next: { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void } = Promise.withResolvers<void>();
 }
@@ -39,6 +47,7 @@ class Outbox {
 export class ReplySender {
   private readonly redis: Redis;
   private readonly coalesceMs: number;
+  private readonly retryForMs: number;
   private readonly outboxes = new Map<string, Outbox>();
   /** Reply stream → when this worker last pushed its expiry back. */
   private readonly refreshed = new Map<string, number>();
@@ -48,12 +57,16 @@ export class ReplySender {
   constructor(redis: Redis, options: ReplySenderOptions = {}) {
     this.redis = redis;
     this.coalesceMs = options.coalesceMs ?? 0;
+    this.retryForMs = options.retryForMs ?? RETRY_FOR_MS;
   }
 
-  /** Resolves once the result is in the ingress's stream; rejects when a chunk before it was lost. */
-  result(replyTo: string, jobId: string, value: unknown): Promise<void> {
+  /**
+   * Resolves once the result is in the ingress's stream, retried through Redis being away until
+   * `deadline` (the job's); rejects when a chunk before it was lost.
+   */
+  result(replyTo: string, jobId: string, value: unknown, deadline = 0): Promise<void> {
     if (this.broken.delete(jobId)) return Promise.reject(new Error('a stream chunk of this job could not be written to Redis'));
-    return this.add(replyTo, jobId, ReplyType.result, JSON.stringify(value ?? null));
+    return this.add(replyTo, jobId, ReplyType.result, JSON.stringify(value ?? null), deadline);
   }
 
   /** Whether a stream chunk of the job could not be written (its result will fail). */
@@ -61,9 +74,10 @@ export class ReplySender {
     return this.broken.has(jobId);
   }
 
-  error(replyTo: string, jobId: string, error: ErrorReply): Promise<void> {
+  /** Like `result`: retried until `deadline` (the job's). */
+  error(replyTo: string, jobId: string, error: ErrorReply, deadline = 0): Promise<void> {
     this.broken.delete(jobId);
-    return this.add(replyTo, jobId, ReplyType.error, JSON.stringify(error));
+    return this.add(replyTo, jobId, ReplyType.error, JSON.stringify(error), deadline);
   }
 
   /**
@@ -77,7 +91,7 @@ export class ReplySender {
     return backlogged ? written : Promise.resolve();
   }
 
-  private add(replyTo: string, jobId: string, type: string, data: string): Promise<void> {
+  private add(replyTo: string, jobId: string, type: string, data: string, retryUntil = 0): Promise<void> {
     let outbox = this.outboxes.get(replyTo);
     if (!outbox) {
       outbox = new Outbox();
@@ -85,6 +99,7 @@ export class ReplySender {
     }
     outbox.fields.push(replyField(type, jobId), data);
     outbox.bytes += data.length;
+    outbox.retryUntil = Math.max(outbox.retryUntil, retryUntil);
     const written = outbox.next.promise;
     if (!outbox.scheduled) {
       outbox.scheduled = true;
@@ -98,12 +113,13 @@ export class ReplySender {
 
   /** Takes what the outbox gathered and writes it, after the write before it. */
   private send(replyTo: string, outbox: Outbox): void {
-    const { fields, next } = outbox;
+    const { fields, next, retryUntil } = outbox;
     outbox.fields = [];
     outbox.bytes = 0;
+    outbox.retryUntil = 0;
     outbox.scheduled = false;
     outbox.next = Promise.withResolvers<void>();
-    const written = outbox.written.then(() => this.append(replyTo, fields)).then(next.resolve, next.reject);
+    const written = outbox.written.then(() => this.append(replyTo, fields, retryUntil)).then(next.resolve, next.reject);
     outbox.written = written;
     // An idle ingress's outbox goes; a new one starts with its next reply. Idle means this was
     // its last write: were a later one chained meanwhile, a new outbox's first write could
@@ -113,10 +129,13 @@ export class ReplySender {
     });
   }
 
-  /** Retries through a Redis blip for up to `RETRY_FOR_MS`: a reply must not be lost to one. */
-  private async append(replyTo: string, fields: string[]): Promise<void> {
+  /**
+   * Retries through a Redis blip for `retryForMs`, or until `retryUntil` when later: a reply must
+   * not be lost to one.
+   */
+  private async append(replyTo: string, fields: string[], retryUntil: number): Promise<void> {
     const key = replyStreamKey(replyTo);
-    const started = Date.now();
+    const giveUpAt = Math.max(Date.now() + this.retryForMs, retryUntil);
     for (let attempt = 0; ; attempt++) {
       try {
         // The expiry, when due, goes in the same write (auto-pipelining). No MULTI: should it be
@@ -133,7 +152,7 @@ export class ReplySender {
         }
         return;
       } catch (error) {
-        if (Date.now() - started > RETRY_FOR_MS) throw error;
+        if (Date.now() >= giveUpAt) throw error;
         await sleep(Math.min(25 * 2 ** attempt, 500));
       }
     }
