@@ -21,7 +21,7 @@ import type { Redis } from './redis-connection.ts';
  */
 export const PAYLOAD_INLINE_MAX_CHARS = 64 * 1024;
 
-/** One push: at most 256 Ki characters, about 1 ms of Redis's thread on this machine for ASCII. */
+/** One push: at most 256 Ki characters (or bytes), about 1 ms of Redis's thread on this machine for ASCII. */
 const SLICE_CHARS = 256 * 1024;
 /** Slices one read takes. */
 const SLICES_PER_READ = 4;
@@ -39,23 +39,31 @@ const PAYLOAD_GRACE_MS = 3_600_000;
  */
 export const newPayloadKey = () => `gw:payload:${randomUUID()}`;
 
-type Scripted = Redis & { gwPayloadPush(key: string, slice: string, ttlMs: number): Promise<number> };
+type Scripted = Redis & { gwPayloadPush(key: string, slice: string | Buffer, ttlMs: number): Promise<number> };
 
 /**
- * Stores a job's payload (its JSON text) under `key` (newPayloadKey), a slice at a time, on a
- * connection the queue's scripts are defined on (`queueScripts`, as JobClient does at start-up).
+ * Stores a job's payload (its JSON text, in parts: text, or UTF-8 bytes) under `key`
+ * (newPayloadKey), a slice at a time, on a connection the queue's scripts are defined on
+ * (`queueScripts`, as JobClient does at start-up). The reader joins the slices' bytes before
+ * decoding them, so a slice of bytes may end anywhere.
  */
-export async function putPayload(redis: Redis, key: string, text: string, deadline: number): Promise<void> {
+export async function putPayload(redis: Redis, key: string, parts: readonly (string | Buffer)[], deadline: number): Promise<void> {
   const scripted = redis as Scripted;
   const ttlMs = Math.max(1, deadline - Date.now()) + PAYLOAD_GRACE_MS;
-  // Slices of the text, each encoded as it is sent: no whole second copy of a large payload
-  // made at once on the event loop. A slice never ends inside a surrogate pair.
-  for (let at = 0; at < text.length;) {
-    let end = Math.min(at + SLICE_CHARS, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (last >= 0xd800 && last <= 0xdbff && end < text.length) end++;
-    await scripted.gwPayloadPush(key, text.slice(at, end), ttlMs);
-    at = end;
+  for (const part of parts) {
+    if (typeof part !== 'string') {
+      for (let at = 0; at < part.length; at += SLICE_CHARS) await scripted.gwPayloadPush(key, part.subarray(at, at + SLICE_CHARS), ttlMs);
+      continue;
+    }
+    // Slices of the text, each encoded as it is sent: no whole second copy of a large payload
+    // made at once on the event loop. A slice never ends inside a surrogate pair.
+    for (let at = 0; at < part.length;) {
+      let end = Math.min(at + SLICE_CHARS, part.length);
+      const last = part.charCodeAt(end - 1);
+      if (last >= 0xd800 && last <= 0xdbff && end < part.length) end++;
+      await scripted.gwPayloadPush(key, part.slice(at, end), ttlMs);
+      at = end;
+    }
   }
 }
 

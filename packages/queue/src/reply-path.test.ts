@@ -13,7 +13,7 @@ let worker: JobWorker | undefined;
 const log = pino({ level: 'silent' });
 
 /** What the tests' jobs carry: a number to answer with, work to do, or a text (a large payload). */
-interface Payload { n: number; wait?: number; chunks?: number; text?: string }
+interface Payload { n: number; wait?: number; chunks?: number; text?: string; request?: unknown }
 let handler: JobHandler<Payload> = async () => null;
 
 beforeAll(async () => {
@@ -402,6 +402,23 @@ describe('a large payload beside its job', () => {
     expect(inJob).not.toHaveProperty('payload');
     // Written to memory only: the AOF grew by the job's few hundred bytes, not by its 3 MB.
     expect(await aofBytes() - aofBefore).toBeLessThan(100_000);
+    await expect.poll(payloadKeys).toEqual([]);
+  });
+
+  it("is written with the request's JSON as it came, when given, in place of the parsed value", async () => {
+    // A body as a client sends it: a byte-order mark, spacing, and 1 to 4 byte characters that
+    // slices of 256 KiB cut through.
+    const body = { model: 'm', prompt: big, nested: [1, null, { 'kéy': 'väl' }] };
+    const requestJson = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(` ${JSON.stringify(body, null, 1)}\n`)]);
+    let received: unknown;
+    handler = async ({ payload }) => {
+      received = payload;
+      return { length: 0, same: true };
+    };
+    await runWorker();
+    // The parsed value given is not serialised: the bytes stand for it.
+    await jobs.request<Payload, unknown>(QueueName.admin, { n: 7, request: { not: 'sent' } }, { requestId: 'raw', timeoutMs: 10_000, payloadChars: requestJson.length, requestJson });
+    expect(received).toStrictEqual({ n: 7, request: body });
     await expect.poll(payloadKeys).toEqual([]);
   });
 

@@ -13,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body's length in characters, once parsed (0 without one): how large its job's payload is, about. */
     bodyChars: number;
+    /** The JSON body's bytes as they came (null without one), for a route that relays them as they are. */
+    jsonBytes: Buffer | null;
   }
 }
 
@@ -84,11 +86,15 @@ export function jsonShapeProblem(value: unknown): { message: string; field: stri
 
 export function registerJsonBodyParser(app: FastifyInstance): void {
   app.decorateRequest('bodyChars', 0);
+  app.decorateRequest('jsonBytes', null);
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    request.bodyChars = (body as string).length;
-    parse(request, body as string, (error, value) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    // Decoded as Fastify's string parser does (invalid UTF-8 replaced), and the bytes kept.
+    const text = (body as Buffer).toString('utf8');
+    request.bodyChars = text.length;
+    request.jsonBytes = body as Buffer;
+    parse(request, text, (error, value) => {
       if (error) return done(error, undefined);
       const problem = jsonShapeProblem(value);
       if (problem) return done(badRequest(problem.message, problem.field), undefined);

@@ -82,6 +82,11 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   streamWindowChars: number;
   /** Rows for a request that ends here: refused before its job, or its job removed unrun. */
   requestLog?: RequestLogSink;
+  /**
+   * The body's JSON as it came, when the payload's `request` is that body as its schema gave it
+   * back unchanged: a large payload is stored with these bytes, not a serialisation of the value.
+   */
+  requestJson?: Buffer;
 }
 
 /**
@@ -181,6 +186,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     requestId: request.id,
     queuedAt: arrivedAt,
     payloadChars: request.bodyChars,
+    requestJson: options.requestJson,
     timeoutMs: Math.max(1, deadline - Date.now()),
     signal: clientGoneSignal(request),
     priority: admitted.priority,

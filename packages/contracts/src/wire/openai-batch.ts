@@ -18,6 +18,11 @@ import { chatWorstCase, completionWorstCase, embeddingWorstCase } from '../worst
 export interface OpenAIEndpoint {
   queue: QueueName;
   operation: Extract<ModelOperation, 'completions' | 'chat' | 'embeddings'>;
+  /**
+   * A body's schema. It gives a valid body back as it came (loose objects, no defaults, no
+   * transforms: openai-endpoints.test.ts), so the body's JSON as received may stand for the
+   * parsed value in its job.
+   */
   schema: z.ZodType<{ model: string; stream?: boolean | null }>;
   worstCase(body: unknown): number;
   /** Whether `stream: true` is served (as server-sent events). */

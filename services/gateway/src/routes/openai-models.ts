@@ -35,6 +35,8 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
         holder,
         worstCase: endpoint.worstCase(body),
         stream: body.stream === true ? openaiEventStream : undefined,
+        // The endpoint's schema gives a valid body back as it came (openai-batch.ts).
+        requestJson: request.jsonBytes ?? undefined,
       });
     });
   }
