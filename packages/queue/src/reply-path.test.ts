@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, v
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { CANCEL_CHANNEL, createRedis, JobClient, ReplyInbox, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
+import { CANCEL_CHANNEL, createRedis, JobClient, ReplyInbox, ReplySender, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
 
 let server: TestRedis;
@@ -378,6 +378,16 @@ describe('the reply path', () => {
     await expect(request(43, { jobId: 'named-line-2', timeoutMs: 8000 })).resolves.toBe(43);
     expect(runs).toBe(1);
   }, 20_000);
+
+  it('gives up within the blip window on a write refused for its own sake, so later replies to the ingress are not held to a deadline behind it', async () => {
+    const sender = new ReplySender(redis, { retryForMs: 300 });
+    // The ingress's stream key holds something else: every append to it is refused (WRONGTYPE).
+    await redis.set(replyStreamKey('wrong-ingress'), 'not a stream');
+    onTestFinished(() => void redis.del(replyStreamKey('wrong-ingress')));
+    const started = Date.now();
+    await expect(sender.result('wrong-ingress', 'job-1', 1, Date.now() + 10_000)).rejects.toThrow(/WRONGTYPE/);
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
 });
 
 const payloadKeys = () => redis.keys('gw:payload:*');

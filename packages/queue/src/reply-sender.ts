@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
+import { isRedisUnavailable } from './redis-connection.ts';
 import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey, replyStreamTtlMs } from './reply-keys.ts';
 
 const RETRY_FOR_MS = 10_000;
@@ -22,6 +23,13 @@ export interface ReplySenderOptions {
    */
   retryForMs?: number;
 }
+
+/**
+ * Redis away, or refusing writes for a while (out of memory, loading its data, a replica before
+ * its failover is done): a write that will pass once it is over.
+ */
+const isPassing = (error: unknown) =>
+  isRedisUnavailable(error) || /^(OOM|LOADING|READONLY|BUSY|MASTERDOWN|MISCONF)\b/.test((error as { message?: string } | undefined)?.message ?? '');
 
 /** Replies on their way to one ingress's stream: gathered, then written as one entry. */
 class Outbox {
@@ -130,20 +138,23 @@ export class ReplySender {
   }
 
   /**
-   * Retries through a Redis blip for `retryForMs`, or until `retryUntil` when later: a reply must
-   * not be lost to one.
+   * Retries through a Redis blip for `retryForMs`, and while Redis is away (or refusing writes
+   * for a while) until `retryUntil` when later: a reply must not be lost to one. Another error
+   * (the entry itself refused) is not waited out to the deadline: every later reply to this
+   * ingress waits behind this write.
    */
   private async append(replyTo: string, fields: string[], retryUntil: number): Promise<void> {
     const key = replyStreamKey(replyTo);
-    const giveUpAt = Math.max(Date.now() + this.retryForMs, retryUntil);
+    const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         // The expiry, when due, goes in the same write (auto-pipelining). No MULTI: should it be
         // lost to a blip, the retry appends the entry again, and the ingress ignores a second
-        // result or error.
+        // result or error. A retry sets it again: the stream may have gone meanwhile (a restart,
+        // or its ingress long gone), and the append would make a new one that never expires.
         const now = Date.now();
         const added = this.redis.xadd(key, '*', ...fields);
-        if (now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS) {
+        if (attempt > 0 || now - (this.refreshed.get(key) ?? 0) >= REFRESH_TTL_EVERY_MS) {
           await Promise.all([added, this.redis.pexpire(key, replyStreamTtlMs(replyTo))]);
           if (this.refreshed.size > 10_000) this.refreshed.clear();
           this.refreshed.set(key, now);
@@ -152,6 +163,7 @@ export class ReplySender {
         }
         return;
       } catch (error) {
+        const giveUpAt = isPassing(error) ? Math.max(started + this.retryForMs, retryUntil) : started + this.retryForMs;
         if (Date.now() >= giveUpAt) throw error;
         await sleep(Math.min(25 * 2 ** attempt, 500));
       }

@@ -8,12 +8,13 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { badRequest } from '@gateway/contracts';
+import { PAYLOAD_INLINE_MAX_CHARS } from '@gateway/queue';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body's length in characters, once parsed (0 without one): how large its job's payload is, about. */
     bodyChars: number;
-    /** The JSON body's bytes as they came (null without one), for a route that relays them as they are. */
+    /** A large JSON body's bytes as they came (null for a smaller one), for a route that stores them as they are. */
     jsonBytes: Buffer | null;
   }
 }
@@ -93,7 +94,8 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     // Decoded as Fastify's string parser does (invalid UTF-8 replaced), and the bytes kept.
     const text = (body as Buffer).toString('utf8');
     request.bodyChars = text.length;
-    request.jsonBytes = body as Buffer;
+    // Kept only for a body large enough to go beside its job (the only use of the bytes).
+    if (text.length > PAYLOAD_INLINE_MAX_CHARS) request.jsonBytes = body as Buffer;
     parse(request, text, (error, value) => {
       if (error) return done(error, undefined);
       const problem = jsonShapeProblem(value);
