@@ -30,7 +30,8 @@ it('keeps no payload of a job that failed as stalled', async ({ stack, upstream,
       const found: string[] = [];
       for (const k of await redis.keys('*')) {
         const type = await redis.type(k);
-        const data = type === 'hash' ? await redis.hget(k, 'data') : type === 'list' ? await redis.lindex(k, 0) : null;
+        // A payload beside its job is a list of slices; the prompt is in whichever slices hold the request.
+        const data = type === 'hash' ? await redis.hget(k, 'data') : type === 'list' ? (await redis.lrange(k, 0, -1)).join('') : null;
         if (data?.includes(marker)) found.push(k);
       }
       return found;
