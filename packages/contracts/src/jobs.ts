@@ -26,7 +26,7 @@ export interface JobEnvelope<P> {
 
 /**
  * A job's data as it is queued: the envelope with its payload in it, or, for a large payload,
- * beside it (`payloadKey`: a Redis string the worker reads before it runs the job; see
+ * beside it (`payloadKey`: a Redis list of its slices, which the worker reads before it runs the job; see
  * @gateway/queue's payload-beside.ts). A worker of before this field cannot read the second
  * form: upgrade workers before gateways.
  */

@@ -13,4 +13,4 @@ export { startJobWorker, type JobContext, type JobEnd, type JobHandler, type Job
 export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';
 export { FairShares, type FairPlace, type Tenant } from './fair-shares.ts';
 export { registerWorker, workersOf, workerRegistryKey, WORKER_HEARTBEAT_MS, WORKER_STALE_MS, type WorkerProcess } from './worker-registry.ts';
-export { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
+export { PAYLOAD_INLINE_MAX_CHARS, textSlices } from './payload-beside.ts';

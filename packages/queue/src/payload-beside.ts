@@ -56,14 +56,19 @@ export async function putPayload(redis: Redis, key: string, parts: readonly (str
       continue;
     }
     // Slices of the text, each encoded as it is sent: no whole second copy of a large payload
-    // made at once on the event loop. A slice never ends inside a surrogate pair.
-    for (let at = 0; at < part.length;) {
-      let end = Math.min(at + SLICE_CHARS, part.length);
-      const last = part.charCodeAt(end - 1);
-      if (last >= 0xd800 && last <= 0xdbff && end < part.length) end++;
-      await scripted.gwPayloadPush(key, part.slice(at, end), ttlMs);
-      at = end;
-    }
+    // made at once on the event loop.
+    for (const slice of textSlices(part, SLICE_CHARS)) await scripted.gwPayloadPush(key, slice, ttlMs);
+  }
+}
+
+/** A text's slices: each about `size` UTF-16 units, never ending inside a surrogate pair. */
+export function* textSlices(text: string, size: number): Generator<string> {
+  for (let at = 0; at < text.length;) {
+    let end = Math.min(at + size, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (last >= 0xd800 && last <= 0xdbff && end < text.length) end++;
+    yield text.slice(at, end);
+    at = end;
   }
 }
 

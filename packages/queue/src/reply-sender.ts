@@ -1,7 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ErrorReply } from '@gateway/contracts';
-import type { Redis } from './redis-connection.ts';
-import { isRedisUnavailable } from './redis-connection.ts';
+import { isRedisUnavailable, type Redis } from './redis-connection.ts';
 import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey, replyStreamTtlMs } from './reply-keys.ts';
 
 const RETRY_FOR_MS = 10_000;

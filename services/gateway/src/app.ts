@@ -153,13 +153,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const unreadBodies = new UnreadBodies(deps.unreadBodyBytesPerSecond);
   app.addHook('onSend', async (request, reply) => {
     if (stopping) reply.header('connection', 'close');
-    else if (reply.statusCode === 413 && !request.raw.complete && Number(request.headers['content-length']) <= deps.unreadBodyBytesPerSecond) {
-      // Fastify closes the connection on a body past its limit, and a client still sending it
-      // then reads a reset, not its 413: it is dropped like any body answered unread instead,
-      // unless it says it is larger than a second of dropping, or says nothing (chunked): then
-      // closed, as before.
-      reply.header('connection', 'keep-alive');
-    }
+    else if (unreadBodies.keepsConnection(request.raw, reply.statusCode)) reply.header('connection', 'keep-alive');
     unreadBodies.dropRest(request.raw);
   });
   // One log line per request, with its id; headers are not logged at all.

@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
-import { beforeDeadline, type CaughtUp, type JobClient } from '@gateway/queue';
+import { beforeDeadline, textSlices, type CaughtUp, type JobClient } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
@@ -119,17 +119,6 @@ function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: Mo
   });
 }
 
-/** A whole reply's slices: each about `size` UTF-16 units, never splitting a surrogate pair. */
-function* slices(text: string, size: number): Generator<string> {
-  for (let at = 0; at < text.length;) {
-    let end = Math.min(at + size, text.length);
-    const last = text.charCodeAt(end - 1);
-    if (last >= 0xd800 && last <= 0xdbff && end < text.length) end++;
-    yield text.slice(at, end);
-    at = end;
-  }
-}
-
 /**
  * A model route's `onRequest` hook, after its authentication: a key or user that may not start a
  * request now (quota used up, requests in flight at their cap) is refused before its body is read.
@@ -208,7 +197,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     // Large: a slice at a time as the socket drains, so the gateway buffers one slice (and the
     // text it already holds), not a second copy of the whole reply per slow client.
     reply.header('content-length', Buffer.byteLength(json));
-    return reply.send(Readable.from(slices(json, 64 * 1024), { objectMode: false }));
+    return reply.send(Readable.from(textSlices(json, 64 * 1024), { objectMode: false }));
   }
 
   const raw = reply.raw;

@@ -47,6 +47,16 @@ export class UnreadBodies {
     return this.draining.size;
   }
 
+  /**
+   * Whether an answer of `status` may keep the connection of `body` that Fastify closes: one past
+   * the route's limit, whose client, still sending, would read a reset instead of its 413. Its
+   * body is dropped as any unread body, when it says it is at most a second of dropping; a
+   * larger one, or one that says nothing (chunked), is closed as before.
+   */
+  keepsConnection(body: IncomingMessage, status: number): boolean {
+    return status === 413 && !body.complete && Number(body.headers['content-length']) <= this.bytesPerSecond;
+  }
+
   /** Reads and drops what is left of `body` at the shared rate, if it was not read to its end. */
   dropRest(body: IncomingMessage): void {
     const socket = body.socket as Socket | null;
