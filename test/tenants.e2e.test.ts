@@ -82,6 +82,53 @@ describe('fair shares', () => {
     expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
   });
 
+  it("keeps a hog's requests waiting for a full, slow channel from holding the worker: other channels' requests go through", async ({ stack, upstream, channel }) => {
+    const slow = await upstream.openai({ delayMs: 2000 });
+    const fast = await upstream.openai({ delayMs: 10 });
+    const [slowModel, fastModel] = [uniqueModel(), uniqueModel()];
+    await channel(slow, [slowModel], { max_concurrency: 1 });
+    await channel(fast, [fastModel]);
+    const hog = await tenant(stack);
+    const steady = await tenant(stack);
+    // 6 requests for a 1-slot channel: one calls, 5 wait for its lease, more than the worker's 4 slots.
+    const burst = Array.from({ length: 6 }, () => complete(stack, hog.key, { model: slowModel }));
+    await expect.poll(() => slow.inFlight).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Holding a worker slot each while they waited, they kept every other request out for a
+    // turn of the slow channel (measured 2.5 to 3.0 s with 3 s calls, 8 slots, 20 waiting).
+    for (const key of [steady.key, hog.key]) {
+      const { ms, value } = await timed(complete(stack, key, { model: fastModel }));
+      console.log(`[fair] a request to another channel while 5 wait for a full 2 s channel (${key === hog.key ? "the hog's own" : "another tenant's"}): ${Math.round(ms)} ms`);
+      expect(value.status).toBe(200);
+      expect(ms).toBeLessThan(1500);
+    }
+    expect(slow.inFlight).toBe(1);
+    expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
+    expect(slow.maxInFlight).toBe(1);
+  }, 40_000);
+
+  it("the same while a hog's requests wait for a rate-limited channel to rest", async ({ stack, upstream, channel }) => {
+    const limited = await upstream.openai({ status: 429, retryAfter: 3 });
+    const fast = await upstream.openai({ delayMs: 10 });
+    const [limitedModel, fastModel] = [uniqueModel(), uniqueModel()];
+    await channel(limited, [limitedModel]);
+    await channel(fast, [fastModel]);
+    const hog = await tenant(stack);
+    const steady = await tenant(stack);
+    const shortLived = () => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: hog.key, maxRetries: 0, timeout: 4000 });
+    // The channel answers 429 with Retry-After 3 and rests: these wait for it, not for a lease.
+    const burst = Array.from({ length: 8 }, () => shortLived().completions.create({ model: limitedModel, prompt: 'hi' }).catch(() => null));
+    await expect.poll(() => limited.requests.length).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const { ms, value } = await timed(complete(stack, steady.key, { model: fastModel }));
+    console.log(`[fair] another tenant's request while 8 wait for a rate-limited channel to rest: ${Math.round(ms)} ms`);
+    expect(value.status).toBe(200);
+    expect(ms).toBeLessThan(1500);
+    // They wait until their clients give up (the channel only ever answers 429).
+    expect(await Promise.all(burst)).toEqual(Array.from({ length: 8 }, () => null));
+    expect(limited.requests.length).toBeLessThan(8 * 3);
+  }, 30_000);
+
   it('still runs batch work after interactive work, whichever tenant sends it', async ({ stack, upstream, channel }) => {
     const mock = await upstream.openai({ delayMs: 200 });
     const model = uniqueModel();

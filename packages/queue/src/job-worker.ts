@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import type { Job, Worker } from 'bullmq';
 import { GatewayError, overloaded, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
@@ -10,6 +10,7 @@ import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey, PAUSE_LAPSE_MS } from './reply-keys.ts';
 import { registerWorker } from './worker-registry.ts';
+import { GatedWorker, type LaneGate } from './lane-gate.ts';
 import { ReplySender } from './reply-sender.ts';
 import { dropPayload, takePayload } from './payload-beside.ts';
 
@@ -20,6 +21,13 @@ import { dropPayload, takePayload } from './payload-beside.ts';
  * the next job), with the same throughput.
  */
 export const LANE_CONCURRENCY = 256;
+
+/**
+ * Jobs a lane holds, beyond its concurrency, that wait for room elsewhere (`JobContext.idle`),
+ * for each job of its concurrency: a lane of 256 holds at most 1,024 more that wait for a full
+ * channel, and takes other jobs meanwhile.
+ */
+export const WAITING_PER_SLOT = 4;
 
 /** What a job handler gets: its payload, and the means to stream and to notice cancellation. */
 export interface JobContext<P> {
@@ -33,6 +41,12 @@ export interface JobContext<P> {
   stream: boolean;
   /** The job's priority (unset: interactive; higher numbers wait behind lower). */
   priority?: number;
+  /**
+   * Awaits `wait` as time the job spends waiting for room elsewhere (a full channel's lease, a
+   * rate-limited channel's rest): meanwhile it holds none of the worker's concurrency, which
+   * takes other jobs, so a burst waiting on one channel keeps nobody else's jobs out.
+   */
+  idle<T>(wait: Promise<T>): Promise<T>;
   /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
   sendChunk(chunk: string): Promise<void>;
   log: Logger;
@@ -82,7 +96,7 @@ export interface JobWorkerOptions<P> {
   onJobEnd?: (end: JobEnd<P>) => void;
   /** How long a crashed worker's job stays locked before another worker takes it over. */
   lockDurationMs?: number;
-  /** Most jobs one lane (BullMQ Worker) runs at once. Default LANE_CONCURRENCY. */
+  /** Most jobs one lane (BullMQ Worker) runs at once, not counting those that wait (`JobContext.idle`). Default LANE_CONCURRENCY. */
   laneConcurrency?: number;
   /** Replies for one ingress within this window go out as one stream entry (0: one event-loop turn). */
   replyCoalesceMs?: number;
@@ -133,7 +147,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   };
 
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
-  const run = async (jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
+  const run = async (gate: LaneGate, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
     cancels.track(jobId, controller);
@@ -160,6 +174,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         signal: controller.signal,
         stream: envelope.stream === true,
         priority: envelope.priority,
+        idle: (wait) => gate.idle(wait),
         sendChunk: async (chunk) => {
           await replies.chunk(envelope.replyTo, jobId, chunk);
           sent += chunk.length;
@@ -211,14 +226,14 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   };
 
   const fairShares = new FairShares(redis);
-  const process = async (job: Job<QueuedEnvelope<P>>) => {
+  const process = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
     const jobId = job.id!;
     const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
     if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
     try {
       const envelope = await envelopeOf(jobId, queued);
-      if (envelope) await processEnvelope(job, jobId, envelope);
+      if (envelope) await processEnvelope(gate, job, jobId, envelope);
       else finished++;
     } finally {
       // Removed when the job ends here. A job taken over after its worker died finds it still
@@ -228,7 +243,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     }
   };
 
-  const processEnvelope = async (job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
+  const processEnvelope = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
     const fields = { reqId: envelope.requestId, jobId };
     const startedAt = Date.now();
     const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown) => options.onJobEnd?.({
@@ -249,7 +264,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
     let result: { outcome: JobOutcome; error?: GatewayError; result?: unknown } = { outcome: 'error' };
     try {
-      result = await run(jobId, envelope, fields, facts);
+      result = await run(gate, jobId, envelope, fields, facts);
     } finally {
       finished++;
       const seconds = (performance.now() - started) / 1000;
@@ -266,13 +281,14 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
   const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
-  const lanes: Worker<QueuedEnvelope<P>>[] = [];
+  const lanes: GatedWorker<QueuedEnvelope<P>>[] = [];
   const connections: Redis[] = [];
   const laneConcurrency = Math.ceil(perShard / lanesPerShard);
   for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
     const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
-    const worker = new Worker<QueuedEnvelope<P>>(options.queue, process, {
+    // Jobs waiting for room elsewhere hold none of the lane's concurrency (`LaneGate`).
+    const worker: GatedWorker<QueuedEnvelope<P>> = new GatedWorker<QueuedEnvelope<P>>(options.queue, (job) => process(worker.gate, job), {
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
       concurrency: laneConcurrency,
@@ -282,7 +298,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
-    });
+    }, laneConcurrency * WAITING_PER_SLOT);
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
     // A job that stalled too often is failed by the worker that next takes it, without a run: its
     // payload goes with it, as with a job that ends.

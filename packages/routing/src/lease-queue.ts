@@ -20,6 +20,8 @@ export interface LeaseWait {
    * (`FairOrder`). Requests without one share one tenant: first come, first served.
    */
   tenant?: { userId: number; tokenId: number };
+  /** Awaits the wait for a lease, when the request has to wait, as time it is idle (`ModelRequest.idle`). */
+  idle?: <T>(wait: Promise<T>) => Promise<T>;
 }
 
 export interface LeaseQueueOptions {
@@ -81,7 +83,8 @@ export class LeaseQueue {
       const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency);
       if (leases[0]) return { channel, lease: leases[0] };
     }
-    return this.wait(order, wait);
+    const waited = this.wait(order, wait);
+    return wait.idle ? wait.idle(waited) : waited;
   }
 
   /** A lease was given back on this channel somewhere: its line tries again. */

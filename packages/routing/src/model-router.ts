@@ -30,6 +30,11 @@ export interface ModelRequest {
   log: Logger;
   /** Filled as the request goes, for the request log (see `RouteRecord`). */
   record?: RouteRecord;
+  /**
+   * Awaits a wait for room (a full channel's lease, a rate-limited channel's rest) as time the
+   * request is idle: its worker takes other jobs meanwhile (`JobContext.idle`).
+   */
+  idle?: <T>(wait: Promise<T>) => Promise<T>;
 }
 
 /** One channel to call, as the router chose it for an attempt. */
@@ -197,7 +202,7 @@ export class ModelRouter {
         channelOrder(ready, (id) => this.health.isCoolingDown(id)),
         {
           signal: request.signal, deadline: request.deadline, batch: isBatchRank(request.priority),
-          tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId },
+          tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId }, idle: request.idle,
         },
       );
       if (request.record) request.record.slotMs += performance.now() - waitStarted;
@@ -245,7 +250,8 @@ export class ModelRouter {
     const wakeAt = Math.min(...open.map((c) => attempts.restingUntil(c.id, now)));
     if (wakeAt + MIN_ATTEMPT_MS >= request.deadline) throw rateLimitedError(wakeAt - now);
     const jitter = Math.random() * Math.min(500, (wakeAt - now) / 10);
-    await pause(Math.min(wakeAt + jitter, request.deadline - MIN_ATTEMPT_MS) - now, request.signal);
+    const rest = pause(Math.min(wakeAt + jitter, request.deadline - MIN_ATTEMPT_MS) - now, request.signal);
+    await (request.idle ? request.idle(rest) : rest);
     if (request.record) request.record.slotMs += Date.now() - now;
     return undefined;
   }

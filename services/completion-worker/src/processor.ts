@@ -46,6 +46,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       priority: context.priority,
       log: context.log,
       record: routeRecordIn(context.facts),
+      idle: context.idle,
     };
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));

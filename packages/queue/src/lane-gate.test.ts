@@ -1,0 +1,114 @@
+/**
+ * A job waiting for room elsewhere (`JobContext.idle`) holds none of its worker's concurrency:
+ * the worker takes other jobs meanwhile, never has more than its concurrency at work, and holds
+ * at most WAITING_PER_SLOT more per slot. Real Redis, real BullMQ lanes.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { QueueName } from '@gateway/contracts';
+import { createRedis, JobClient, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
+import { WAITING_PER_SLOT } from './job-worker.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let inbox: ReplyInbox;
+let jobs: JobClient;
+let worker: JobWorker | undefined;
+const log = pino({ level: 'silent' });
+
+interface Payload { n: number; waits?: boolean; workMs?: number }
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = createRedis(server.url, { name: 'test' });
+  await waitForRedis(redis);
+  inbox = new ReplyInbox('lane-gate-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
+  inbox.start();
+  jobs = new JobClient(redis, inbox);
+});
+afterEach(async () => {
+  await worker?.close();
+  worker = undefined;
+});
+afterAll(async () => {
+  await inbox.stop();
+  await jobs.close();
+  redis.disconnect();
+  await server.close();
+});
+
+/** A worker whose jobs either wait for `room` (idle) or work `workMs`; it counts both. */
+async function runWorker(concurrency: number) {
+  /** `fresh`: jobs at work that never waited, which alone are held to the concurrency. */
+  const seen = { started: 0, atWork: 0, mostAtWork: 0, fresh: 0, mostFresh: 0, waiting: 0 };
+  let openRoom!: () => void;
+  const room = new Promise<void>((resolve) => { openRoom = resolve; });
+  const work = async (ms: number, waited: boolean) => {
+    seen.atWork++;
+    seen.mostAtWork = Math.max(seen.mostAtWork, seen.atWork);
+    if (!waited) seen.mostFresh = Math.max(seen.mostFresh, ++seen.fresh);
+    await sleep(ms);
+    seen.atWork--;
+    if (!waited) seen.fresh--;
+  };
+  worker = await startJobWorker<Payload>({
+    queue: QueueName.admin, redisTarget: server.url, concurrency, log,
+    handler: async ({ payload, idle }: JobContext<Payload>) => {
+      seen.started++;
+      if (payload.waits) {
+        seen.waiting++;
+        await idle(room);
+        seen.waiting--;
+      }
+      await work(payload.workMs ?? 1, payload.waits === true);
+      return payload.n;
+    },
+  });
+  return { seen, openRoom };
+}
+
+let seq = 0;
+const request = (payload: Omit<Payload, 'n'>) => {
+  const n = ++seq;
+  return jobs.request<Payload, number>(QueueName.admin, { n, ...payload }, { requestId: `r${n}`, timeoutMs: 20_000 });
+};
+
+describe('a job waiting for room elsewhere', () => {
+  it("holds none of the worker's concurrency: other jobs run while it waits", async () => {
+    const { seen, openRoom } = await runWorker(2);
+    const waiting = Array.from({ length: 6 }, () => request({ waits: true }));
+    await expect.poll(() => seen.waiting).toBe(6);
+    // With the worker's 2 slots held by waiting jobs, these would wait for the room to open.
+    const started = performance.now();
+    const quick = await Promise.all(Array.from({ length: 3 }, () => request({ workMs: 5 })));
+    expect(quick).toHaveLength(3);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(seen.mostAtWork).toBe(2);
+    // What waited goes on at once when its wait ends: it holds what it waited for (a lease).
+    openRoom();
+    expect(await Promise.all(waiting)).toHaveLength(6);
+  });
+
+  it(`is held at most ${WAITING_PER_SLOT} a slot beyond the worker's concurrency; the rest wait in the queue`, async () => {
+    const { seen, openRoom } = await runWorker(1);
+    const waiting = Array.from({ length: 12 }, () => request({ waits: true }));
+    const most = 1 + WAITING_PER_SLOT;
+    await expect.poll(() => seen.waiting).toBe(most);
+    await sleep(300);
+    expect(seen.started).toBe(most);
+    openRoom();
+    expect(await Promise.all(waiting)).toHaveLength(12);
+    expect(seen.started).toBe(12);
+  });
+
+  it('never starts a job past the concurrency, through many jobs ending and waiting', async () => {
+    const { seen, openRoom } = await runWorker(4);
+    setTimeout(openRoom, 200);
+    const all = await Promise.all(Array.from({ length: 300 }, (_, i) => request({ waits: i % 3 === 0, workMs: 1 + (i % 7) })));
+    expect(all).toHaveLength(300);
+    expect(seen.mostFresh).toBe(4);
+    expect(seen.mostAtWork).toBeLessThanOrEqual(4 * (1 + WAITING_PER_SLOT));
+  });
+});

@@ -1,0 +1,153 @@
+import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
+
+/**
+ * A job waiting for room elsewhere (a full channel's lease, a rate-limited channel's rest) holds
+ * none of its worker's concurrency: with a BullMQ Worker's plain concurrency, a tenant whose
+ * burst waits on one full, slow channel filled every slot of the worker, and another tenant's
+ * request to another channel waited a whole slow upstream turn for one (measured: a 10 ms
+ * request waited 2.5 to 3 s behind 20 requests for a 1-slot channel of 3 s calls, with 8 slots).
+ *
+ * `LaneGate` keeps a lane's count of jobs at work: fetched (or about to be) and not waiting.
+ * The lane fetches a job only while that count is below its concurrency (`slots`); a job that
+ * waits (`idle`) leaves the count while it waits, so the lane fetches another. The lane's BullMQ
+ * concurrency is `slots` plus room for jobs that wait (`waiting`), which bounds what it holds.
+ * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
+ */
+export class LaneGate {
+  readonly slots: number;
+  /** Jobs at work: fetched and not yet ended, less those waiting (`idle`). */
+  private atWork = 0;
+  /** Jobs fetched that BullMQ has not yet begun to process. */
+  private fetchedUnstarted = 0;
+  /** A fetch through the gate is under way (a lane fetches one at a time). */
+  private fetching = 0;
+  private shut = false;
+  private opened: (() => void) | undefined;
+
+  constructor(slots: number) {
+    this.slots = slots;
+  }
+
+  /** Room for one more job at work (`leaving`: jobs at work now that are about to end). */
+  hasRoom(leaving = 0): boolean {
+    return this.atWork - leaving + this.fetching < this.slots;
+  }
+
+  /**
+   * Whether the lane's next fetch may go now ('fetch', counted as under way until `fetched`).
+   * BullMQ fetches jobs one after another, and begins to process them only when a fetch comes
+   * back empty or waits: while jobs it fetched wait to begin, a lane with no room fetches nothing
+   * ('skip') rather than waiting, which would hold them. 'wait': no room, nothing to begin; try
+   * again when `opening` resolves. 'shut': the lane is closing.
+   */
+  enter(): 'fetch' | 'skip' | 'wait' | 'shut' {
+    if (this.shut) return 'shut';
+    if (this.hasRoom()) {
+      this.fetching++;
+      return 'fetch';
+    }
+    return this.fetchedUnstarted > 0 ? 'skip' : 'wait';
+  }
+
+  /** Resolves when the count changes (a job ended, waits, was fetched) or the lane closes. */
+  opening(): Promise<void> {
+    return new Promise<void>((resolve) => { this.opened = resolve; });
+  }
+
+  /** The fetch `enter` let through came back, with a job or none. */
+  fetched(job: unknown): void {
+    this.fetching--;
+    if (job) this.claim();
+    else this.open();
+  }
+
+  /** A job was fetched: at work from now, though BullMQ has yet to begin it. */
+  claim(): void {
+    this.atWork++;
+    this.fetchedUnstarted++;
+    this.open();
+  }
+
+  /** BullMQ begins to process a job it fetched. */
+  start(): void {
+    this.fetchedUnstarted--;
+  }
+
+  /** A job at work ended. */
+  release(): void {
+    this.atWork--;
+    this.open();
+  }
+
+  /** `wait` is time the job spends waiting for room elsewhere: it is not at work meanwhile. */
+  async idle<T>(wait: Promise<T>): Promise<T> {
+    this.release();
+    try {
+      return await wait;
+    } finally {
+      this.atWork++;
+    }
+  }
+
+  /** The lane is closing: a fetch held here goes, and finds the lane closing. */
+  close(): void {
+    this.shut = true;
+    this.open();
+  }
+
+  private open(): void {
+    const opened = this.opened;
+    this.opened = undefined;
+    opened?.();
+  }
+}
+
+/**
+ * A BullMQ Worker whose fetches go through a `LaneGate`. BullMQ fetches a job by a private
+ * method (`_getNextJob`: wait for a job's marker, then take it), which is held here while the
+ * lane has no room: held before the wait, so a full lane never takes a marker that an idle
+ * worker elsewhere should have woken to. Fetch-next goes through `processJob`, BullMQ's public
+ * way to run one job. Checked at construction, so a BullMQ that renames its fetch fails at start.
+ */
+export class GatedWorker<D> extends Worker<D> {
+  readonly gate: LaneGate;
+
+  constructor(name: string, processor: Processor<D>, options: WorkerOptions & { concurrency: number }, waiting: number) {
+    super(name, processor, { ...options, concurrency: options.concurrency + waiting });
+    const gate = (this.gate = new LaneGate(options.concurrency));
+    const self = this as unknown as { _getNextJob?: (...args: unknown[]) => Promise<Job<D> | undefined> };
+    const fetch = self._getNextJob;
+    if (typeof fetch !== 'function') throw new Error("BullMQ's Worker has no _getNextJob: the lane gate cannot hold its fetches (BullMQ changed?)");
+    const gated = (...args: unknown[]): Promise<Job<D> | undefined> => {
+      const now = gate.enter();
+      if (now === 'wait') return gate.opening().then(() => gated(...args));
+      if (now !== 'fetch') return Promise.resolve(undefined);
+      // Called at once, not after an await: BullMQ reads whether the fetch waits for a job
+      // (its `waiting`) right after starting it, to begin the jobs it has meanwhile.
+      return fetch.apply(this, args).then(
+        (job) => { gate.fetched(job); return job; },
+        (error: unknown) => { gate.fetched(undefined); throw error; },
+      );
+    };
+    self._getNextJob = gated;
+  }
+
+  override async processJob(job: Job<D>, token: string, fetchNext: () => boolean = () => true): Promise<void | Job<D>> {
+    this.gate.start();
+    let next: void | Job<D> = undefined;
+    try {
+      // Its next job is fetched only if there is room for it once this one ends.
+      next = await super.processJob(job, token, () => fetchNext() && this.gate.hasRoom(1));
+      return next;
+    } finally {
+      this.gate.release();
+      if (next) this.gate.claim();
+    }
+  }
+
+  override async close(force?: boolean): Promise<void> {
+    const closing = super.close(force);
+    this.gate.close();
+    await closing;
+  }
+}
