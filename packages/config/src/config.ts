@@ -81,6 +81,8 @@ export const configSchema = z.object({
   ADMIN_CONCURRENCY: integer(16, 1, 10_000),
   /** Jobs one BullMQ Worker ("lane") of a worker process runs at once; its concurrency is split into lanes of this size. */
   QUEUE_LANE_CONCURRENCY: integer(256, 1, 10_000),
+  /** Jobs waiting for a full or resting channel a worker holds, beyond its concurrency, per job of it (they hold no slot). */
+  QUEUE_WAITING_PER_SLOT: integer(1, 0, 64),
   /** BullMQ queues the completion and audio queues are each split into (a Redis Cluster spreads them over its masters). */
   QUEUE_SHARDS: integer(1, 1, 64),
   /** Replies and stream chunks for one gateway within this many ms share one reply-stream entry (0: one event-loop turn). */

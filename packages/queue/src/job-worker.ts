@@ -24,10 +24,10 @@ export const LANE_CONCURRENCY = 256;
 
 /**
  * Jobs a lane holds, beyond its concurrency, that wait for room elsewhere (`JobContext.idle`),
- * for each job of its concurrency: a lane of 256 holds at most 1,024 more that wait for a full
- * channel, and takes other jobs meanwhile.
+ * for each job of its concurrency, by default (QUEUE_WAITING_PER_SLOT): a lane of 256 holds at
+ * most 256 more that wait for a full channel, and takes other jobs meanwhile.
  */
-export const WAITING_PER_SLOT = 4;
+export const WAITING_PER_SLOT = 1;
 
 /** What a job handler gets: its payload, and the means to stream and to notice cancellation. */
 export interface JobContext<P> {
@@ -43,8 +43,9 @@ export interface JobContext<P> {
   priority?: number;
   /**
    * Awaits `wait` as time the job spends waiting for room elsewhere (a full channel's lease, a
-   * rate-limited channel's rest): meanwhile it holds none of the worker's concurrency, which
-   * takes other jobs, so a burst waiting on one channel keeps nobody else's jobs out.
+   * rate-limited channel's rest): once it has waited a second (IDLE_AFTER_MS) it holds none of
+   * the worker's concurrency, which takes other jobs, so a burst waiting on one channel keeps
+   * nobody else's jobs out for long.
    */
   idle<T>(wait: Promise<T>): Promise<T>;
   /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
@@ -98,6 +99,8 @@ export interface JobWorkerOptions<P> {
   lockDurationMs?: number;
   /** Most jobs one lane (BullMQ Worker) runs at once, not counting those that wait (`JobContext.idle`). Default LANE_CONCURRENCY. */
   laneConcurrency?: number;
+  /** Jobs that wait for room elsewhere a lane holds beyond its concurrency, per job of it. Default WAITING_PER_SLOT. */
+  waitingPerSlot?: number;
   /** Replies for one ingress within this window go out as one stream entry (0: one event-loop turn). */
   replyCoalesceMs?: number;
   /** How long a write of replies is retried through Redis being away, at least (results and errors: to their job's deadline). */
@@ -298,7 +301,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
-    }, laneConcurrency * WAITING_PER_SLOT);
+    }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
     worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
     // A job that stalled too often is failed by the worker that next takes it, without a run: its
     // payload goes with it, as with a job that ends.

@@ -13,6 +13,16 @@ import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
  * concurrency is `slots` plus room for jobs that wait (`waiting`), which bounds what it holds.
  * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
  */
+/**
+ * How long a job waits for room elsewhere before it stops holding its lane's slot. Measured with
+ * `BENCH_ONLY=burst,tenants npm run bench` (5,000 at once on a 32-slot channel of 20 ms calls,
+ * whose jobs wait a few hundred ms in the worker): released at once, the lane held twice the jobs
+ * and the p99 beside the burst rose by 40 to 60 ms (by 100 to 250 ms holding five times as many);
+ * after a second, the burst runs as before, and a slow channel's waiters still give their slots
+ * up within a second instead of after a whole turn of it.
+ */
+export const IDLE_AFTER_MS = 1000;
+
 export class LaneGate {
   readonly slots: number;
   /** Jobs at work: fetched and not yet ended, less those waiting (`idle`). */
@@ -79,13 +89,23 @@ export class LaneGate {
     this.open();
   }
 
-  /** `wait` is time the job spends waiting for room elsewhere: it is not at work meanwhile. */
+  /**
+   * `wait` is time the job spends waiting for room elsewhere: once it has waited IDLE_AFTER_MS,
+   * it is not at work until the wait ends. A short wait (a lease that frees within a turn of a
+   * fast channel) keeps its slot, so a burst on one channel does not make the lane fetch ever
+   * more of itself.
+   */
   async idle<T>(wait: Promise<T>): Promise<T> {
-    this.release();
+    let released = false;
+    const timer = setTimeout(() => {
+      released = true;
+      this.release();
+    }, IDLE_AFTER_MS);
     try {
       return await wait;
     } finally {
-      this.atWork++;
+      clearTimeout(timer);
+      if (released) this.atWork++;
     }
   }
 
@@ -120,10 +140,12 @@ export class GatedWorker<D> extends Worker<D> {
     if (typeof fetch !== 'function') throw new Error("BullMQ's Worker has no _getNextJob: the lane gate cannot hold its fetches (BullMQ changed?)");
     const gated = (...args: unknown[]): Promise<Job<D> | undefined> => {
       const now = gate.enter();
-      if (now === 'wait') return gate.opening().then(() => gated(...args));
+      // Come back empty when the count changes: BullMQ then begins what it has and asks again.
+      // Not a fetch after the wait: BullMQ reads whether a fetch waits for a job (its `waiting`)
+      // right after starting it, to begin jobs it has meanwhile (a fetch-next's); one started
+      // later would block for the whole drainDelay with such a job unstarted, its lock unrenewed.
+      if (now === 'wait') return gate.opening().then(() => undefined);
       if (now !== 'fetch') return Promise.resolve(undefined);
-      // Called at once, not after an await: BullMQ reads whether the fetch waits for a job
-      // (its `waiting`) right after starting it, to begin the jobs it has meanwhile.
       return fetch.apply(this, args).then(
         (job) => { gate.fetched(job); return job; },
         (error: unknown) => { gate.fetched(undefined); throw error; },

@@ -64,6 +64,7 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     redis,
     concurrency,
     laneConcurrency: config.QUEUE_LANE_CONCURRENCY,
+    waitingPerSlot: config.QUEUE_WAITING_PER_SLOT,
     replyCoalesceMs: config.REPLY_COALESCE_MS,
     shards: config.QUEUE_SHARDS,
     handler: spec.handler({ router }),
