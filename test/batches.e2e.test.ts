@@ -131,6 +131,42 @@ describe('the Batch API', () => {
     expect((await fileLines(openai, batch.output_file_id)).length).toBe(completed);
   });
 
+  it('withdraws at a cancel the lines still waiting for their channel: only those calling it finish, and only they are charged', async ({ stack, upstream, channel }) => {
+    // 40 lines in flight (the window) on a 2-slot channel of 1 s calls: 2 calling, 38 waiting.
+    const mock = await upstream.openai({ delayMs: 1000 });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model], { max_concurrency: 2 });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const created = await submit(openai, Array.from({ length: 40 }, (_, i) => line(model, i)));
+    await expect.poll(() => mock.requests.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(3);
+    const cancelledAt = Date.now();
+    const callsBefore = mock.requests.length;
+    await openai.batches.cancel(created.id);
+    const batch = await settled(openai, created.id);
+    const tookMs = Date.now() - cancelledAt;
+    const { completed, failed, total } = batch.request_counts!;
+    console.log(`[batch] cancel with 2 calling and the rest waiting on a 2-slot 1 s channel: cancelled in ${tookMs} ms, ${completed} completed, ${failed} cancelled, ${mock.requests.length} calls (${callsBefore} at the cancel)`);
+    expect(batch.status).toBe('cancelled');
+    // Before, every line in flight ran to its end: 19 more turns of 1 s.
+    expect(tookMs).toBeLessThan(5000);
+    expect(total).toBe(40);
+    expect(completed + failed).toBe(40);
+    // What was calling at the cancel finishes; nothing starts after it (one may have been
+    // granted its slot as the withdrawal went out).
+    expect(mock.requests.length).toBeLessThanOrEqual(callsBefore + 2);
+    expect(completed).toBe(mock.requests.length);
+    const errors = await fileLines(openai, batch.error_file_id);
+    expect(errors.map((e) => e.error.code)).toEqual(Array.from({ length: failed }, () => 'batch_cancelled'));
+    // Charged for what ran, and nothing is held any more: the withdrawn lines gave their holds back.
+    const output = await fileLines(openai, batch.output_file_id);
+    const usage = output.reduce((sum, l) => sum + l.response.body.usage.total_tokens, 0);
+    await expect.poll(async () => (await stack.adminData('GET', `/api/token/${owner.tokenId}`)).used_quota).toBe(usage);
+    const calls = mock.requests.length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(mock.requests.length).toBe(calls);
+  });
+
   it("keeps users apart: another user's key cannot see, list or cancel a batch", async ({ stack, upstream, channel }) => {
     const mock = await upstream.openai({ delayMs: 50 });
     const model = `batch-${++seq}`;

@@ -20,6 +20,7 @@ export type ErrorCode =
   | 'overloaded'
   | 'timeout'
   | 'cancelled'
+  | 'withdrawn'
   | 'internal';
 
 export interface ErrorReply {
@@ -101,6 +102,9 @@ export const rateLimited = (message: string, retryAfter: number) => new GatewayE
 export const insufficientQuota = (message: string) => new GatewayError({ status: 429, code: 'insufficient_quota', message, shouldRetry: false });
 /** 499: the client went away (closed the connection) before its answer was ready. */
 export const clientCancelled = () => new GatewayError({ status: 499, code: 'cancelled', message: 'the client closed the request' });
+
+/** A job its sender withdrew before it began (a cancelled batch's line still waiting): it was not run. */
+export const withdrawn = () => new GatewayError({ status: 409, code: 'withdrawn', message: 'the request was withdrawn before it began' });
 /** 500: a fault of the gateway's own; the message says no more than that. */
 export const internalError = () => new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
 /** 502: the upstream failed, refused the channel, or answered what cannot be relayed. */

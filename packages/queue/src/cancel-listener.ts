@@ -7,6 +7,13 @@ export type CreditWait = 'credited' | 'ended' | 'lapsed';
 interface CreditWaiter { until: number; lapse: NodeJS.Timeout; settle(how: CreditWait): void }
 interface JobCredit { chars: number; waiting: CreditWaiter[] }
 
+/** The abort reason of a job withdrawn before it began: its worker answers `withdrawn`, not nothing. */
+export class Withdrawn extends Error {
+  constructor() {
+    super('withdrawn by its sender before it began');
+  }
+}
+
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
 const REMEMBER_MAX = 10_000;
@@ -18,6 +25,9 @@ const REMEMBER_MAX = 10_000;
  * ingress could not remove it either); it is remembered for a minute, and the job is aborted
  * the moment it is tracked.
  *
+ * A withdrawal stops a job only until it has begun (`begin`: its upstream is being called); one
+ * begun runs on. It is remembered like a cancellation for a job not yet tracked.
+ *
  * It also hears flow control: an ingress whose client reads a stream slower than it comes asks
  * for the job to pause, and to resume once the client's socket has drained. A paused job's next
  * chunk waits (`whenResumed`), so the upstream is read no faster than the client reads. And it
@@ -27,8 +37,10 @@ const REMEMBER_MAX = 10_000;
 export class CancelListener {
   private readonly subscriber: Redis;
   private readonly running = new Map<string, AbortController>();
-  /** Job id → when its cancellation was heard, for jobs not running here (yet). */
-  private readonly heard = new Map<string, number>();
+  /** Job id → when its cancellation (or withdrawal) was heard, for jobs not running here (yet). */
+  private readonly heard = new Map<string, { at: number; withdraw: boolean }>();
+  /** Running jobs that have begun: a withdrawal no longer stops them. */
+  private readonly begun = new Set<string>();
   /** Paused jobs → the end of their pause, and the timer that lapses it. */
   private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void; lapse: NodeJS.Timeout }>();
   /** Running jobs → the characters their ingress has credited, and the sends waiting for more. */
@@ -45,12 +57,14 @@ export class CancelListener {
       }
       if (control.kind === 'resume') return this.resume(jobId);
       if (control.kind === 'credit') return this.credit(jobId, control.chars);
+      const withdraw = control.kind === 'withdraw';
       const running = this.running.get(jobId);
       if (running) {
+        if (withdraw && this.begun.has(jobId)) return;
         this.release(jobId);
-        return running.abort(new Error('cancelled by the ingress'));
+        return running.abort(withdraw ? new Withdrawn() : new Error('cancelled by the ingress'));
       }
-      this.remember(jobId);
+      this.remember(jobId, withdraw);
     });
   }
 
@@ -129,14 +143,15 @@ export class CancelListener {
     this.paused.delete(jobId);
   }
 
-  private remember(jobId: string): void {
+  private remember(jobId: string, withdraw: boolean): void {
     const now = Date.now();
     // Oldest first (insertion order): drop what is too old, and keep the map bounded.
-    for (const [id, at] of this.heard) {
+    for (const [id, { at }] of this.heard) {
       if (now - at < REMEMBER_MS && this.heard.size < REMEMBER_MAX) break;
       this.heard.delete(id);
     }
-    this.heard.set(jobId, now);
+    // A cancellation heard before stands: a withdrawal does not soften it.
+    this.heard.set(jobId, { at: now, withdraw: withdraw && (this.heard.get(jobId)?.withdraw ?? true) });
   }
 
   async start(): Promise<void> {
@@ -145,15 +160,21 @@ export class CancelListener {
 
   track(jobId: string, controller: AbortController): void {
     this.running.set(jobId, controller);
-    const heardAt = this.heard.get(jobId);
-    if (heardAt !== undefined) {
+    const heard = this.heard.get(jobId);
+    if (heard !== undefined) {
       this.heard.delete(jobId);
-      if (Date.now() - heardAt < REMEMBER_MS) controller.abort(new Error('cancelled by the ingress'));
+      if (Date.now() - heard.at < REMEMBER_MS) controller.abort(heard.withdraw ? new Withdrawn() : new Error('cancelled by the ingress'));
     }
+  }
+
+  /** The job has begun (its upstream is being called): a withdrawal no longer stops it. */
+  begin(jobId: string): void {
+    if (this.running.has(jobId)) this.begun.add(jobId);
   }
 
   untrack(jobId: string): void {
     this.running.delete(jobId);
+    this.begun.delete(jobId);
     this.release(jobId);
   }
 

@@ -354,6 +354,18 @@ export class JobClient {
   }
 
   /**
+   * Withdraws a job added with a `jobId` of the caller's, unless it has begun: removed from
+   * whichever shard holds it while it waits (resolves true: it will never run, and gave nothing
+   * back yet: the caller does); a worker that holds it and has not begun it (waiting for a
+   * channel's room) stops it and answers `withdrawn`; one begun runs on and answers as usual.
+   */
+  async withdrawById(name: QueueName, jobId: string): Promise<boolean> {
+    publishJobControl(this.redis, { kind: 'withdraw', jobId });
+    const removed = await Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId)));
+    return removed.some(Boolean);
+  }
+
+  /**
    * `cancel` for a job whose add failed and may have happened all the same: one running is told to
    * stop (its worker settles what it held); one waiting is removed, and one not in the queue
    * (never added, or run and gone) gives back what it held: a hold already settled is not charged

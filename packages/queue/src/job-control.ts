@@ -1,9 +1,10 @@
 /**
  * What an ingress tells the workers about a job it waits for, on CANCEL_CHANNEL, as one
- * discriminated union: nobody waits for it any more (cancel), its stream's client is behind
+ * discriminated union: nobody waits for it any more (cancel), it is not wanted unless it has
+ * begun (withdraw: a cancelled batch's line still waiting for its channel), its stream's client is behind
  * (pause, renewed while it lasts) or has caught up (resume), or its client has taken the stream
  * up to so many characters (credit: the worker may send `chars` plus the job's window). On the
- * wire: the bare job id for a cancel, `pause:<id>`, `resume:<id>` and `credit:<chars>:<id>`, so
+ * wire: the bare job id for a cancel, `withdraw:<id>`, `pause:<id>`, `resume:<id>` and `credit:<chars>:<id>`, so
  * processes of two versions understand each other during a rolling upgrade (a worker of before
  * takes a credit for the cancel of a job it does not know, and forgets it).
  */
@@ -11,7 +12,7 @@ import { CANCEL_CHANNEL } from './reply-keys.ts';
 import type { Redis } from './redis-connection.ts';
 
 export type JobControl =
-  | { kind: 'cancel' | 'pause' | 'resume'; jobId: string }
+  | { kind: 'cancel' | 'withdraw' | 'pause' | 'resume'; jobId: string }
   | { kind: 'credit'; jobId: string; chars: number };
 
 export function encodeJobControl(control: JobControl): string {
@@ -20,7 +21,7 @@ export function encodeJobControl(control: JobControl): string {
 }
 
 export function decodeJobControl(message: string): JobControl {
-  for (const kind of ['pause', 'resume'] as const) {
+  for (const kind of ['withdraw', 'pause', 'resume'] as const) {
     if (message.startsWith(`${kind}:`)) return { kind, jobId: message.slice(kind.length + 1) };
   }
   const credit = /^credit:(\d+):(.+)$/s.exec(message);

@@ -1,8 +1,8 @@
 import type { Job, Worker } from 'bullmq';
-import { GatewayError, overloaded, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, overloaded, withdrawn, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
-import { CancelListener } from './cancel-listener.ts';
+import { CancelListener, Withdrawn } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { FairShares } from './fair-shares.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
@@ -48,6 +48,12 @@ export interface JobContext<P> {
    * nobody else's jobs out for long.
    */
   idle<T>(wait: Promise<T>): Promise<T>;
+  /**
+   * The job's work reaches out now (its upstream is being called): from here a withdrawal by its
+   * sender (`JobClient.withdrawById`) no longer stops it. Before it, a withdrawn job's signal
+   * aborts and its sender is answered `withdrawn`.
+   */
+  begin(): void;
   /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
   sendChunk(chunk: string): Promise<void>;
   log: Logger;
@@ -178,6 +184,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         stream: envelope.stream === true,
         priority: envelope.priority,
         idle: (wait) => gate.idle(wait),
+        begin: () => cancels.begin(jobId),
         sendChunk: async (chunk) => {
           await replies.chunk(envelope.replyTo, jobId, chunk);
           sent += chunk.length;
@@ -199,6 +206,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
       if (unavailable) options.log.warn({ ...fields, err: error }, 'job failed: Redis unavailable or failing over');
       else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
+      if (controller.signal.reason instanceof Withdrawn) {
+        // Its sender waits for a word: the job did not run, and what it held is given back.
+        await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
+        return { outcome: 'cancelled' };
+      }
       if (controller.signal.aborted) return { outcome: 'cancelled' };
       const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
       await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);

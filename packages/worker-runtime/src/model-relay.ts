@@ -41,11 +41,13 @@ export type ModelAnswer<R> = WholeAnswer<R> | StreamedAnswer<R>;
 export type ModelCall<R> = (target: RouteTarget) => Promise<ModelAnswer<R>>;
 
 /** Serves one model job through the router's attempts; resolves with the job's result. */
-export async function relayModelJob<R>(router: ModelRouter, request: ModelRequest, context: Pick<JobContext<unknown>, 'sendChunk'>, call: ModelCall<R>): Promise<R> {
+export async function relayModelJob<R>(router: ModelRouter, request: ModelRequest, context: Pick<JobContext<unknown>, 'sendChunk' | 'begin'>, call: ModelCall<R>): Promise<R> {
   for await (const attempt of router.attempts(request)) {
     let usage: Usage | undefined;
     let answer: ModelAnswer<R>;
     try {
+      // Past this point the job is not withdrawn: its upstream is being called.
+      context.begin();
       answer = await call(attempt.target);
       if (!('whole' in answer)) {
         for await (const piece of answer.pieces) {

@@ -73,6 +73,8 @@ export class BatchFeed {
   private inbox: ReplyInbox | undefined;
   private jobs: JobClient | undefined;
   private expiring = false;
+  /** Cancelled: the lines that have not begun are withdrawn, and none is sent again. */
+  private withdrawing = false;
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
   /** The reply stream's last entry read when the last successful flush began. */
@@ -159,6 +161,7 @@ export class BatchFeed {
         }
         const expired = this.expired(now);
         if (expired && !this.expiring) this.expire();
+        if (status === 'cancelling' && !this.withdrawing) this.withdraw();
         const ending = status === 'cancelling' || expired || status === undefined;
         // Topped up a quarter of the window at a time, not line by line: one query for many
         // lines, and the channel's slots stay fed from the three quarters still in flight.
@@ -224,6 +227,28 @@ export class BatchFeed {
     for (const entry of this.inFlight.values()) {
       if (!entry.queued) entry.controller.abort('expired');
       else this.jobs!.cancelById(this.queue, jobIdOf(this.batch.id, entry.line), entry.unrun);
+    }
+  }
+
+  /**
+   * The batch was cancelled: feeding stops, and the lines that have not begun are withdrawn:
+   * those not yet queued at once; queued ones are removed while they wait in the queue, and
+   * stopped where a worker holds them waiting for their channel's room (it answers `withdrawn`).
+   * A line whose upstream is already being called finishes and is recorded. What is withdrawn is
+   * left open, to end as `batch_cancelled`; what it held is given back.
+   */
+  private withdraw(): void {
+    this.withdrawing = true;
+    for (const entry of this.inFlight.values()) {
+      if (!entry.queued) {
+        entry.controller.abort('withdrawn');
+        continue;
+      }
+      void this.jobs!.withdrawById(this.queue, jobIdOf(this.batch.id, entry.line)).then((removed) => {
+        if (!removed || this.inFlight.get(entry.line.line) !== entry) return;
+        entry.unrun?.();
+        entry.controller.abort('withdrawn');
+      });
     }
   }
 
@@ -328,13 +353,19 @@ export class BatchFeed {
       this.wake?.();
       return;
     }
+    if (reason === 'withdrawn' || error.code === 'withdrawn' || (lost && this.withdrawing)) {
+      // Withdrawn unrun when the batch was cancelled: left open, it ends as `batch_cancelled`.
+      this.inFlight.delete(entry.line.line);
+      this.wake?.();
+      return;
+    }
     const retryable = lost || error.code === 'timeout' || (error.code === 'overloaded' && error.status === 503);
     if (retryable && !expired && entry.line.attempt < this.deps.attempts) {
       // Held in flight until its next attempt is written and sent.
       void this.deps.runs.retry(this.batch.id, entry.line.line, this.deps.runner).then((attempt) => {
         if (this.inFlight.get(entry.line.line) === entry) this.inFlight.delete(entry.line.line);
         // Not after the window closed: the line is left open, to end as expired.
-        if (attempt > 0 && !this.stopped && !this.expiring) this.send({ ...entry.line, attempt });
+        if (attempt > 0 && !this.stopped && !this.expiring && !this.withdrawing) this.send({ ...entry.line, attempt });
         else this.wake?.();
       }, () => {
         // Not written: the line stays marked sent, and is found again before the batch ends.

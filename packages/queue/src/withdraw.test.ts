@@ -1,0 +1,99 @@
+/**
+ * A withdrawal (`JobClient.withdrawById`, a cancelled batch's lines) stops a job only until it
+ * has begun: removed while it waits in the queue, stopped with a `withdrawn` answer while a
+ * worker holds it unbegun, and left to run once begun. Real Redis, real BullMQ.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { GatewayError, QueueName } from '@gateway/contracts';
+import { createRedis, JobClient, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
+
+let server: TestRedis;
+let redis: Redis;
+let inbox: ReplyInbox;
+let jobs: JobClient;
+let worker: JobWorker | undefined;
+const log = pino({ level: 'silent' });
+
+beforeAll(async () => {
+  server = await useTestRedis();
+  redis = createRedis(server.url, { name: 'test' });
+  await waitForRedis(redis);
+  inbox = new ReplyInbox('withdraw-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
+  inbox.start();
+  jobs = new JobClient(redis, inbox);
+});
+afterEach(async () => {
+  await worker?.close();
+  worker = undefined;
+});
+afterAll(async () => {
+  await inbox.stop();
+  await jobs.close();
+  redis.disconnect();
+  await server.close();
+});
+
+interface Payload { begins: boolean }
+
+/** Jobs wait 300 ms (after `begin` when they begin), or until their signal aborts. */
+async function runWorker(seen: { ran: number; aborted: number }) {
+  worker = await startJobWorker<Payload>({
+    queue: QueueName.admin, redisTarget: server.url, concurrency: 4, log,
+    handler: async ({ payload, begin, signal }: JobContext<Payload>) => {
+      if (payload.begins) begin();
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, 300);
+        signal.addEventListener('abort', () => { clearTimeout(timer); reject(new Error('aborted')); }, { once: true });
+      }).catch((error) => { seen.aborted++; throw error; });
+      seen.ran++;
+      return 'ran';
+    },
+  });
+}
+
+let seq = 0;
+const send = (payload: Payload) => {
+  const jobId = `withdraw-${++seq}`;
+  const answer = jobs.request<Payload, string>(QueueName.admin, payload, { requestId: jobId, jobId, timeoutMs: 5000 }).catch((error: unknown) => error);
+  return { jobId, answer };
+};
+
+describe('a withdrawal', () => {
+  it('removes a job still waiting in the queue: it never runs', async () => {
+    const { jobId } = send({ begins: true });
+    await expect.poll(async () => jobs.exists(QueueName.admin, jobId)).toBe(true);
+    expect(await jobs.withdrawById(QueueName.admin, jobId)).toBe(true);
+    const seen = { ran: 0, aborted: 0 };
+    await runWorker(seen);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(seen).toEqual({ ran: 0, aborted: 0 });
+  });
+
+  it('stops a job a worker holds unbegun, answering withdrawn; one begun runs on and answers', async () => {
+    const seen = { ran: 0, aborted: 0 };
+    await runWorker(seen);
+    const unbegun = send({ begins: false });
+    const begun = send({ begins: true });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await jobs.withdrawById(QueueName.admin, unbegun.jobId)).toBe(false);
+    expect(await jobs.withdrawById(QueueName.admin, begun.jobId)).toBe(false);
+    const withdrawn = await unbegun.answer;
+    expect(withdrawn).toBeInstanceOf(GatewayError);
+    expect((withdrawn as GatewayError).code).toBe('withdrawn');
+    expect(await begun.answer).toBe('ran');
+    expect(seen).toEqual({ ran: 1, aborted: 1 });
+  });
+
+  it('a cancellation still stops a begun job, and is not softened by a withdrawal heard with it', async () => {
+    const seen = { ran: 0, aborted: 0 };
+    await runWorker(seen);
+    const begun = send({ begins: true });
+    await new Promise((r) => setTimeout(r, 100));
+    await jobs.withdrawById(QueueName.admin, begun.jobId);
+    jobs.cancelById(QueueName.admin, begun.jobId);
+    await expect.poll(() => seen.aborted).toBe(1);
+    expect(seen.ran).toBe(0);
+  });
+});
