@@ -185,7 +185,7 @@ export const configSchema = z.object({
   /** How long a batch's "24h" completion window really lasts (shorter for tests and trials). */
   BATCH_COMPLETION_WINDOW_MS: integer(24 * 3_600_000, 1000, 7 * 24 * 3_600_000),
   /** Lines of one batch in flight at once (queued or running): Redis holds at most this many of its jobs. */
-  BATCH_WINDOW: integer(64, 1, 10_000),
+  BATCH_WINDOW: integer(128, 1, 10_000),
   /** Batches one batch worker runs at once; the rest wait for it or another batch worker. */
   BATCH_WORKER_BATCHES: integer(32, 1, 1000),
   /** How long one line may wait and run before it is tried again (a line is tried BATCH_LINE_ATTEMPTS times). */
