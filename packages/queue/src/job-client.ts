@@ -72,16 +72,21 @@ function withRequestJson(payload: unknown, requestJson: Buffer): (string | Buffe
 }
 
 /**
- * Removes a job that is still waiting; resolves whether it did. BullMQ's `remove` answers 1 for
- * any job not locked, one already run and gone included, which would count a job that ran as
- * unrun (its hold given back twice, its request logged twice): only a waiting job is removed.
- * A worker may still take it between the two calls; the remove then finds it locked.
+ * Removes a job that is still waiting, and its payload beside it; resolves whether it did.
+ * BullMQ's `remove` answers 1 for any job not locked, one already run and gone included, which
+ * would count a job that ran as unrun (its hold given back twice, its request logged twice):
+ * only a waiting job is removed. A worker may still take it between the calls; the remove then
+ * finds it locked.
  */
-async function removeIfWaiting(queue: Queue, jobId: string): Promise<boolean> {
+async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<boolean> {
   try {
     const state = await queue.getJobState(jobId);
     if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return false;
-    return (await queue.remove(jobId)) === 1;
+    // Its payload key, read first: a payload beside a job removed unrun would stay until it expires.
+    const payloadKey = ((await queue.getJob(jobId))?.data as QueuedEnvelope<unknown> | undefined)?.payloadKey;
+    const removed = (await queue.remove(jobId)) === 1;
+    if (removed && payloadKey !== undefined) dropPayload(redis, payloadKey);
+    return removed;
   } catch {
     return false;
   }
@@ -348,7 +353,7 @@ export class JobClient {
    */
   cancelById(name: QueueName, jobId: string, onUnrun?: () => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
-    void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId))).then((removed) => {
+    void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(this.redis, queue, jobId))).then((removed) => {
       if (removed.some(Boolean)) onUnrun?.();
     });
   }
@@ -361,7 +366,7 @@ export class JobClient {
    */
   async withdrawById(name: QueueName, jobId: string): Promise<boolean> {
     publishJobControl(this.redis, { kind: 'withdraw', jobId });
-    const removed = await Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(queue, jobId)));
+    const removed = await Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(this.redis, queue, jobId)));
     return removed.some(Boolean);
   }
 
@@ -381,7 +386,7 @@ export class JobClient {
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
   cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
-    void removeIfWaiting(queue, jobId).then((removed) => { if (removed) onUnrun?.(); });
+    void removeIfWaiting(this.redis, queue, jobId).then((removed) => { if (removed) onUnrun?.(); });
   }
 
   async close(): Promise<void> {

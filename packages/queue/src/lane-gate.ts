@@ -1,19 +1,6 @@
 import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 
 /**
- * A job waiting for room elsewhere (a full channel's lease, a rate-limited channel's rest) holds
- * none of its worker's concurrency: with a BullMQ Worker's plain concurrency, a tenant whose
- * burst waits on one full, slow channel filled every slot of the worker, and another tenant's
- * request to another channel waited a whole slow upstream turn for one (measured: a 10 ms
- * request waited 2.5 to 3 s behind 20 requests for a 1-slot channel of 3 s calls, with 8 slots).
- *
- * `LaneGate` keeps a lane's count of jobs at work: fetched (or about to be) and not waiting.
- * The lane fetches a job only while that count is below its concurrency (`slots`); a job that
- * waits (`idle`) leaves the count while it waits, so the lane fetches another. The lane's BullMQ
- * concurrency is `slots` plus room for jobs that wait (`waiting`), which bounds what it holds.
- * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
- */
-/**
  * How long a job waits for room elsewhere before it stops holding its lane's slot. Measured with
  * `BENCH_ONLY=burst,tenants npm run bench` (5,000 at once on a 32-slot channel of 20 ms calls,
  * whose jobs wait a few hundred ms in the worker): released at once, the lane held twice the jobs
@@ -23,6 +10,20 @@ import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
  */
 export const IDLE_AFTER_MS = 1000;
 
+/**
+ * A job waiting for room elsewhere (a full channel's lease, a rate-limited channel's rest) holds
+ * none of its worker's concurrency for long: with a BullMQ Worker's plain concurrency, a tenant whose
+ * burst waits on one full, slow channel filled every slot of the worker, and another tenant's
+ * request to another channel waited a whole slow upstream turn for one (measured: a 10 ms
+ * request waited 2.5 to 3 s behind 20 requests for a 1-slot channel of 3 s calls, with 8 slots).
+ *
+ * `LaneGate` keeps a lane's count of jobs at work: fetched (or about to be) and not waiting.
+ * The lane fetches a job only while that count is below its concurrency (`slots`); a job that
+ * has waited IDLE_AFTER_MS (`idle`) leaves the count until its wait ends, so the lane fetches
+ * another. The lane's BullMQ concurrency is `slots` plus room for jobs that wait (`waiting`),
+ * which bounds what it holds.
+ * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
+ */
 export class LaneGate {
   readonly slots: number;
   /** Jobs at work: fetched and not yet ended, less those waiting (`idle`). */
