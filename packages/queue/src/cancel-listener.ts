@@ -41,6 +41,8 @@ export class CancelListener {
   private readonly heard = new Map<string, { at: number; withdraw: boolean }>();
   /** Running jobs that have begun: a withdrawal no longer stops them. */
   private readonly begun = new Set<string>();
+  /** Begun jobs whose withdrawal was heard: it stops them if they end their attempt unbegun. */
+  private readonly withdrawnWhileBegun = new Set<string>();
   /** Paused jobs → the end of their pause, and the timer that lapses it. */
   private readonly paused = new Map<string, { promise: Promise<void>; resolve: () => void; lapse: NodeJS.Timeout }>();
   /** Running jobs → the characters their ingress has credited, and the sends waiting for more. */
@@ -60,7 +62,10 @@ export class CancelListener {
       const withdraw = control.kind === 'withdraw';
       const running = this.running.get(jobId);
       if (running) {
-        if (withdraw && this.begun.has(jobId)) return;
+        if (withdraw && this.begun.has(jobId)) {
+          this.withdrawnWhileBegun.add(jobId);
+          return;
+        }
         this.release(jobId);
         return running.abort(withdraw ? new Withdrawn() : new Error('cancelled by the ingress'));
       }
@@ -167,14 +172,27 @@ export class CancelListener {
     }
   }
 
-  /** The job has begun (its upstream is being called): a withdrawal no longer stops it. */
-  begin(jobId: string): void {
-    if (this.running.has(jobId)) this.begun.add(jobId);
+  /**
+   * The job has begun (its upstream is being called): a withdrawal no longer stops it, until the
+   * returned function says the attempt ended with nothing done (an upstream that failed before
+   * answering, another channel to try next): a withdrawal heard meanwhile stops it then.
+   */
+  begin(jobId: string): () => void {
+    if (!this.running.has(jobId)) return () => {};
+    this.begun.add(jobId);
+    return () => {
+      this.begun.delete(jobId);
+      const controller = this.running.get(jobId);
+      if (!this.withdrawnWhileBegun.delete(jobId) || !controller) return;
+      this.release(jobId);
+      controller.abort(new Withdrawn());
+    };
   }
 
   untrack(jobId: string): void {
     this.running.delete(jobId);
     this.begun.delete(jobId);
+    this.withdrawnWhileBegun.delete(jobId);
     this.release(jobId);
   }
 

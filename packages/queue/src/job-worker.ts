@@ -50,10 +50,11 @@ export interface JobContext<P> {
   idle<T>(wait: Promise<T>): Promise<T>;
   /**
    * The job's work reaches out now (its upstream is being called): from here a withdrawal by its
-   * sender (`JobClient.withdrawById`) no longer stops it. Before it, a withdrawn job's signal
-   * aborts and its sender is answered `withdrawn`.
+   * sender (`JobClient.withdrawById`) no longer stops it, until the returned function says the
+   * attempt ended with nothing done (a failover follows). Before it, or after that, a withdrawn
+   * job's signal aborts and its sender is answered `withdrawn`.
    */
-  begin(): void;
+  begin(): () => void;
   /** Resolves when the next chunk may be sent: at once, unless the client is slow or Redis is backed up. */
   sendChunk(chunk: string): Promise<void>;
   log: Logger;

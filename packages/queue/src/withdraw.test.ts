@@ -35,15 +35,23 @@ afterAll(async () => {
   await server.close();
 });
 
-interface Payload { begins: boolean }
+/** `begins`: the job begins; `failsOver`: it ends that attempt unbegun after 400 ms and waits again. */
+interface Payload { begins: boolean; failsOver?: boolean }
 
 /** Jobs wait 300 ms (after `begin` when they begin), or until their signal aborts. */
 async function runWorker(seen: { ran: number; aborted: number }) {
   worker = await startJobWorker<Payload>({
     queue: QueueName.admin, redisTarget: server.url, concurrency: 4, log,
     handler: async ({ payload, begin, signal }: JobContext<Payload>) => {
-      if (payload.begins) begin();
+      if (payload.begins) {
+        const unbegun = begin();
+        if (payload.failsOver) {
+          await new Promise((r) => setTimeout(r, 400));
+          unbegun();
+        }
+      }
       await new Promise<void>((resolve, reject) => {
+        if (signal.aborted) return reject(new Error('aborted'));
         const timer = setTimeout(resolve, 300);
         signal.addEventListener('abort', () => { clearTimeout(timer); reject(new Error('aborted')); }, { once: true });
       }).catch((error) => { seen.aborted++; throw error; });
@@ -84,6 +92,17 @@ describe('a withdrawal', () => {
     expect((withdrawn as GatewayError).code).toBe('withdrawn');
     expect(await begun.answer).toBe('ran');
     expect(seen).toEqual({ ran: 1, aborted: 1 });
+  });
+
+  it('stops a job withdrawn while begun once its attempt ends unbegun (a failover follows)', async () => {
+    const seen = { ran: 0, aborted: 0 };
+    await runWorker(seen);
+    const failing = send({ begins: true, failsOver: true });
+    await new Promise((r) => setTimeout(r, 150));
+    await jobs.withdrawById(QueueName.admin, failing.jobId);
+    const answer = await failing.answer;
+    expect((answer as GatewayError).code).toBe('withdrawn');
+    expect(seen).toEqual({ ran: 0, aborted: 1 });
   });
 
   it('a cancellation still stops a begun job, and is not softened by a withdrawal heard with it', async () => {

@@ -45,22 +45,30 @@ export async function relayModelJob<R>(router: ModelRouter, request: ModelReques
   for await (const attempt of router.attempts(request)) {
     let usage: Usage | undefined;
     let answer: ModelAnswer<R>;
+    let committed = false;
+    // Past this point the job is not withdrawn: its upstream is being called.
+    const unbegun = context.begin();
     try {
-      // Past this point the job is not withdrawn: its upstream is being called.
-      context.begin();
       answer = await call(attempt.target);
       if (!('whole' in answer)) {
         for await (const piece of answer.pieces) {
           if (piece.usage) usage = piece.usage;
-          if (piece.used) attempt.commit();
+          if (piece.used) {
+            attempt.commit();
+            committed = true;
+          }
           if (piece.data === undefined) continue;
           attempt.commit();
+          committed = true;
           await context.sendChunk(piece.data);
         }
       }
     } catch (error) {
       // Resolves when another channel may be tried; rejects with the request's error when not.
       await attempt.fail(error, usage);
+      // Nothing of this attempt reached the client or was used: the job may be withdrawn again
+      // while it waits for the next channel.
+      if (!committed) unbegun();
       continue;
     }
     // Outside the try: a failure of the success's own bookkeeping is not the upstream's.
