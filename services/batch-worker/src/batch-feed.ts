@@ -178,9 +178,10 @@ export class BatchFeed {
           });
           flushedAt = now;
         }
-        // Past expiry, the lines it cancelled are looked for often, to end the batch soon.
-        if (now - sweptAt >= (expired ? STATUS_EVERY_MS : SWEEP_EVERY_MS)) {
-          await this.sweep(expired ? STATUS_EVERY_MS : SWEEP_EVERY_MS);
+        // Past expiry or a cancel, the lines it stopped are looked for often, to end the batch soon.
+        const sweepMs = expired || this.withdrawing ? STATUS_EVERY_MS : SWEEP_EVERY_MS;
+        if (now - sweptAt >= sweepMs) {
+          await this.sweep(sweepMs);
           sweptAt = now;
         }
         if (this.inFlight.size === 0 && this.results.length === 0 && !this.flushing && (exhausted || ending)) {
@@ -239,17 +240,23 @@ export class BatchFeed {
    */
   private withdraw(): void {
     this.withdrawing = true;
-    for (const entry of this.inFlight.values()) {
-      if (!entry.queued) {
-        entry.controller.abort('withdrawn');
-        continue;
-      }
-      void this.jobs!.withdrawById(this.queue, jobIdOf(this.batch.id, entry.line)).then((removed) => {
-        if (!removed || this.inFlight.get(entry.line.line) !== entry) return;
-        entry.unrun?.();
-        entry.controller.abort('withdrawn');
-      });
+    for (const entry of this.inFlight.values()) this.withdrawLine(entry);
+  }
+
+  /**
+   * Withdraws one line; sent again at each sweep while it is in flight, for a withdrawal that
+   * missed its job (its add still under way, a message lost to a reconnect).
+   */
+  private withdrawLine(entry: InFlight): void {
+    if (!entry.queued) {
+      entry.controller.abort('withdrawn');
+      return;
     }
+    void this.jobs!.withdrawById(this.queue, jobIdOf(this.batch.id, entry.line)).then((removed) => {
+      if (!removed || this.inFlight.get(entry.line.line) !== entry) return;
+      entry.unrun?.();
+      entry.controller.abort('withdrawn');
+    }, () => { /* Redis away: the next sweep sends it again */ });
   }
 
   private async end(end: 'completed' | 'cancelled' | 'expired'): Promise<void> {
@@ -404,6 +411,7 @@ export class BatchFeed {
   private async sweep(minAgeMs: number): Promise<void> {
     const now = Date.now();
     const due = [...this.inFlight.values()].filter((entry) => entry.queued && now - entry.sentAt >= minAgeMs && !entry.controller.signal.aborted);
+    if (this.withdrawing) for (const entry of due) this.withdrawLine(entry);
     await Promise.all(due.map(async (entry) => {
       const exists = await this.jobs!.exists(this.queue, jobIdOf(this.batch.id, entry.line)).catch(() => true);
       if (exists) entry.missing = false;
