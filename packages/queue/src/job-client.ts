@@ -218,8 +218,12 @@ export class JobClient {
     // A large payload is stored first, then its job: no worker takes a job whose payload is still
     // on its way.
     const payloadKey = (options.payloadChars ?? 0) > PAYLOAD_INLINE_MAX_CHARS ? newPayloadKey() : undefined;
+    // The queue made ready first: a new Queue loads BullMQ's scripts onto this shared connection,
+    // and a payload pushed while it did broke the connection's auto-pipelining ("results[i] is not
+    // iterable", every later command hung), when a client's first job had a large payload.
     const added = payloadKey
-      ? putPayload(this.redis, payloadKey, options.requestJson ? withRequestJson(payload, options.requestJson) : [JSON.stringify(payload)], deadline)
+      ? queue.waitUntilReady()
+        .then(() => putPayload(this.redis, payloadKey, options.requestJson ? withRequestJson(payload, options.requestJson) : [JSON.stringify(payload)], deadline))
         .then(() => queue.add(queueName, { ...heading, payloadKey } satisfies QueuedEnvelope<P>, jobOptions))
       : queue.add(queueName, { ...heading, payload } satisfies QueuedEnvelope<P>, jobOptions);
     added.catch(() => {});

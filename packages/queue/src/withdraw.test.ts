@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { createRedis, JobClient, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
+import { createRedis, JobClient, PAYLOAD_INLINE_MAX_CHARS, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
 
 let server: TestRedis;
 let redis: Redis;
@@ -36,7 +36,7 @@ afterAll(async () => {
 });
 
 /** `begins`: the job begins; `failsOver`: it ends that attempt unbegun after 400 ms and waits again. */
-interface Payload { begins: boolean; failsOver?: boolean }
+interface Payload { begins: boolean; failsOver?: boolean; text?: string }
 
 /** Jobs wait 300 ms (after `begin` when they begin), or until their signal aborts. */
 async function runWorker(seen: { ran: number; aborted: number }) {
@@ -64,15 +64,21 @@ async function runWorker(seen: { ran: number; aborted: number }) {
 let seq = 0;
 const send = (payload: Payload) => {
   const jobId = `withdraw-${++seq}`;
-  const answer = jobs.request<Payload, string>(QueueName.admin, payload, { requestId: jobId, jobId, timeoutMs: 5000 }).catch((error: unknown) => error);
+  const options = { requestId: jobId, jobId, timeoutMs: 5000, payloadChars: payload.text?.length ?? 0 };
+  const answer = jobs.request<Payload, string>(QueueName.admin, payload, options).catch((error: unknown) => error);
   return { jobId, answer };
 };
 
 describe('a withdrawal', () => {
-  it('removes a job still waiting in the queue: it never runs', async () => {
-    const { jobId } = send({ begins: true });
+  // The first request of its JobClient, with a payload beside its job: it broke the connection
+  // while the new queue loaded its scripts (every later command hung).
+  it('removes a job still waiting in the queue, and its payload beside it: it never runs', async () => {
+    const { jobId } = send({ begins: true, text: 'x'.repeat(PAYLOAD_INLINE_MAX_CHARS + 1) });
     await expect.poll(async () => jobs.exists(QueueName.admin, jobId)).toBe(true);
+    const payloads = async () => Number(await redis.eval("return #redis.call('keys', 'gw:payload:*')", 0));
+    expect(await payloads()).toBe(1);
     expect(await jobs.withdrawById(QueueName.admin, jobId)).toBe(true);
+    await expect.poll(payloads).toBe(0);
     const seen = { ran: 0, aborted: 0 };
     await runWorker(seen);
     await new Promise((r) => setTimeout(r, 500));
