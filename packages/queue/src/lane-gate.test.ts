@@ -3,42 +3,20 @@
  * the worker takes other jobs meanwhile, never has more than its concurrency at work, and holds
  * at most WAITING_PER_SLOT more per slot. Real Redis, real BullMQ lanes.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
+import { useQueueHarness } from './queue-test-harness.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
 import { QueueName } from '@gateway/contracts';
-import { createRedis, JobClient, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
+import { startJobWorker, type JobContext, type Redis } from './index.ts';
 import { WAITING_PER_SLOT } from './job-worker.ts';
 import { IDLE_AFTER_MS } from './lane-gate.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let inbox: ReplyInbox;
-let jobs: JobClient;
-let worker: JobWorker | undefined;
 const log = pino({ level: 'silent' });
 
 interface Payload { n: number; waits?: boolean; workMs?: number }
 
-beforeAll(async () => {
-  server = await useTestRedis();
-  redis = createRedis(server.url, { name: 'test' });
-  await waitForRedis(redis);
-  inbox = new ReplyInbox('lane-gate-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
-  inbox.start();
-  jobs = new JobClient(redis, inbox);
-});
-afterEach(async () => {
-  await worker?.close();
-  worker = undefined;
-});
-afterAll(async () => {
-  await inbox.stop();
-  await jobs.close();
-  redis.disconnect();
-  await server.close();
-});
+const q = useQueueHarness('lane-gate-ingress');
 
 /** A worker whose jobs either wait for `room` (idle) or work `workMs`; it counts both. */
 async function runWorker(concurrency: number) {
@@ -54,8 +32,8 @@ async function runWorker(concurrency: number) {
     seen.atWork--;
     if (!waited) seen.fresh--;
   };
-  worker = await startJobWorker<Payload>({
-    queue: QueueName.admin, redisTarget: server.url, concurrency, log,
+  q.worker = await startJobWorker<Payload>({
+    queue: QueueName.admin, redisTarget: q.server.url, concurrency, log,
     handler: async ({ payload, idle }: JobContext<Payload>) => {
       seen.started++;
       if (payload.waits) {
@@ -73,7 +51,7 @@ async function runWorker(concurrency: number) {
 let seq = 0;
 const request = (payload: Omit<Payload, 'n'>) => {
   const n = ++seq;
-  return jobs.request<Payload, number>(QueueName.admin, { n, ...payload }, { requestId: `r${n}`, timeoutMs: 20_000 });
+  return q.jobs.request<Payload, number>(QueueName.admin, { n, ...payload }, { requestId: `r${n}`, timeoutMs: 20_000 });
 };
 
 describe('a job waiting for room elsewhere', () => {

@@ -1,49 +1,26 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { pino } from 'pino';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { useQueueHarness } from './queue-test-harness.ts';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { CANCEL_CHANNEL, createRedis, JobClient, ReplyInbox, ReplySender, replyStreamKey, startJobWorker, waitForRedis, type JobHandler, type JobWorker, type Redis } from './index.ts';
+import { CANCEL_CHANNEL, createRedis, JobClient, ReplySender, replyStreamKey, startJobWorker, type JobHandler, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let inbox: ReplyInbox;
-let jobs: JobClient;
-let worker: JobWorker | undefined;
 const log = pino({ level: 'silent' });
 
 /** What the tests' jobs carry: a number to answer with, work to do, or a text (a large payload). */
 interface Payload { n: number; wait?: number; chunks?: number; text?: string; request?: unknown }
 let handler: JobHandler<Payload> = async () => null;
 
-beforeAll(async () => {
-  server = await useTestRedis();
-  redis = createRedis(server.url, { name: 'test' });
-  // A request before the connection is ready is refused (503) by design: the tests wait for it.
-  await waitForRedis(redis);
-  inbox = new ReplyInbox('test-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
-  inbox.start();
-  jobs = new JobClient(redis, inbox);
-});
-afterEach(async () => {
-  await worker?.close();
-  worker = undefined;
-});
-afterAll(async () => {
-  await inbox.stop();
-  await jobs.close();
-  redis.disconnect();
-  await server.close();
-});
+const q = useQueueHarness('test-ingress');
 
 async function runWorker(concurrency = 64, options: { replyRetryMs?: number } = {}) {
-  worker = await startJobWorker<Payload>({ queue: QueueName.admin, redisTarget: server.url, concurrency, handler: (c) => handler(c), log, ...options });
+  q.worker = await startJobWorker<Payload>({ queue: QueueName.admin, redisTarget: q.server.url, concurrency, handler: (c) => handler(c), log, ...options });
 }
 
 /** Every job control (cancel, pause, resume, credit) published from now until the test ends, as sent. */
 async function hearJobControls(): Promise<string[]> {
   const heard: string[] = [];
-  const listener = createRedis(server.url, { name: 'test-listener' });
+  const listener = createRedis(q.server.url, { name: 'test-listener' });
   await listener.subscribe(CANCEL_CHANNEL);
   listener.on('message', (_channel: string, message: string) => heard.push(message));
   onTestFinished(() => listener.disconnect());
@@ -51,7 +28,7 @@ async function hearJobControls(): Promise<string[]> {
 }
 
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
-  jobs.request<Payload, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
+  q.jobs.request<Payload, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
 
 
 describe('the reply path', () => {
@@ -60,8 +37,8 @@ describe('the reply path', () => {
     await runWorker(128);
     const results = await Promise.all(Array.from({ length: 2000 }, (_, n) => request(n, { timeoutMs: 30_000 })));
     results.forEach((result, n) => expect(result).toEqual({ doubled: n * 2 }));
-    await vi.waitFor(async () => expect(await redis.xlen(replyStreamKey('test-ingress'))).toBe(0), { timeout: 3000 });
-    const counts = await jobs.shardsOf(QueueName.admin)[0]!.getJobCounts('waiting', 'active', 'completed', 'failed');
+    await vi.waitFor(async () => expect(await q.redis.xlen(replyStreamKey('test-ingress'))).toBe(0), { timeout: 3000 });
+    const counts = await q.jobs.shardsOf(QueueName.admin)[0]!.getJobCounts('waiting', 'active', 'completed', 'failed');
     expect(counts).toMatchObject({ waiting: 0, active: 0, completed: 0, failed: 0 });
   });
 
@@ -80,7 +57,7 @@ describe('the reply path', () => {
     };
     await runWorker();
     const seen: string[] = [];
-    const result = await jobs.request(QueueName.admin, { n: 1, chunks: 50 }, { requestId: 'r', timeoutMs: 5000, onChunk: (c) => { seen.push(c); } });
+    const result = await q.jobs.request(QueueName.admin, { n: 1, chunks: 50 }, { requestId: 'r', timeoutMs: 5000, onChunk: (c) => { seen.push(c); } });
     expect(result).toBe('done');
     expect(seen).toEqual(Array.from({ length: 50 }, (_, i) => `chunk-${i}`));
   });
@@ -94,16 +71,16 @@ describe('the reply path', () => {
       return payload.n;
     };
     await runWorker();
-    await redis.config('RESETSTAT');
+    await q.redis.config('RESETSTAT');
     const seen = new Map<number, string[]>();
     const results = await Promise.all(Array.from({ length: 50 }, (_, n) => {
       seen.set(n, []);
-      return jobs.request(QueueName.admin, { n, chunks: 20 }, { requestId: `s${n}`, timeoutMs: 10_000, onChunk: (c) => { seen.get(n)!.push(c); } });
+      return q.jobs.request(QueueName.admin, { n, chunks: 20 }, { requestId: `s${n}`, timeoutMs: 10_000, onChunk: (c) => { seen.get(n)!.push(c); } });
     }));
     expect(results).toEqual(Array.from({ length: 50 }, (_, n) => n));
     for (const [n, chunks] of seen) expect(chunks).toEqual(Array.from({ length: 20 }, (_, i) => `${n}:${i}`));
     // 1,050 replies (1,000 chunks and 50 results); one entry each would be 1,050 XADDs.
-    const xadds = Number(/cmdstat_xadd:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1]);
+    const xadds = Number(/cmdstat_xadd:calls=(\d+)/.exec(await q.redis.info('commandstats'))?.[1]);
     expect(xadds).toBeLessThan(1050 / 4);
   });
 
@@ -120,7 +97,7 @@ describe('the reply path', () => {
     await runWorker();
     const seen: string[] = [];
     const slowClient = Promise.withResolvers<void>();
-    const result = jobs.request(QueueName.admin, { n: 1, chunks: 100 }, {
+    const result = q.jobs.request(QueueName.admin, { n: 1, chunks: 100 }, {
       requestId: 'slow', timeoutMs: 10_000,
       // The first chunk fills the client's socket; it drains when told to.
       onChunk: (c) => {
@@ -153,7 +130,7 @@ describe('the reply path', () => {
     const slowClient = Promise.withResolvers<void>();
     let caughtUp = false;
     let seen = 0;
-    const result = jobs.request(QueueName.admin, { n: 1, chunks: 200 }, {
+    const result = q.jobs.request(QueueName.admin, { n: 1, chunks: 200 }, {
       requestId: 'windowed', jobId, timeoutMs: 10_000, windowChars: 5_000,
       // The client's socket is full from the first chunk until it is told to drain.
       onChunk: () => {
@@ -163,7 +140,7 @@ describe('the reply path', () => {
     });
     // Every pause undone as soon as it is made, as if each were lost or had lapsed: only the
     // window holds the worker back.
-    const undo = setInterval(() => void redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
+    const undo = setInterval(() => void q.redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
     try {
       await vi.waitFor(() => expect(seen).toBeGreaterThan(0), { timeout: 3000 });
       await new Promise((r) => setTimeout(r, 300));
@@ -196,7 +173,7 @@ describe('the reply path', () => {
     const jobId = `leaves-waiting-${Date.now()}`;
     const controller = new AbortController();
     let seen = 0;
-    const result = jobs.request(QueueName.admin, { n: 1 }, {
+    const result = q.jobs.request(QueueName.admin, { n: 1 }, {
       requestId: 'leaves-waiting', jobId, timeoutMs: 10_000, windowChars: 5_000, signal: controller.signal,
       // Takes the first 10 chunks (credited), then its socket is full for good.
       onChunk: () => {
@@ -204,7 +181,7 @@ describe('the reply path', () => {
         if (seen > 10) return new Promise<never>(() => {});
       },
     });
-    const undo = setInterval(() => void redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
+    const undo = setInterval(() => void q.redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
     try {
       await vi.waitFor(() => expect(seen).toBeGreaterThan(10), { timeout: 3000 });
       await new Promise((r) => setTimeout(r, 300));
@@ -235,7 +212,7 @@ describe('the reply path', () => {
     await runWorker();
     const heard = await hearJobControls();
     let seen = 0;
-    await jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
+    await q.jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
     expect(seen).toBe(10);
     await new Promise((r) => setTimeout(r, 100));
     expect(heard.filter((m) => m.startsWith('credit:'))).toEqual([]);
@@ -256,7 +233,7 @@ describe('the reply path', () => {
     const controller = new AbortController();
     const gone = Promise.withResolvers<'gone'>();
     let seen = 0;
-    const result = jobs.request(QueueName.admin, { n: 1, chunks: 10_000 }, {
+    const result = q.jobs.request(QueueName.admin, { n: 1, chunks: 10_000 }, {
       requestId: 'leaves', timeoutMs: 10_000, signal: controller.signal,
       onChunk: () => {
         seen++;
@@ -289,11 +266,11 @@ describe('the reply path', () => {
     await expect(request(1, { timeoutMs: 300 })).rejects.toMatchObject({ status: 504 });
     expect(Date.now() - started).toBeLessThan(1500);
     await vi.waitFor(() => expect(aborted).toBe(true), { timeout: 3000 });
-    await vi.waitFor(async () => expect(await jobs.shardsOf(QueueName.admin)[0]!.getActiveCount()).toBe(0), { timeout: 3000 });
+    await vi.waitFor(async () => expect(await q.jobs.shardsOf(QueueName.admin)[0]!.getActiveCount()).toBe(0), { timeout: 3000 });
   });
 
   it('removes a job nobody has taken yet when its request times out', async () => {
-    const queue = jobs.shardsOf(QueueName.admin)[0]!;
+    const queue = q.jobs.shardsOf(QueueName.admin)[0]!;
     await expect(request(7, { timeoutMs: 200 })).rejects.toMatchObject({ status: 504 });
     await vi.waitFor(async () => expect(await queue.getWaitingCount()).toBe(0), { timeout: 3000 });
   });
@@ -330,7 +307,7 @@ describe('the reply path', () => {
     const pending = Array.from({ length: 200 }, (_, n) => request(n, { wait: 100, timeoutMs: 20_000 } as never));
     // Cut the connections while workers are answering: once the first jobs are being worked on.
     await vi.waitFor(() => expect(taken).toBeGreaterThan(0), { timeout: 5000, interval: 5 });
-    await redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    await q.redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     const results = await Promise.all(pending);
     expect(results).toEqual(Array.from({ length: 200 }, (_, n) => n));
   }, 30_000);
@@ -341,7 +318,7 @@ describe('the reply path', () => {
       runs++;
       return payload.n;
     };
-    const queue = jobs.shardsOf(QueueName.admin)[0]!;
+    const queue = q.jobs.shardsOf(QueueName.admin)[0]!;
     const add = queue.add.bind(queue);
     // Redis takes the job; its answer never comes back.
     queue.add = (async (...args: Parameters<typeof add>) => {
@@ -367,11 +344,11 @@ describe('the reply path', () => {
       runs++;
       // Redis refuses every write (out of memory under noeviction) as the result is written, for
       // longer than a blip's retries (300 ms here, 10 s by default), then takes writes again.
-      await redis.config('SET', 'maxmemory', '1');
-      setTimeout(() => void redis.config('SET', 'maxmemory', '0'), 1500);
+      await q.redis.config('SET', 'maxmemory', '1');
+      setTimeout(() => void q.redis.config('SET', 'maxmemory', '0'), 1500);
       return payload.n;
     };
-    onTestFinished(() => void redis.config('SET', 'maxmemory', '0'));
+    onTestFinished(() => void q.redis.config('SET', 'maxmemory', '0'));
     await runWorker(64, { replyRetryMs: 300 });
     // A batch line's job (named): given up, its result was lost and the line sent again, run and
     // charged a second time; a live request timed out with its usage charged.
@@ -380,20 +357,20 @@ describe('the reply path', () => {
   }, 20_000);
 
   it('gives up within the blip window on a write refused for its own sake, so later replies to the ingress are not held to a deadline behind it', async () => {
-    const sender = new ReplySender(redis, { retryForMs: 300 });
+    const sender = new ReplySender(q.redis, { retryForMs: 300 });
     // The ingress's stream key holds something else: every append to it is refused (WRONGTYPE).
-    await redis.set(replyStreamKey('wrong-ingress'), 'not a stream');
-    onTestFinished(() => void redis.del(replyStreamKey('wrong-ingress')));
+    await q.redis.set(replyStreamKey('wrong-ingress'), 'not a stream');
+    onTestFinished(() => void q.redis.del(replyStreamKey('wrong-ingress')));
     const started = Date.now();
     await expect(sender.result('wrong-ingress', 'job-1', 1, Date.now() + 10_000)).rejects.toThrow(/WRONGTYPE/);
     expect(Date.now() - started).toBeLessThan(3000);
   });
 });
 
-const payloadKeys = () => redis.keys('gw:payload:*');
-const aofBytes = async () => Number(/aof_current_size:(\d+)/.exec(await redis.info('persistence'))![1]);
+const payloadKeys = () => q.redis.keys('gw:payload:*');
+const aofBytes = async () => Number(/aof_current_size:(\d+)/.exec(await q.redis.info('persistence'))![1]);
 const send = (text: string, options: { timeoutMs?: number; requestId?: string } = {}) =>
-  jobs.request<Payload, { length: number; same: boolean }>(QueueName.admin, { n: 0, text }, { requestId: options.requestId ?? 'big', timeoutMs: options.timeoutMs ?? 10_000, payloadChars: text.length + 20 });
+  q.jobs.request<Payload, { length: number; same: boolean }>(QueueName.admin, { n: 0, text }, { requestId: options.requestId ?? 'big', timeoutMs: options.timeoutMs ?? 10_000, payloadChars: text.length + 20 });
 
 // 3 MB of text whose characters take 1 to 4 bytes in UTF-8, so slices of 256 KiB end inside characters.
 const big = 'añ€😀'.repeat(300_000);
@@ -403,7 +380,7 @@ describe('a large payload beside its job', () => {
     const aofBefore = await aofBytes();
     let inJob: unknown;
     handler = async ({ jobId, payload }) => {
-      inJob = (await jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
+      inJob = (await q.jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
       return { length: payload.text!.length, same: payload.text === big };
     };
     await runWorker();
@@ -427,7 +404,7 @@ describe('a large payload beside its job', () => {
     };
     await runWorker();
     // The parsed value given is not serialised: the bytes stand for it.
-    await jobs.request<Payload, unknown>(QueueName.admin, { n: 7, request: { not: 'sent' } }, { requestId: 'raw', timeoutMs: 10_000, payloadChars: requestJson.length, requestJson });
+    await q.jobs.request<Payload, unknown>(QueueName.admin, { n: 7, request: { not: 'sent' } }, { requestId: 'raw', timeoutMs: 10_000, payloadChars: requestJson.length, requestJson });
     expect(received).toStrictEqual({ n: 7, request: body });
     await expect.poll(payloadKeys).toEqual([]);
   });
@@ -435,7 +412,7 @@ describe('a large payload beside its job', () => {
   it('keeps a small payload in the job', async () => {
     let inJob: any;
     handler = async ({ jobId, payload }) => {
-      inJob = (await jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
+      inJob = (await q.jobs.shardsOf(QueueName.admin)[0]!.getJob(jobId))?.data;
       return { length: payload.text!.length, same: true };
     };
     await runWorker();
@@ -450,8 +427,8 @@ describe('a large payload beside its job', () => {
     const answer = send(big, { requestId: 'lost' }).catch((error: unknown) => error);
     // Queued, nobody serving the queue yet; then its payload goes, as a restart would take it.
     await expect.poll(async () => (await payloadKeys()).length).toBe(1);
-    await expect.poll(() => jobs.shardsOf(QueueName.admin)[0]!.getWaitingCount()).toBe(1);
-    await redis.unlink(...(await payloadKeys()));
+    await expect.poll(() => q.jobs.shardsOf(QueueName.admin)[0]!.getWaitingCount()).toBe(1);
+    await q.redis.unlink(...(await payloadKeys()));
     await runWorker();
     expect(await answer).toMatchObject({ status: 503, code: 'overloaded', message: expect.stringContaining('send it again') });
   });

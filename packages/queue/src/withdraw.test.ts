@@ -3,45 +3,23 @@
  * has begun: removed while it waits in the queue, stopped with a `withdrawn` answer while a
  * worker holds it unbegun, and left to run once begun. Real Redis, real BullMQ.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
+import { useQueueHarness } from './queue-test-harness.ts';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { createRedis, JobClient, PAYLOAD_INLINE_MAX_CHARS, ReplyInbox, startJobWorker, waitForRedis, type JobContext, type JobWorker, type Redis } from './index.ts';
+import { JobClient, PAYLOAD_INLINE_MAX_CHARS, startJobWorker, type JobContext, type Redis } from './index.ts';
 
-let server: TestRedis;
-let redis: Redis;
-let inbox: ReplyInbox;
-let jobs: JobClient;
-let worker: JobWorker | undefined;
 const log = pino({ level: 'silent' });
 
-beforeAll(async () => {
-  server = await useTestRedis();
-  redis = createRedis(server.url, { name: 'test' });
-  await waitForRedis(redis);
-  inbox = new ReplyInbox('withdraw-ingress', createRedis(server.url, { name: 'test-reader', blocking: true }), redis);
-  inbox.start();
-  jobs = new JobClient(redis, inbox);
-});
-afterEach(async () => {
-  await worker?.close();
-  worker = undefined;
-});
-afterAll(async () => {
-  await inbox.stop();
-  await jobs.close();
-  redis.disconnect();
-  await server.close();
-});
+const q = useQueueHarness('withdraw-ingress');
 
 /** `begins`: the job begins; `failsOver`: it ends that attempt unbegun after 400 ms and waits again. */
 interface Payload { begins: boolean; failsOver?: boolean; text?: string }
 
 /** Jobs wait 300 ms (after `begin` when they begin), or until their signal aborts. */
 async function runWorker(seen: { ran: number; aborted: number }) {
-  worker = await startJobWorker<Payload>({
-    queue: QueueName.admin, redisTarget: server.url, concurrency: 4, log,
+  q.worker = await startJobWorker<Payload>({
+    queue: QueueName.admin, redisTarget: q.server.url, concurrency: 4, log,
     handler: async ({ payload, begin, signal }: JobContext<Payload>) => {
       if (payload.begins) {
         const unbegun = begin();
@@ -65,7 +43,7 @@ let seq = 0;
 const send = (payload: Payload) => {
   const jobId = `withdraw-${++seq}`;
   const options = { requestId: jobId, jobId, timeoutMs: 5000, payloadChars: payload.text?.length ?? 0 };
-  const answer = jobs.request<Payload, string>(QueueName.admin, payload, options).catch((error: unknown) => error);
+  const answer = q.jobs.request<Payload, string>(QueueName.admin, payload, options).catch((error: unknown) => error);
   return { jobId, answer };
 };
 
@@ -74,10 +52,10 @@ describe('a withdrawal', () => {
   // while the new queue loaded its scripts (every later command hung).
   it('removes a job still waiting in the queue, and its payload beside it: it never runs', async () => {
     const { jobId } = send({ begins: true, text: 'x'.repeat(PAYLOAD_INLINE_MAX_CHARS + 1) });
-    await expect.poll(async () => jobs.exists(QueueName.admin, jobId)).toBe(true);
-    const payloads = async () => Number(await redis.eval("return #redis.call('keys', 'gw:payload:*')", 0));
+    await expect.poll(async () => q.jobs.exists(QueueName.admin, jobId)).toBe(true);
+    const payloads = async () => Number(await q.redis.eval("return #redis.call('keys', 'gw:payload:*')", 0));
     expect(await payloads()).toBe(1);
-    expect(await jobs.withdrawById(QueueName.admin, jobId)).toBe(true);
+    expect(await q.jobs.withdrawById(QueueName.admin, jobId)).toBe(true);
     await expect.poll(payloads).toBe(0);
     const seen = { ran: 0, aborted: 0 };
     await runWorker(seen);
@@ -91,8 +69,8 @@ describe('a withdrawal', () => {
     const unbegun = send({ begins: false });
     const begun = send({ begins: true });
     await new Promise((r) => setTimeout(r, 100));
-    expect(await jobs.withdrawById(QueueName.admin, unbegun.jobId)).toBe(false);
-    expect(await jobs.withdrawById(QueueName.admin, begun.jobId)).toBe(false);
+    expect(await q.jobs.withdrawById(QueueName.admin, unbegun.jobId)).toBe(false);
+    expect(await q.jobs.withdrawById(QueueName.admin, begun.jobId)).toBe(false);
     const withdrawn = await unbegun.answer;
     expect(withdrawn).toBeInstanceOf(GatewayError);
     expect((withdrawn as GatewayError).code).toBe('withdrawn');
@@ -105,7 +83,7 @@ describe('a withdrawal', () => {
     await runWorker(seen);
     const failing = send({ begins: true, failsOver: true });
     await new Promise((r) => setTimeout(r, 150));
-    await jobs.withdrawById(QueueName.admin, failing.jobId);
+    await q.jobs.withdrawById(QueueName.admin, failing.jobId);
     const answer = await failing.answer;
     expect((answer as GatewayError).code).toBe('withdrawn');
     expect(seen).toEqual({ ran: 0, aborted: 1 });
@@ -116,8 +94,8 @@ describe('a withdrawal', () => {
     await runWorker(seen);
     const begun = send({ begins: true });
     await new Promise((r) => setTimeout(r, 100));
-    await jobs.withdrawById(QueueName.admin, begun.jobId);
-    jobs.cancelById(QueueName.admin, begun.jobId);
+    await q.jobs.withdrawById(QueueName.admin, begun.jobId);
+    q.jobs.cancelById(QueueName.admin, begun.jobId);
     await expect.poll(() => seen.aborted).toBe(1);
     expect(seen.ran).toBe(0);
   });
