@@ -14,6 +14,7 @@
  *   BENCH_CLUSTER=1 npm run bench # on a Redis Cluster of 3 masters and 3 replicas, QUEUE_SHARDS=3
  *                                 # (or as set), with the Redis CPU of each master
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +23,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb } from './batch.ts';
+import { percentile } from './stats.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
 import { runSpeech } from './speech.ts';
 
@@ -189,9 +191,10 @@ const portkey = await startPortkey();
 const limited = await startMock();
 // The load generator is one client address holding the whole burst open at once, against the
 // gateway's default settings: the front door counts no connections.
-// The Batch API's PostgreSQL (a private one, fsync off as in the tests), only when it is measured.
+// The Batch API's PostgreSQL (a private one, fsync off as in the tests), only when it is measured
+// or read (the two-tenant part reads the request log for where the steady tenant's time went).
 // With it the request log is on (its default), for every part; the `log` part compares it off.
-const postgres = parts.has('batch') || parts.has('log') ? await spawnPostgres() : undefined;
+const postgres = parts.has('batch') || parts.has('log') || parts.has('tenants') ? await spawnPostgres() : undefined;
 const env = {
   ...(cluster ? { REDIS_CLUSTER_NODES: cluster.seeds } : { REDIS_URL: redisServer!.url }), QUEUE_SHARDS: queueShards, ADMIN_TOKEN: adminToken, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
   ...(postgres ? { DATABASE_URL: postgres.url } : {}),
@@ -533,16 +536,17 @@ try {
     // Two tenants (users of their own) on the burst's channel (32 slots, 20 ms): one bursts
     // 5,000 interactive requests at once, the other sends one request at a time throughout. The
     // steady one's latency beside the burst, against its own baseline on the same channel alone.
-    const tenantKey = async (name: string) => {
+    const tenant = async (name: string) => {
       const user = await admin('POST', '/api/user/', { username: name, password: 'bench-tenant-password' });
-      return (await admin('POST', '/api/token/', { name, user_id: user.id, unlimited_quota: true })).key as string;
+      return { userId: user.id as number, key: (await admin('POST', '/api/token/', { name, user_id: user.id, unlimited_quota: true })).key as string };
     };
-    const [hogKey, steadyKey] = [await tenantKey('bench-hog'), await tenantKey('bench-steady')];
+    const [{ key: hogKey }, { key: steadyKey, userId: steadyUser }] = [await tenant('bench-hog'), await tenant('bench-steady')];
     await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
     await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
     progress('two tenants: the steady one alone…');
     const baseline = await load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 5 }).done;
     progress(`two tenants: one bursting ${burstSize} at once, the other steady beside it…`);
+    const besideFrom = new Date();
     const steady = load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 600 });
     const hog = await load({ ...through('burst-model', {}, hogKey), connections: burstSize, amount: burstSize, timeout: 120 }).done;
     steady.stop();
@@ -557,6 +561,23 @@ try {
       { scenario, path: 'bursting tenant', 'req/s': Math.round(burstSize / (hog.durationMs / 1000)), 'p50 ms': hog.p50, 'p99 ms': hog.p99, errors: burstSize - hog.ok, note: `${(100 * hog.ok / burstSize).toFixed(1)}% ok (${JSON.stringify(hog.statusCodes)}), ${upstream.overLimit} over-limit, last reply ${(hog.durationMs / 1000).toFixed(2)} s (${(100 * (hog.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)` },
     );
     figures.tenants = { baseline, beside, hog: { ...hog, upstream }, physicalS };
+    if (postgres) {
+      // Where the steady tenant's time went, from the workers' request log: added to its queue →
+      // taken by a worker (queue), and added → ended (worker); the rest of what its client saw
+      // is the gateway's (reading, admission, the add, and relaying the answer).
+      await sleep(1500); // the log's last rows written
+      const db = new pg.Client({ connectionString: postgres.url });
+      await db.connect();
+      const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number; upstream_ms: number }>(
+        'SELECT queue_ms, total_ms, slot_ms, upstream_ms FROM request_log WHERE user_id = $1 AND created_at >= $2', [steadyUser, besideFrom]);
+      await db.end();
+      const queued = logged.map((r) => r.queue_ms ?? 0);
+      const total = logged.map((r) => r.total_ms);
+      const slot = logged.map((r) => r.slot_ms ?? 0);
+      const upstreamMs = logged.map((r) => r.upstream_ms ?? 0);
+      rows.push({ scenario, path: 'steady tenant: time in queue and worker', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
+        note: `${logged.length} logged: added → taken p50 ${percentile(queued, 50)}, p99 ${percentile(queued, 99)}, max ${percentile(queued, 100)}; waiting for a slot p50 ${percentile(slot, 50)}, p99 ${percentile(slot, 99)}; upstream p50 ${percentile(upstreamMs, 50)}, p99 ${percentile(upstreamMs, 99)}; added → ended max ${percentile(total, 100)} ms; the rest of the client's time is the gateway's` });
+    }
   }
 
   if (parts.has('log') && postgres) {
