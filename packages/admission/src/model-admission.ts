@@ -1,4 +1,4 @@
-import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type QueueName } from '@gateway/contracts';
+import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type ModelCaller, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import type { HoldRefusal, QuotaHolds } from '@gateway/store';
 import type { KeyHolder } from './key-holder.ts';
 
@@ -108,7 +108,20 @@ export class ModelAdmission {
     };
   }
 
-  private release(holder: KeyHolder, hold: string): Promise<void> {
+  /**
+   * Gives back what a job removed unrun held, from the job's own data: for a remover that did not
+   * admit it (a batch worker following the lines of a batch it took over). Its fair place, and its
+   * hold when its payload is in the job (one beside it, over PAYLOAD_INLINE_MAX_CHARS, keeps its
+   * hold until the hold runs out, its deadline and the hold's grace after).
+   */
+  giveBack(queue: QueueName, removed: QueuedEnvelope<unknown>): void {
+    const { tenant, priority } = removed;
+    if (tenant && priority) void this.options.fairShares.leave(queue, tenant, priority);
+    const caller = (removed.payload as { caller?: Pick<ModelCaller, 'tokenId' | 'userId' | 'hold'> } | undefined)?.caller;
+    if (caller?.hold) void this.release({ tokenId: caller.tokenId, userId: caller.userId }, caller.hold);
+  }
+
+  private release(holder: Pick<KeyHolder, 'tokenId' | 'userId'>, hold: string): Promise<void> {
     // A hold that cannot be given back now runs out at its expiry.
     return this.options.holds.release(holder.tokenId, holder.userId, [hold]).catch(() => {});
   }

@@ -72,23 +72,24 @@ function withRequestJson(payload: unknown, requestJson: Buffer): (string | Buffe
 }
 
 /**
- * Removes a job that is still waiting, and its payload beside it; resolves whether it did.
+ * Removes a job that is still waiting, and its payload beside it; resolves with the removed job's
+ * data (whose fair place and hold its remover may give back), or undefined when it removed none.
  * BullMQ's `remove` answers 1 for any job not locked, one already run and gone included, which
  * would count a job that ran as unrun (its hold given back twice, its request logged twice):
  * only a waiting job is removed. A worker may still take it between the calls; the remove then
  * finds it locked.
  */
-async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<boolean> {
+async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
   try {
     const state = await queue.getJobState(jobId);
-    if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return false;
-    // Its payload key, read first: a payload beside a job removed unrun would stay until it expires.
-    const payloadKey = ((await queue.getJob(jobId))?.data as QueuedEnvelope<unknown> | undefined)?.payloadKey;
-    const removed = (await queue.remove(jobId)) === 1;
-    if (removed && payloadKey !== undefined) dropPayload(redis, payloadKey);
-    return removed;
+    if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return undefined;
+    // Its data, read first: a payload beside a job removed unrun would stay until it expires.
+    const data = (await queue.getJob(jobId))?.data as QueuedEnvelope<unknown> | undefined;
+    if (!data || (await queue.remove(jobId)) !== 1) return undefined;
+    if (data.payloadKey !== undefined) dropPayload(redis, data.payloadKey);
+    return data;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -355,23 +356,28 @@ export class JobClient {
    * `cancel` by queue name, for a job added with a `jobId` of the caller's (its shard unknown):
    * removed from whichever shard holds it while it waits (then `onUnrun`), and stopped where it runs.
    */
-  cancelById(name: QueueName, jobId: string, onUnrun?: () => void): void {
+  cancelById(name: QueueName, jobId: string, onUnrun?: (removed: QueuedEnvelope<unknown>) => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
-    void Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(this.redis, queue, jobId))).then((removed) => {
-      if (removed.some(Boolean)) onUnrun?.();
+    void this.removeFromShards(name, jobId).then((removed) => {
+      if (removed) onUnrun?.(removed);
     });
   }
 
   /**
    * Withdraws a job added with a `jobId` of the caller's, unless it has begun: removed from
-   * whichever shard holds it while it waits (resolves true: it will never run, and gave nothing
-   * back yet: the caller does); a worker that holds it and has not begun it (waiting for a
-   * channel's room) stops it and answers `withdrawn`; one begun runs on and answers as usual.
+   * whichever shard holds it while it waits (resolves with its data: it will never run, and gave
+   * nothing back yet: the caller does); a worker that holds it and has not begun it (waiting for
+   * a channel's room) stops it and answers `withdrawn`; one begun runs on and answers as usual.
    */
-  async withdrawById(name: QueueName, jobId: string): Promise<boolean> {
+  async withdrawById(name: QueueName, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
     publishJobControl(this.redis, { kind: 'withdraw', jobId });
+    return this.removeFromShards(name, jobId);
+  }
+
+  /** Removes a job while it waits, from whichever shard holds it: its data, or undefined. */
+  private async removeFromShards(name: QueueName, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
     const removed = await Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(this.redis, queue, jobId)));
-    return removed.some(Boolean);
+    return removed.find((data) => data !== undefined);
   }
 
   /**

@@ -55,7 +55,7 @@ describe('a withdrawal', () => {
     await expect.poll(async () => q.jobs.exists(QueueName.admin, jobId)).toBe(true);
     const payloads = async () => Number(await q.redis.eval("return #redis.call('keys', 'gw:payload:*')", 0));
     expect(await payloads()).toBe(1);
-    expect(await q.jobs.withdrawById(QueueName.admin, jobId)).toBe(true);
+    expect(await q.jobs.withdrawById(QueueName.admin, jobId)).toMatchObject({ requestId: jobId, payloadKey: expect.any(String) });
     await expect.poll(payloads).toBe(0);
     const seen = { ran: 0, aborted: 0 };
     await runWorker(seen);
@@ -69,8 +69,8 @@ describe('a withdrawal', () => {
     const unbegun = send({ begins: false });
     const begun = send({ begins: true });
     await new Promise((r) => setTimeout(r, 100));
-    expect(await q.jobs.withdrawById(QueueName.admin, unbegun.jobId)).toBe(false);
-    expect(await q.jobs.withdrawById(QueueName.admin, begun.jobId)).toBe(false);
+    expect(await q.jobs.withdrawById(QueueName.admin, unbegun.jobId)).toBeUndefined();
+    expect(await q.jobs.withdrawById(QueueName.admin, begun.jobId)).toBeUndefined();
     const withdrawn = await unbegun.answer;
     expect(withdrawn).toBeInstanceOf(GatewayError);
     expect((withdrawn as GatewayError).code).toBe('withdrawn');

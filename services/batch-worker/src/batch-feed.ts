@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
+import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import { callerOf, type KeyHolder, type ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis } from '@gateway/queue';
@@ -39,8 +39,12 @@ interface InFlight {
   queued: boolean;
   /** Seen missing from its queue once: lost if still missing at the next sweep. */
   missing?: boolean;
-  /** Gives back what its admission held, when its job is removed unrun. */
-  unrun?: () => void;
+  /**
+   * Gives back what its admission held, when its job is removed unrun: told the removed job's
+   * data, from which a line followed after a takeover (admitted by the batch's last holder) gives
+   * back its hold and its fair place.
+   */
+  unrun?: (removed: QueuedEnvelope<unknown>) => void;
 }
 
 /** Redis away is a 503 to wait out, not an internal error. */
@@ -253,8 +257,9 @@ export class BatchFeed {
       return;
     }
     void this.jobs!.withdrawById(this.queue, jobIdOf(this.batch.id, entry.line)).then((removed) => {
-      if (!removed || this.inFlight.get(entry.line.line) !== entry) return;
-      entry.unrun?.();
+      if (!removed) return;
+      entry.unrun?.(removed);
+      if (this.inFlight.get(entry.line.line) !== entry) return;
       entry.controller.abort('withdrawn');
     }, () => { /* Redis away: the next sweep sends it again */ });
   }
@@ -278,7 +283,10 @@ export class BatchFeed {
 
   /** Follows a line's job sent before a takeover. */
   private follow(line: LineToRun): void {
-    const entry: InFlight = { line, controller: new AbortController(), sentAt: Date.now(), queued: true };
+    const entry: InFlight = {
+      line, controller: new AbortController(), sentAt: Date.now(), queued: true,
+      unrun: (removed) => this.deps.admission.giveBack(this.queue, removed),
+    };
     this.inFlight.set(line.line, entry);
     const requestId = randomUUID();
     this.jobs!.follow(jobIdOf(this.batch.id, line), { timeoutMs: this.deps.lineTimeoutMs, signal: entry.controller.signal })
