@@ -1,6 +1,6 @@
 import { describe, expect } from 'vitest';
-import { QueueName, type CompletionJobPayload, type QueuedEnvelope } from '@gateway/contracts';
-import { FairShares } from '@gateway/queue';
+import { QueueName } from '@gateway/contracts';
+import { createRedis, FairShares, JobClient, ReplyInbox, waitForRedis, type RemovedJob } from '@gateway/queue';
 import { issueApiKey, QuotaHolds } from '@gateway/store';
 import { storeTest } from '@gateway/testkit/fixtures';
 import { KeyRateLimit } from './key-rate-limit.ts';
@@ -8,33 +8,68 @@ import { ModelAdmission } from './model-admission.ts';
 import type { KeyHolder } from './key-holder.ts';
 
 const test = storeTest();
+let seq = 0;
+
+/** A JobClient of its own (a gateway, or a batch worker), with its reply inbox. */
+async function ingress(url: string) {
+  const redis = createRedis(url, { name: `ingress-${++seq}` });
+  await waitForRedis(redis);
+  const inbox = new ReplyInbox(`ingress-${seq}`, createRedis(url, { name: `reader-${seq}`, blocking: true }), redis);
+  inbox.start();
+  const jobs = new JobClient(redis, inbox);
+  return { jobs, close: async () => { await inbox.stop(); await jobs.close(); redis.disconnect(); } };
+}
 
 describe('model admission', () => {
-  test('a job removed unrun by someone else gives back, from its own data, the hold and the fair place its admission took', async ({ db }) => {
+  test('a job removed unrun by a process that did not admit it gives back its hold and its fair place, once however many remove it', async ({ db }) => {
     const admission = new ModelAdmission({ rateLimit: new KeyRateLimit(db.redis), holds: new QuotaHolds(db.redis), fairShares: new FairShares(db.redis) });
-    const user = await db.store.users.create({ username: 'giveback', password_hash: 'x' });
-    const { token } = await db.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
-    // One request of the key in flight at a time: a hold not given back refuses the next.
-    const holder: KeyHolder = {
-      tokenId: token.id, userId: user.id, group: 'default', models: 'all', rpmLimit: 0, userRpmLimit: 0,
-      priority: 'batch', keyInFlightCap: 1, userInFlightCap: 0, quotaLimited: false,
+    const holderOf = async (name: string): Promise<KeyHolder> => {
+      const user = await db.store.users.create({ username: name, password_hash: 'x' });
+      const { token } = await db.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
+      // One request of the key in flight at a time: a hold not given back refuses the next.
+      return { tokenId: token.id, userId: user.id, group: 'default', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'batch', keyInFlightCap: 1, userInFlightCap: 0, quotaLimited: false };
     };
-    const admit = () => admission.admit({}, holder, QueueName.completion, 10, Date.now() + 60_000, { chargeOnce: true });
-    const first = await admit();
-    expect(first.hold).toEqual(expect.any(String));
-    await expect(admit()).rejects.toMatchObject({ status: 429 });
-    // The job as its JobClient queued it (a batch line the batch's last holder sent), removed from
-    // the queue by a worker that took the batch over.
-    const removed: QueuedEnvelope<CompletionJobPayload> = {
-      requestId: 'r', replyTo: 'gone', deadline: Date.now() + 60_000, priority: first.priority,
-      tenant: { userId: user.id, tokenId: token.id, listed: first.listed },
-      payload: { caller: { tokenId: token.id, userId: user.id, group: 'default', hold: first.hold }, operation: 'completions', request: { model: 'm', prompt: 'hi' } },
-    };
-    admission.giveBack(QueueName.completion, removed as QueuedEnvelope<unknown>);
-    // Its hold is back (the next is admitted), and its place in the tenant's line: the next takes
-    // the same rank, as the first of its line again.
+    const [holder, other] = [await holderOf('giveback'), await holderOf('beside')];
+    const admit = (h: KeyHolder) => admission.admit({}, h, QueueName.completion, 10, Date.now() + 60_000, { chargeOnce: true });
+    // Another tenant's batch job waits beside, so the line's count shows a place given back twice.
+    await admit(other);
+    const first = await admit(holder);
+    await expect(admit(holder)).rejects.toMatchObject({ status: 429 });
+    const batchCount = async () => Number(await db.redis.hget(`gw:{fair:${QueueName.completion}}:line`, 'b:n'));
+    expect(await batchCount()).toBe(2);
+
+    // The line's job, queued by the batch's first holder (no worker runs: it waits).
+    const sender = await ingress(db.server.url);
+    const taker = await ingress(db.server.url);
+    try {
+      const jobId = `batch-x:1:1`;
+      const payload = { caller: { tokenId: holder.tokenId, userId: holder.userId, group: 'default', hold: first.hold }, operation: 'completions', request: { model: 'm', prompt: 'hi' } };
+      void sender.jobs.requestText(QueueName.completion, payload, {
+        requestId: 'r', jobId, timeoutMs: 60_000, priority: first.priority, tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: first.listed }, hold: first.hold,
+      }).catch(() => {});
+      await expect.poll(() => taker.jobs.exists(QueueName.completion, jobId)).toBe(true);
+      // The batch's new holder withdraws it (a cancel) while an expiry cancels it too: one of them
+      // removes it and gives back.
+      const removals: RemovedJob[] = [];
+      const cancelled = new Promise<void>((resolve) => {
+        taker.jobs.cancelById(QueueName.completion, jobId, (removed) => removals.push(removed));
+        setTimeout(resolve, 300);
+      });
+      const withdrawn = await taker.jobs.withdrawById(QueueName.completion, jobId);
+      if (withdrawn) removals.push(withdrawn);
+      await cancelled;
+      expect(removals).toHaveLength(1);
+      expect(removals[0]).toMatchObject({ taken: false, data: { hold: first.hold, priority: first.priority } });
+      for (const removed of removals) admission.giveBack(QueueName.completion, removed);
+      expect(await taker.jobs.exists(QueueName.completion, jobId)).toBe(false);
+    } finally {
+      await sender.close();
+      await taker.close();
+    }
+    // Its hold is back (the key's next request is admitted), and its place, once: the other
+    // tenant's job still counts.
+    await expect.poll(batchCount).toBe(1);
     let second: Awaited<ReturnType<typeof admit>> | undefined;
-    await expect.poll(async () => (second ??= await admit().catch(() => undefined))).toBeDefined();
-    expect(second!.priority).toBe(first.priority);
+    await expect.poll(async () => (second ??= await admit(holder).catch(() => undefined))).toBeDefined();
   });
 });

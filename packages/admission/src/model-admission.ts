@@ -1,4 +1,4 @@
-import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type ModelCaller, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
+import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type ModelCaller, type QueueName } from '@gateway/contracts';
 import type { HoldRefusal, QuotaHolds } from '@gateway/store';
 import type { KeyHolder } from './key-holder.ts';
 
@@ -6,7 +6,7 @@ import type { KeyHolder } from './key-holder.ts';
 export interface BacklogGate {
   admit(queue: QueueName): void;
 }
-import type { FairShares } from '@gateway/queue';
+import type { FairShares, RemovedJob } from '@gateway/queue';
 import type { KeyRateLimit } from './key-rate-limit.ts';
 
 /** What admission decided for a request: how to enqueue it, and what it holds until it ends. */
@@ -19,8 +19,11 @@ export interface Admission {
   listed: boolean;
   /** Its hold on its key's and user's quota and in-flight slots, if it needed one. */
   hold?: string;
-  /** When the job never ran (not enqueued, or removed while waiting): gives back what it held. */
-  unrun(): void;
+  /**
+   * When the job never ran (not enqueued, or removed while waiting): gives back what it held.
+   * `removed.taken`: a worker took it once and freed its fair place already (its worker died).
+   */
+  unrun(removed?: Pick<RemovedJob, 'taken'>): void;
 }
 
 export interface ModelAdmissionOptions {
@@ -101,24 +104,24 @@ export class ModelAdmission {
       listed: place.listed,
       batch,
       hold,
-      unrun: () => {
+      unrun: (removed) => {
         if (hold) void this.release(holder, hold);
-        place.leave();
+        if (!removed?.taken) place.leave();
       },
     };
   }
 
   /**
    * Gives back what a job removed unrun held, from the job's own data: for a remover that did not
-   * admit it (a batch worker following the lines of a batch it took over). Its fair place, and its
-   * hold when its payload is in the job (one beside it, over PAYLOAD_INLINE_MAX_CHARS, keeps its
-   * hold until the hold runs out, its deadline and the hold's grace after).
+   * admit it (a batch worker following the lines of a batch it took over). Its hold, and its fair
+   * place unless a worker took it once (and freed it) before it went back to wait.
    */
-  giveBack(queue: QueueName, removed: QueuedEnvelope<unknown>): void {
-    const { tenant, priority } = removed;
-    if (tenant && priority) void this.options.fairShares.leave(queue, tenant, priority);
-    const caller = (removed.payload as { caller?: Pick<ModelCaller, 'tokenId' | 'userId' | 'hold'> } | undefined)?.caller;
-    if (caller?.hold) void this.release({ tokenId: caller.tokenId, userId: caller.userId }, caller.hold);
+  giveBack(queue: QueueName, removed: RemovedJob): void {
+    const { tenant, priority } = removed.data;
+    if (tenant && priority && !removed.taken) void this.options.fairShares.leave(queue, tenant, priority);
+    const caller = (removed.data.payload as { caller?: Pick<ModelCaller, 'hold'> } | undefined)?.caller;
+    const hold = removed.data.hold ?? caller?.hold;
+    if (tenant && hold) void this.release(tenant, hold);
   }
 
   private release(holder: Pick<KeyHolder, 'tokenId' | 'userId'>, hold: string): Promise<void> {

@@ -21,6 +21,11 @@ export interface JobEnvelope<P> {
   priority?: number;
   /** Whose work it is (model jobs): the worker that takes it frees its place in the tenant's fair line. */
   tenant?: { userId: number; tokenId: number; listed?: boolean };
+  /**
+   * Its hold on its caller's quota (model jobs; the payload's `caller.hold` too): here as well,
+   * so a remover that did not admit the job gives it back without reading a payload beside it.
+   */
+  hold?: string;
   payload: P;
 }
 

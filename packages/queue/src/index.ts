@@ -6,7 +6,7 @@
 export { createRedis, waitForRedis, isRedisUnavailable, redisUnavailableError, beforeDeadline, type Redis, type ConnectionOptions } from './redis-connection.ts';
 export { ReplyInbox } from './reply-inbox.ts';
 export { ReplySender } from './reply-sender.ts';
-export { JobClient, defaultJobOptions, type RequestOptions, type CaughtUp } from './job-client.ts';
+export { JobClient, defaultJobOptions, type RequestOptions, type CaughtUp, type RemovedJob } from './job-client.ts';
 export { shardPrefixes } from './queue-shards.ts';
 export { CancelListener } from './cancel-listener.ts';
 export { startJobWorker, type JobContext, type JobEnd, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';

@@ -36,8 +36,13 @@ export interface RequestOptions {
    * job `listed` goes on BullMQ's wait list, ahead of every prioritized job.
    */
   tenant?: Tenant;
-  /** Called when the job will never run: it could not be enqueued, or was removed while it waited. */
-  onUnrun?: () => void;
+  /** Its hold on its caller's quota, kept in the job's envelope (`JobEnvelope.hold`). */
+  hold?: string;
+  /**
+   * Called when the job will never run: it could not be enqueued, or was removed while it waited
+   * (`removed` then says how: a job a worker took once has freed its fair place already).
+   */
+  onUnrun?: (removed?: RemovedJob) => void;
   /**
    * The job's id; default a random one. A batch worker names its lines' jobs, so a job is added
    * once however often its line is fed, and its reply can be followed after a takeover.
@@ -71,23 +76,38 @@ function withRequestJson(payload: unknown, requestJson: Buffer): (string | Buffe
   return [`${head.slice(0, -1)}${head === '{}' ? '' : ','}"request":`, bom ? requestJson.subarray(3) : requestJson, '}'];
 }
 
+/** A job removed from its queue before it ran, as its remover may give back what it held. */
+export interface RemovedJob {
+  data: QueuedEnvelope<unknown>;
+  /**
+   * A worker took it once (and freed its fair place) before it went back to wait: its worker died
+   * and BullMQ put it back. Its hold is still held; its place is not.
+   */
+  taken: boolean;
+}
+
+type Claiming = Redis & { gwClaimWaitingJob(wait: string, prioritized: string, delayed: string, paused: string, jobId: string): Promise<number> };
+
 /**
- * Removes a job that is still waiting, and its payload beside it; resolves with the removed job's
- * data (whose fair place and hold its remover may give back), or undefined when it removed none.
- * BullMQ's `remove` answers 1 for any job not locked, one already run and gone included, which
- * would count a job that ran as unrun (its hold given back twice, its request logged twice):
- * only a waiting job is removed. A worker may still take it between the calls; the remove then
- * finds it locked.
+ * Removes a job that is still waiting, and its payload beside it; resolves with the removed job
+ * (whose hold and fair place its remover gives back), or undefined when it removed none. Exactly
+ * one caller gets it: the job is first taken out of the lists a worker fetches from, in one
+ * script (`gwClaimWaitingJob`), so neither a worker nor a second remover (a cancel and a
+ * withdrawal of one job, say) can have it too. BullMQ's own `remove`, which then clears the rest,
+ * answers 1 for a job that is not there at all, and would count a job that ran, or that another
+ * caller removed, as removed by this one (its hold given back twice, its request logged twice).
  */
-async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
+async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<RemovedJob | undefined> {
   try {
-    const state = await queue.getJobState(jobId);
-    if (state !== 'waiting' && state !== 'prioritized' && state !== 'delayed') return undefined;
-    // Its data, read first: a payload beside a job removed unrun would stay until it expires.
-    const data = (await queue.getJob(jobId))?.data as QueuedEnvelope<unknown> | undefined;
-    if (!data || (await queue.remove(jobId)) !== 1) return undefined;
+    // Its data, read first: gone once it is removed.
+    const job = await queue.getJob(jobId);
+    if (!job) return undefined;
+    const { wait, prioritized, delayed, paused } = queue.keys;
+    if ((await (redis as Claiming).gwClaimWaitingJob(wait!, prioritized!, delayed!, paused!, jobId)) !== 1) return undefined;
+    await queue.remove(jobId);
+    const data = job.data as QueuedEnvelope<unknown>;
     if (data.payloadKey !== undefined) dropPayload(redis, data.payloadKey);
-    return data;
+    return { data, taken: job.attemptsStarted > 0 };
   } catch {
     return undefined;
   }
@@ -201,6 +221,7 @@ export class JobClient {
       ...(options.onChunk && options.windowChars ? { window: options.windowChars } : {}),
       ...(options.priority ? { priority: options.priority } : {}),
       ...(options.tenant ? { tenant: options.tenant } : {}),
+      ...(options.hold ? { hold: options.hold } : {}),
     };
     const flow = options.onChunk && this.withFlowControl(jobId, options.onChunk, options.windowChars);
     const reply = this.inbox.expect(jobId, flow?.onChunk);
@@ -258,7 +279,7 @@ export class JobClient {
       // A job given up on is removed once it is queued (an add still waiting may land later); one
       // removed unrun, or never queued, gives back what it held.
       if (abandoned || failure.code === 'timeout' || failure.code === 'cancelled') {
-        const unrun = payloadKey ? () => { dropPayload(this.redis, payloadKey); options.onUnrun?.(); } : options.onUnrun;
+        const unrun = payloadKey ? (removed?: RemovedJob) => { dropPayload(this.redis, payloadKey); options.onUnrun?.(removed); } : options.onUnrun;
         if (mayBeQueued) this.cancelUnsure(queue, jobId, unrun);
         else void added.then(() => this.cancel(queue, jobId, unrun), () => unrun?.());
       }
@@ -356,7 +377,7 @@ export class JobClient {
    * `cancel` by queue name, for a job added with a `jobId` of the caller's (its shard unknown):
    * removed from whichever shard holds it while it waits (then `onUnrun`), and stopped where it runs.
    */
-  cancelById(name: QueueName, jobId: string, onUnrun?: (removed: QueuedEnvelope<unknown>) => void): void {
+  cancelById(name: QueueName, jobId: string, onUnrun?: (removed: RemovedJob) => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
     void this.removeFromShards(name, jobId).then((removed) => {
       if (removed) onUnrun?.(removed);
@@ -369,15 +390,15 @@ export class JobClient {
    * nothing back yet: the caller does); a worker that holds it and has not begun it (waiting for
    * a channel's room) stops it and answers `withdrawn`; one begun runs on and answers as usual.
    */
-  async withdrawById(name: QueueName, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
+  async withdrawById(name: QueueName, jobId: string): Promise<RemovedJob | undefined> {
     publishJobControl(this.redis, { kind: 'withdraw', jobId });
     return this.removeFromShards(name, jobId);
   }
 
   /** Removes a job while it waits, from whichever shard holds it: its data, or undefined. */
-  private async removeFromShards(name: QueueName, jobId: string): Promise<QueuedEnvelope<unknown> | undefined> {
+  private async removeFromShards(name: QueueName, jobId: string): Promise<RemovedJob | undefined> {
     const removed = await Promise.all(this.shardsOf(name).map((queue) => removeIfWaiting(this.redis, queue, jobId)));
-    return removed.find((data) => data !== undefined);
+    return removed.find((job) => job !== undefined);
   }
 
   /**
@@ -386,17 +407,21 @@ export class JobClient {
    * (never added, or run and gone) gives back what it held: a hold already settled is not charged
    * again by that.
    */
-  private cancelUnsure(queue: Queue, jobId: string, onUnrun?: () => void): void {
+  private cancelUnsure(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
     void queue.getJobState(jobId).then(async (state) => {
-      if (state === 'unknown' || ((state === 'waiting' || state === 'prioritized' || state === 'delayed') && (await queue.remove(jobId)) === 1)) onUnrun?.();
+      if (state === 'unknown') onUnrun?.();
+      else {
+        const removed = await removeIfWaiting(this.redis, queue, jobId);
+        if (removed) onUnrun?.(removed);
+      }
     }, () => {});
   }
 
   /** Removes a job still waiting, and tells whichever worker holds it to stop. */
-  cancel(queue: Queue, jobId: string, onUnrun?: () => void): void {
+  cancel(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
-    void removeIfWaiting(this.redis, queue, jobId).then((removed) => { if (removed) onUnrun?.(); });
+    void removeIfWaiting(this.redis, queue, jobId).then((removed) => { if (removed) onUnrun?.(removed); });
   }
 
   async close(): Promise<void> {

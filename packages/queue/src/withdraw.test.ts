@@ -55,7 +55,7 @@ describe('a withdrawal', () => {
     await expect.poll(async () => q.jobs.exists(QueueName.admin, jobId)).toBe(true);
     const payloads = async () => Number(await q.redis.eval("return #redis.call('keys', 'gw:payload:*')", 0));
     expect(await payloads()).toBe(1);
-    expect(await q.jobs.withdrawById(QueueName.admin, jobId)).toMatchObject({ requestId: jobId, payloadKey: expect.any(String) });
+    expect(await q.jobs.withdrawById(QueueName.admin, jobId)).toMatchObject({ data: { requestId: jobId, payloadKey: expect.any(String) }, taken: false });
     await expect.poll(payloads).toBe(0);
     const seen = { ran: 0, aborted: 0 };
     await runWorker(seen);

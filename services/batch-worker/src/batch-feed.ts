@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
+import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
 import { callerOf, type KeyHolder, type ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
-import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis } from '@gateway/queue';
+import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { validateLines } from './validate-lines.ts';
 
@@ -44,7 +44,7 @@ interface InFlight {
    * data, from which a line followed after a takeover (admitted by the batch's last holder) gives
    * back its hold and its fair place.
    */
-  unrun?: (removed: QueuedEnvelope<unknown>) => void;
+  unrun?: (removed: RemovedJob) => void;
 }
 
 /** Redis away is a 503 to wait out, not an internal error. */
@@ -336,6 +336,7 @@ export class BatchFeed {
         signal: entry.controller.signal,
         priority: admitted.priority,
         tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
+        hold: admitted.hold,
         onUnrun: admitted.unrun,
         payloadChars: line.body.length,
       });

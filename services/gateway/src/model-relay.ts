@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
-import { beforeDeadline, textSlices, type CaughtUp, type JobClient } from '@gateway/queue';
+import { beforeDeadline, textSlices, type CaughtUp, type JobClient, type RemovedJob } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
@@ -180,8 +180,9 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     signal: clientGoneSignal(request),
     priority: admitted.priority,
     tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
-    onUnrun: () => {
-      admitted.unrun();
+    hold: admitted.hold,
+    onUnrun: (removed?: RemovedJob) => {
+      admitted.unrun(removed);
       // Told from the client's failure path, which may not have run yet when the add itself failed.
       setImmediate(() => logUnrun(request, options, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive'));
     },
