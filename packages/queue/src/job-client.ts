@@ -99,12 +99,13 @@ type Claiming = Redis & { gwClaimWaitingJob(wait: string, prioritized: string, d
  */
 async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promise<RemovedJob | undefined> {
   try {
-    // Its data, read first: gone once it is removed.
-    const job = await queue.getJob(jobId);
-    if (!job) return undefined;
     const { wait, prioritized, delayed, paused } = queue.keys;
     if ((await (redis as Claiming).gwClaimWaitingJob(wait!, prioritized!, delayed!, paused!, jobId)) !== 1) return undefined;
+    // Claimed: out of every list, its data still there until the remove (a job at work or gone
+    // costs the claim alone, not a read of its data).
+    const job = await queue.getJob(jobId);
     await queue.remove(jobId);
+    if (!job) return undefined;
     const data = job.data as QueuedEnvelope<unknown>;
     if (data.payloadKey !== undefined) dropPayload(redis, data.payloadKey);
     return { data, taken: job.attemptsStarted > 0 };
