@@ -570,13 +570,15 @@ try {
       await sleep(1500); // the log's last rows written
       const db = new pg.Client({ connectionString: postgres.url });
       await db.connect();
-      const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null }>(
-        'SELECT queue_ms, total_ms, slot_ms, upstream_ms FROM request_log WHERE user_id = $1 AND created_at >= $2 AND queue_ms IS NOT NULL', [steadyUser, besideFrom]);
+      const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null; at_ms: number }>(
+        'SELECT queue_ms, total_ms, slot_ms, upstream_ms, (extract(epoch from created_at) * 1000)::float8 - $3 AS at_ms FROM request_log WHERE user_id = $1 AND created_at >= $2 AND queue_ms IS NOT NULL', [steadyUser, besideFrom, besideFrom.getTime()]);
       await db.end();
       const of = (column: 'queue_ms' | 'total_ms' | 'slot_ms' | 'upstream_ms') => logged.map((r) => r[column]).filter((v): v is number => v !== null);
       const [queued, total, slot, upstreamMs] = [of('queue_ms'), of('total_ms'), of('slot_ms'), of('upstream_ms')];
+      const slowest = (all: typeof logged) => [...all].sort((a, b) => b.total_ms - a.total_ms).slice(0, 5)
+        .map((r) => `${(r.at_ms / 1000).toFixed(1)}: ${r.queue_ms}/${r.slot_ms ?? '-'}/${r.upstream_ms ?? '-'}/${r.total_ms}`).join(', ');
       rows.push({ scenario, path: 'steady tenant: arrival to end, from the request log', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
-        note: `${logged.length} rows: arrival → taken by a worker p50 ${percentile(queued, 50)}, p99 ${percentile(queued, 99)}, max ${percentile(queued, 100)}; waiting for a slot p50 ${percentile(slot, 50)}, p99 ${percentile(slot, 99)}; upstream p50 ${percentile(upstreamMs, 50)}, p99 ${percentile(upstreamMs, 99)}; arrival → end max ${percentile(total, 100)} ms` });
+        note: `${logged.length} rows: arrival → taken by a worker p50 ${percentile(queued, 50)}, p99 ${percentile(queued, 99)}, max ${percentile(queued, 100)}; waiting for a slot p50 ${percentile(slot, 50)}, p99 ${percentile(slot, 99)}; upstream p50 ${percentile(upstreamMs, 50)}, p99 ${percentile(upstreamMs, 99)}; arrival → end max ${percentile(total, 100)} ms; slowest (at s into the burst: queue/slot/upstream/total ms) ${slowest(logged)}` });
     }
   }
 
