@@ -104,6 +104,50 @@ describe('the Batch API', () => {
     expect(mock.requests.length).toBe(0);
   });
 
+  it('takes text PostgreSQL cannot store: a model named with U+0000 fails its own line, a custom_id with it is named, metadata with it is refused', async ({ stack, upstream, channel }) => {
+    // U+0000 and a lone surrogate (a 100-character cut through an emoji, quoted in an error)
+    // are refused by PostgreSQL's text and jsonb: one such result or error held back every
+    // other result of its batch, and one such request log row every later row, for good.
+    const mock = await upstream.openai({ text: 'fine' });
+    const model = `batch-${++seq}`;
+    await channel(mock, [model]);
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const ran = await settled(openai, (await submit(openai, [
+      line(model, 0, { prompt: 'a\u0000b' }),
+      line(`${model}\u0000`, 1),
+      line(model, 2),
+    ])).id);
+    expect(ran.status).toBe('completed');
+    expect(ran.request_counts).toEqual({ total: 3, completed: 2, failed: 1 });
+    expect((await fileLines(openai, ran.output_file_id)).map((l) => l.custom_id)).toEqual(['req-0', 'req-2']);
+    const [failed] = await fileLines(openai, ran.error_file_id);
+    expect(failed).toMatchObject({ custom_id: 'req-1', response: { status_code: 404 }, error: { code: 'model_not_found' } });
+    expect(failed.response.body.error.message, 'the answer as it was').toContain(`${model}\u0000`);
+    expect(failed.error.message, 'its stored error: U+0000 replaced').toContain(`${model}\ufffd`);
+    // Every line's request log row is written, and the rows after them.
+    await expect.poll(async () => (await stack.adminData('GET', `/api/log/?batch_id=${ran.id}`)).total, { timeout: 15_000 }).toBe(3);
+
+    const refused = await settled(openai, (await submit(openai, [
+      { custom_id: 'a\u0000', method: 'POST', url: '/v1/completions', body: { model, prompt: 'p' } },
+      { custom_id: 'b', method: 'POST', url: `/v1/${'x'.repeat(95)}\u{1F600}`, body: { model, prompt: 'p' } },
+      line(model, 3),
+    ])).id);
+    expect(refused.status).toBe('failed');
+    expect(refused.errors!.data!.map((e) => [e.line, e.param])).toEqual([[1, 'custom_id'], [2, 'url']]);
+
+    const file = await openai.files.create({ file: await toFile(Buffer.from(jsonl([line(model, 0)])), 'in\u0000.jsonl'), purpose: 'batch' });
+    const metadata = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h', metadata: { k: 'v\u0000' } }).catch((e) => e);
+    expect(metadata.status).toBe(400);
+    expect(metadata.message).toMatch(/U\+0000/);
+    // Looked up by such a value: what was stored for it is found (the log's row of line 2, under
+    // its stored name), an id nobody has is not, and nothing fails.
+    expect((await openai.batches.retrieve('batch_\u0000').catch((e) => e)).status).toBe(404);
+    expect((await openai.files.retrieve('file-\u0000').catch((e) => e)).status).toBe(404);
+    expect((await openai.batches.list({ after: 'batch_\u0000' })).data).toEqual([]);
+    expect(await stack.adminData('GET', `/api/log/?model_name=${encodeURIComponent(`${model}\u0000`)}`)).toMatchObject({ total: 1, items: [{ batch_id: ran.id }] });
+  });
+
   it('cancels mid-way: feeding stops at once, the lines in flight finish, the rest end as cancelled', async ({ stack, upstream, channel }) => {
     const mock = await upstream.openai({ delayMs: 100 });
     const model = `batch-${++seq}`;

@@ -1,7 +1,8 @@
 import type { BatchLineError } from '@gateway/contracts';
-import type { Database } from './connection.ts';
+import { isDatabaseUnavailable, type Database } from './connection.ts';
 import type { BatchRow } from './batch-store.ts';
 import { unixNow } from './ids.ts';
+import { storableJson } from './storable.ts';
 
 /** A line handed to a batch worker to run. */
 export interface LineToRun {
@@ -102,7 +103,7 @@ export class BatchRuns {
   async fail(batchId: string, errors: BatchLineError[]): Promise<void> {
     await this.db.query(`DELETE FROM batch_lines WHERE batch_id = $1`, [batchId]);
     await this.db.query(
-      `UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE id = $1`, [batchId, JSON.stringify(errors), unixNow()]);
+      `UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE id = $1`, [batchId, storableJson(errors), unixNow()]);
   }
 
   /** Lines sent before (a takeover): their jobs may still run, or have answered meanwhile. */
@@ -145,6 +146,28 @@ export class BatchRuns {
    */
   async record(batchId: string, results: LineResult[]): Promise<void> {
     if (results.length === 0) return;
+    try {
+      await this.recordAll(batchId, results);
+    } catch (error) {
+      // Refused for what a result holds, not for PostgreSQL being away: the results go in
+      // halves, and one refused alone ends its line failed with why, so it never holds back
+      // the batch's other results (they would be retried with it for good).
+      if (isDatabaseUnavailable(error)) throw error;
+      if (results.length > 1) {
+        const half = Math.ceil(results.length / 2);
+        await this.record(batchId, results.slice(0, half));
+        await this.record(batchId, results.slice(half));
+        return;
+      }
+      const refused = { code: 'result_not_stored', message: `the line's result could not be stored: ${(error as Error).message}` };
+      await this.recordAll(batchId, [{
+        line: results[0]!.line, statusCode: 500, requestId: results[0]!.requestId,
+        response: JSON.stringify({ error: { ...refused, type: 'server_error', param: null } }), error: refused,
+      }]);
+    }
+  }
+
+  private async recordAll(batchId: string, results: LineResult[]): Promise<void> {
     await this.db.query(
       `WITH r AS (SELECT * FROM unnest($2::integer[], $3::integer[], $4::text[], $5::text[], $6::jsonb[]) AS t(line_no, status_code, request_id, response, error)),
        ended AS (
@@ -156,7 +179,7 @@ export class BatchRuns {
          failed = failed + (SELECT count(*) FROM ended WHERE status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)
        WHERE id = $1`,
       [batchId, results.map((r) => r.line), results.map((r) => r.statusCode), results.map((r) => r.requestId), results.map((r) => r.response),
-        results.map((r) => (r.error ? JSON.stringify(r.error) : null))],
+        results.map((r) => (r.error ? storableJson(r.error) : null))],
     );
   }
 
@@ -164,7 +187,7 @@ export class BatchRuns {
   async endOpenLines(batchId: string, error: { code: string; message: string }): Promise<void> {
     await this.db.query(
       `WITH ended AS (UPDATE batch_lines SET state = 2, error = $2 WHERE batch_id = $1 AND state < 2 RETURNING 1)
-       UPDATE batches SET failed = failed + (SELECT count(*) FROM ended) WHERE id = $1`, [batchId, JSON.stringify(error)]);
+       UPDATE batches SET failed = failed + (SELECT count(*) FROM ended) WHERE id = $1`, [batchId, storableJson(error)]);
   }
 
   /** How many lines are not yet ended. */

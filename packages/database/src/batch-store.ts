@@ -1,6 +1,7 @@
 import type { BatchCreate, BatchLineError, BatchObject, BatchStatus } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
+import { storableJson } from './storable.ts';
 
 /** A batch's row. */
 export interface BatchRow {
@@ -88,7 +89,7 @@ export class BatchStore {
       `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9) RETURNING *`,
       [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-        request.metadata ? JSON.stringify(request.metadata) : null, now, now + Math.ceil(windowMs / 1000)],
+        request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000)],
     );
     return batchObject(rows[0]!);
   }

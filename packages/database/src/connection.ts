@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { GatewayError, overloaded } from '@gateway/contracts';
+import { storableText } from './storable.ts';
 
 export type Database = pg.Pool;
 
@@ -26,8 +27,35 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     query_timeout: 60_000,
   });
   pool.on('error', () => {});
+  pool.on('connect', storableParameters);
   return pool;
 }
+
+/**
+ * Every text parameter of every query on `client` (a pooled one: `pool.query` runs on such a
+ * client too) made storable (`storableText`): PostgreSQL refuses a whole statement for one
+ * U+0000 in any of its parameters, so a value from a client (a model name, a filter of the
+ * log, an id in a path) must never reach it as it came. Text stored never holds U+0000, so a
+ * lookup by such a value finds nothing, as it should.
+ */
+function storableParameters(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const [config, values] = args;
+    if (Array.isArray(values)) args[1] = values.map(storableParameter);
+    else if (config !== null && typeof config === 'object' && Array.isArray((config as { values?: unknown }).values)) {
+      const submitted = config as { values: unknown[] };
+      submitted.values = submitted.values.map(storableParameter);
+    }
+    return query(...args);
+  };
+}
+
+const storableParameter = (value: unknown): unknown => {
+  if (typeof value === 'string') return storableText(value);
+  if (Array.isArray(value)) return value.map((item) => (typeof item === 'string' ? storableText(item) : item));
+  return value;
+};
 
 /** Error codes of a PostgreSQL that is away, starting, shutting down or unreachable. */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);

@@ -76,6 +76,25 @@ describe('the request log', () => {
     await writer.close();
   });
 
+  it('stores what PostgreSQL refuses as it comes (U+0000, lone surrogates, usage past int4), and drops alone a row it still refuses', async () => {
+    const dropped: string[] = [];
+    const writer = new RequestLogWriter(db, { log: { info: () => {}, warn: (f: any) => dropped.push(f.requestId) } });
+    const batchId = `batch_${crypto.randomUUID()}`;
+    const nul = row({ batch_id: batchId, model: 'a\u0000b', error_message: 'the model "a\u0000b" does not exist', prompt: 'x\ud800y',
+      attempts: [{ channel_id: 1, upstream_model: 'a\u0000b', error: 'upstream said \u0000', ms: 1, ...({ 'k\u0000': 2 } as object) }], total_tokens: 3e10, prompt_tokens: 1.6 });
+    // A value no sanitising foresees (a created_at PostgreSQL cannot place), written beside good rows.
+    const poison = row({ batch_id: batchId, created_at: 8.64e15 + 1 });
+    const beside = Array.from({ length: 40 }, () => row({ batch_id: batchId }));
+    for (const r of [...beside.slice(0, 20), nul, poison, ...beside.slice(20)]) writer.record(r);
+    await writer.close();
+    const query = new RequestLogQuery(db);
+    expect((await query.page({ p: 1, page_size: 1, batch_id: batchId })).total, 'every row but the one refused alone').toBe(41);
+    expect(dropped).toEqual([poison.request_id]);
+    const stored = (await query.page({ p: 1, page_size: 1, request_id: nul.request_id })).items[0] as any;
+    expect(stored).toMatchObject({ model: 'a\ufffdb', error_message: 'the model "a\ufffdb" does not exist', total_tokens: 2_147_483_647, prompt_tokens: 2 });
+    expect(stored.attempts[0]).toMatchObject({ upstream_model: 'a\ufffdb', error: 'upstream said \ufffd', 'k\ufffd': 2 });
+  });
+
   it('keeps rows while PostgreSQL is away and writes them when it is back; past its buffer it drops and counts', async () => {
     let dropped = 0;
     const writer = new RequestLogWriter(db, { maxBuffered: 100, onDropped: (n) => { dropped += n; } });

@@ -1,6 +1,7 @@
 import type { RequestLogRow } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { isDatabaseUnavailable } from './connection.ts';
+import { storableJson } from './storable.ts';
 
 export interface RequestLogWriterOptions {
   /** Rows wait at most this long before they are written. Default 500. */
@@ -14,7 +15,7 @@ export interface RequestLogWriterOptions {
   maxBuffered?: number;
   /** Days of the log kept: older days' partitions are dropped, once an hour. 0 keeps every day. Default 30. */
   retentionDays?: number;
-  /** Told of rows dropped because the buffer was full. */
+  /** Told of rows dropped: the buffer was full, or PostgreSQL refused a row on its own (`writeOrDrop`). */
   onDropped?: (rows: number) => void;
   /** Told of rows written. */
   onWritten?: (rows: number) => void;
@@ -36,6 +37,11 @@ const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(',
   SELECT * FROM unnest(${COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
   ON CONFLICT (created_at, request_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
   WHERE excluded.queue_ms IS NOT NULL OR request_log.queue_ms IS NULL`;
+
+const INT4_MAX = 2_147_483_647;
+/** A number as an int4 column takes it: whole, within its range; null for none or not a number. */
+const storableInt = (value: number | undefined): number | null =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.max(-INT4_MAX - 1, Math.min(INT4_MAX, Math.round(value))) : null;
 
 const DAY_MS = 86_400_000;
 const partitionName = (day: number) => `request_log_${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
@@ -102,8 +108,9 @@ export class RequestLogWriter {
   private async writeAll(): Promise<void> {
     while (this.buffer.length > 0) {
       const rows = this.buffer.slice(0, this.options.batchRows);
+      let written: number;
       try {
-        await this.write(rows);
+        written = await this.writeOrDrop(rows);
       } catch (error) {
         if (!this.away) {
           this.away = true;
@@ -112,12 +119,33 @@ export class RequestLogWriter {
         return;
       }
       this.buffer.splice(0, rows.length);
-      this.options.onWritten?.(rows.length);
+      this.options.onWritten?.(written);
       if (this.away || this.droppedSinceLog > 0) {
         this.options.log?.info({ dropped: this.droppedSinceLog }, 'request log written again');
         this.away = false;
         this.droppedSinceLog = 0;
       }
+    }
+  }
+
+  /**
+   * Writes `rows`; when PostgreSQL refuses them for what they hold (not for being away), writes
+   * them in halves, down to single rows, and drops the rows it refuses alone, counted and logged:
+   * one row it cannot take never holds back the rows beside it and after it.
+   */
+  private async writeOrDrop(rows: RequestLogRow[]): Promise<number> {
+    try {
+      await this.write(rows);
+      return rows.length;
+    } catch (error) {
+      if (isDatabaseUnavailable(error)) throw error;
+      if (rows.length === 1) {
+        this.options.onDropped?.(1);
+        this.options.log?.warn({ requestId: rows[0]!.request_id, reason: (error as Error).message }, 'request log row refused by PostgreSQL: dropped');
+        return 0;
+      }
+      const half = Math.ceil(rows.length / 2);
+      return (await this.writeOrDrop(rows.slice(0, half))) + (await this.writeOrDrop(rows.slice(half)));
     }
   }
 
@@ -133,10 +161,13 @@ export class RequestLogWriter {
     }
     const rows = [...byKey.values()];
     for (const day of new Set(rows.map((row) => dayOf(row.created_at)))) await this.ensurePartition(day);
-    const columns = COLUMNS.map(([name]) => rows.map((row) => {
+    // Values as their columns take them: JSON and integers within int4 (an upstream's usage may
+    // claim anything); text without U+0000 is the pool's (`createDatabase`).
+    const columns = COLUMNS.map(([name, type]) => rows.map((row) => {
       const value = row[name];
       if (name === 'created_at') return new Date(value as number);
-      if (name === 'attempts') return JSON.stringify(value);
+      if (name === 'attempts') return storableJson(value);
+      if (type === 'int4') return storableInt(value as number | undefined);
       return value ?? null;
     }));
     await this.db.query(INSERT, columns);

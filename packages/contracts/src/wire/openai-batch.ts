@@ -58,19 +58,25 @@ export const openaiEndpoints = {
 export type BatchEndpoint = OpenAIEndpoint;
 export const batchEndpoints: Record<string, BatchEndpoint> = openaiEndpoints;
 
+/**
+ * Text stored in PostgreSQL that must come back exactly as it was sent (a line's custom_id,
+ * batch metadata): PostgreSQL's text cannot hold U+0000, so it is refused here, not changed.
+ */
+const storedExactly = (schema: z.ZodString) => schema.refine((text) => !text.includes('\u0000'), { message: 'must not contain the character U+0000' });
+
 export const batchCreateSchema = z.strictObject({
   input_file_id: z.string().min(1).max(128),
   endpoint: z.string().refine((e) => e in batchEndpoints, { message: `must be one of ${Object.keys(batchEndpoints).join(', ')}` }),
   completion_window: z.literal('24h'),
   // OpenAI's bound: 16 pairs, keys up to 64 characters, values up to 512.
-  metadata: z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 pairs' }).nullish(),
+  metadata: z.record(storedExactly(z.string().max(64)), storedExactly(z.string().max(512))).refine((m) => Object.keys(m).length <= 16, { message: 'at most 16 pairs' }).nullish(),
   output_expires_after: z.unknown().optional(),
 });
 export type BatchCreate = z.infer<typeof batchCreateSchema>;
 
 /** One line of a batch input file. */
 export const batchInputLineSchema = z.strictObject({
-  custom_id: z.string().min(1).max(512),
+  custom_id: storedExactly(z.string().min(1).max(512)),
   method: z.literal('POST'),
   url: z.string(),
   body: z.record(z.string(), z.unknown()),
