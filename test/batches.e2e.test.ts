@@ -9,7 +9,8 @@ import OpenAI, { toFile } from 'openai';
 import { stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
-const it = stackTest({ database: true, workers: ['completion-worker', 'batch-worker'], channelDefaults: { timeout_ms: 30_000 } });
+// A batch worker runs 3 batches at once, at most 2 of one user (the defaults are 32 and 4).
+const it = stackTest({ database: true, workers: ['completion-worker', 'batch-worker'], channelDefaults: { timeout_ms: 30_000 }, env: { BATCH_WORKER_BATCHES: '3', BATCH_USER_BATCHES: '2' } });
 
 let seq = 0;
 const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
@@ -246,6 +247,27 @@ describe('the Batch API', () => {
     expect(aWhenBDone.status).not.toBe('completed');
     expect((await settled(first, a.id)).status).toBe('completed');
     expect(mock.maxInFlight).toBeLessThanOrEqual(4);
+  });
+
+  it("runs another user's batch at once while one user's batches fill the batch worker", async ({ stack, upstream, channel }) => {
+    // Before, batches were taken first come, first served: one user's 4 batches took the worker's
+    // 3 places, and another user's batch waited for one of them to end.
+    const slow = await upstream.openai({ delayMs: 200 });
+    const fast = await upstream.openai();
+    const [slowModel, fastModel] = [`batch-${++seq}`, `batch-${++seq}`];
+    await channel(slow, [slowModel], { max_concurrency: 1 });
+    await channel(fast, [fastModel]);
+    const first = client(stack, (await tenant(stack)).key);
+    const second = client(stack, (await tenant(stack)).key);
+    const many: OpenAI.Batch[] = [];
+    for (let b = 0; b < 4; b++) many.push(await submit(first, Array.from({ length: 4 }, (_, i) => line(slowModel, i))));
+    await expect.poll(async () => (await Promise.all(many.map((m) => first.batches.retrieve(m.id)))).filter((m) => m.status === 'in_progress').length).toBe(2);
+    const other = await settled(second, (await submit(second, [line(fastModel, 0), line(fastModel, 1)])).id);
+    expect(other.status).toBe('completed');
+    const manyWhenOtherDone = await Promise.all(many.map((m) => first.batches.retrieve(m.id)));
+    expect(manyWhenOtherDone.map((m) => m.status).filter((s) => s === 'completed'), 'none of the first user\'s batches had ended').toEqual([]);
+    expect(manyWhenOtherDone.filter((m) => m.status === 'validating').length, 'two of them wait for their user\'s turn').toBe(2);
+    for (const m of many) expect((await settled(first, m.id)).status).toBe('completed');
   });
 });
 

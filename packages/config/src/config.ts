@@ -188,6 +188,11 @@ export const configSchema = z.object({
   BATCH_WINDOW: integer(128, 1, 10_000),
   /** Batches one batch worker runs at once; the rest wait for it or another batch worker. */
   BATCH_WORKER_BATCHES: integer(32, 1, 1000),
+  /**
+   * Batches of one user run at once, across every batch worker; the user's others wait, and
+   * other users' batches are taken first (BatchRuns.claim).
+   */
+  BATCH_USER_BATCHES: integer(4, 1, 1000),
   /** How long one line may wait and run before it is tried again (a line is tried BATCH_LINE_ATTEMPTS times). */
   BATCH_LINE_TIMEOUT_MS: integer(600_000, 1000, 24 * 3_600_000),
   BATCH_LINE_ATTEMPTS: integer(3, 1, 100),

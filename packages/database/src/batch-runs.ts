@@ -38,17 +38,32 @@ export class BatchRuns {
     this.db = db;
   }
 
-  /** Takes up to `max` batches nobody runs (or whose runner's lease lapsed) for `runner`. */
-  async claim(runner: string, max: number, leaseMs: number): Promise<BatchRow[]> {
+  /**
+   * Takes up to `max` batches nobody runs (or whose runner's lease lapsed) for `runner`, fair
+   * between users: a batch's place is its user's batches running now plus its rank among the
+   * user's waiting ones, so one user's 40 batches wait behind another user's first, and a user
+   * runs at most `perUser` batches at once across every batch worker (each takes its batches in
+   * one statement, so two workers taking at the same moment may pass it by one each).
+   */
+  async claim(runner: string, max: number, leaseMs: number, perUser = Number.MAX_SAFE_INTEGER): Promise<BatchRow[]> {
     if (max <= 0) return [];
     const now = Date.now();
     const { rows } = await this.db.query<BatchRow>(
-      `UPDATE batches SET runner = $1, lease_until = $2
-       WHERE id IN (SELECT id FROM batches
-                    WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling') AND lease_until < $3
-                    ORDER BY created_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+      `WITH open AS (
+         SELECT id, user_id, created_at, lease_until,
+                count(*) FILTER (WHERE lease_until >= $3) OVER (PARTITION BY user_id) AS running
+         FROM batches WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling')),
+       waiting AS (
+         SELECT id, created_at, running + row_number() OVER (PARTITION BY user_id ORDER BY created_at, id) AS place
+         FROM open WHERE lease_until < $3),
+       chosen AS (
+         SELECT b.id FROM batches b JOIN waiting w ON w.id = b.id
+         WHERE w.place <= $5 AND b.lease_until < $3
+         ORDER BY w.place, w.created_at, w.id LIMIT $4
+         FOR UPDATE OF b SKIP LOCKED)
+       UPDATE batches SET runner = $1, lease_until = $2 WHERE id IN (SELECT id FROM chosen)
        RETURNING *`,
-      [runner, now + leaseMs, now, max],
+      [runner, now + leaseMs, now, max, Math.min(perUser, 2_147_483_647)],
     );
     return rows;
   }

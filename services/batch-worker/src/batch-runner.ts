@@ -8,6 +8,8 @@ export interface BatchRunnerOptions {
   feed: Omit<BatchFeedDeps, 'runner' | 'heartbeatTtlMs'>;
   /** Batches run at once by this worker (BATCH_WORKER_BATCHES). */
   maxBatches: number;
+  /** Batches of one user run at once by every batch worker together (BATCH_USER_BATCHES). */
+  perUser?: number;
   /** A batch whose worker stops renewing for this long is taken over by another. Default 15 s. */
   leaseMs?: number;
   log: Logger;
@@ -58,7 +60,7 @@ export class BatchRunner {
           }
         }
       }
-      for (const row of await runs.claim(this.id, this.options.maxBatches - this.feeds.size, leaseMs)) {
+      for (const row of await runs.claim(this.id, this.options.maxBatches - this.feeds.size, leaseMs, this.options.perUser)) {
         const feed = new BatchFeed(row, { ...this.options.feed, runner: this.id, heartbeatTtlMs: leaseMs + 15_000 });
         log.info({ batch: row.id, status: row.status }, 'batch taken');
         const done = feed.run().catch((error: unknown) => {

@@ -48,6 +48,7 @@ const runs = new BatchRuns(database);
 const runner = new BatchRunner({
   runs,
   maxBatches: config.BATCH_WORKER_BATCHES,
+  perUser: config.BATCH_USER_BATCHES,
   leaseMs: config.BATCH_LEASE_MS,
   log,
   feed: {
