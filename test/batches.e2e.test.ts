@@ -4,13 +4,18 @@
  * live requests, and its results read back as OpenAI's output and error files, all through the
  * official openai SDK against real processes, Redis and PostgreSQL.
  */
+import { request } from 'node:http';
 import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import { stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
-// A batch worker runs 3 batches at once, at most 2 of one user (the defaults are 32 and 4).
-const it = stackTest({ database: true, workers: ['completion-worker', 'batch-worker'], channelDefaults: { timeout_ms: 30_000 }, env: { BATCH_WORKER_BATCHES: '3', BATCH_USER_BATCHES: '2' } });
+// A batch worker runs 3 batches at once, at most 2 of one user (the defaults are 32 and 4); a
+// user keeps at most 5 files of 1 MiB in all, and 5 batches not yet ended (1,000, 1 GiB, 100).
+const it = stackTest({
+  database: true, workers: ['completion-worker', 'batch-worker'], channelDefaults: { timeout_ms: 30_000 },
+  env: { BATCH_WORKER_BATCHES: '3', BATCH_USER_BATCHES: '2', FILE_USER_MAX_FILES: '5', FILE_USER_MAX_BYTES: String(1024 * 1024), BATCH_USER_OPEN: '5' },
+});
 
 let seq = 0;
 const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
@@ -268,6 +273,66 @@ describe('the Batch API', () => {
     expect(manyWhenOtherDone.map((m) => m.status).filter((s) => s === 'completed'), 'none of the first user\'s batches had ended').toEqual([]);
     expect(manyWhenOtherDone.filter((m) => m.status === 'validating').length, 'two of them wait for their user\'s turn').toBe(2);
     for (const m of many) expect((await settled(first, m.id)).status).toBe('completed');
+  });
+});
+
+/** A file upload whose form is sent up to its end, and ended by `finish`. */
+function heldUpload(stack: Stack, key: string, content: string) {
+  const boundary = `b${Math.random().toString(16).slice(2)}`;
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n${content}\r\n`;
+  const tail = `--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}--\r\n`;
+  const held = { end: () => {}, finish: () => { held.end(); return answer; } };
+  const answer = new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
+    const url = new URL(`${stack.gateway.url}/v1/files`);
+    const sent = request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': Buffer.byteLength(head + tail) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (c) => (text += c)).on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+    });
+    sent.on('error', reject);
+    sent.write(head);
+    held.end = () => sent.end(tail);
+  });
+  return held;
+}
+
+describe("what one user may keep", () => {
+  it('refuses a user past its files, bytes of files and open batches, counted at the commit so uploads at once cannot pass together', async ({ stack, upstream, channel }) => {
+    const slow = await upstream.openai({ delayMs: 1000 });
+    const model = `batch-${++seq}`;
+    await channel(slow, [model], { max_concurrency: 1 });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const upload = async (text: string) => openai.files.create({ file: await toFile(Buffer.from(text), 'f.jsonl'), purpose: 'batch' });
+    // Many small pieces: 4 files, then two at once for the last place, both begun (their forms
+    // half sent) before either ends.
+    const kept: OpenAI.FileObject[] = [];
+    for (let i = 0; i < 4; i++) kept.push(await upload(jsonl([line(model, i)])));
+    const both = [heldUpload(stack, owner.key, jsonl([line(model, 8)])), heldUpload(stack, owner.key, jsonl([line(model, 9)]))];
+    await new Promise((r) => setTimeout(r, 500));
+    const race = await Promise.all(both.map((held) => held.finish()));
+    expect(race.map((r) => r.status).sort()).toEqual([200, 429]);
+    const refused = race.find((r) => r.status === 429)!;
+    expect(refused.body.error.message).toMatch(/FILE_USER_MAX_FILES/);
+    expect(refused.headers['x-should-retry']).toBe('false');
+    kept.push(race.find((r) => r.status === 200)!.body);
+    expect((await upload(jsonl([line(model, 10)])).catch((e) => e)).status, 'a sixth, later').toBe(429);
+    // One large piece: past the bytes left, refused as it passes them, and nothing kept of it.
+    await openai.files.delete(kept.pop()!.id);
+    const large = await upload(jsonl(Array.from({ length: 12_000 }, (_, i) => line(model, i)))).catch((e) => e);
+    expect(large.status).toBe(429);
+    expect(large.message).toMatch(/FILE_USER_MAX_BYTES/);
+    expect((await openai.files.list()).data).toHaveLength(4);
+    kept.push(await upload(jsonl([line(model, 11)])));
+
+    // Batches not yet ended: 5, then the sixth waits for one to end.
+    const open = [];
+    for (const file of kept) open.push(await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h' }));
+    const sixth = await openai.batches.create({ input_file_id: kept[0]!.id, endpoint: '/v1/completions', completion_window: '24h' }).catch((e) => e);
+    expect(sixth.status).toBe(429);
+    expect(sixth.message).toMatch(/BATCH_USER_OPEN/);
+    for (const batch of open) await openai.batches.cancel(batch.id);
+    for (const batch of open) expect(['cancelled', 'completed']).toContain((await settled(openai, batch.id)).status);
+    expect((await openai.batches.create({ input_file_id: kept[0]!.id, endpoint: '/v1/completions', completion_window: '24h' })).status, 'once they ended').toBe('validating');
   });
 });
 

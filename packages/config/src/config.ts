@@ -182,6 +182,12 @@ export const configSchema = z.object({
   /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */
   FILE_MAX_BYTES: integer(200 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   FILE_MAX_LINES: integer(50_000, 1, 1_000_000),
+  /** Bytes of uploaded files one user may keep, all together: past it an upload is refused until files are deleted. */
+  FILE_USER_MAX_BYTES: integer(1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
+  /** Uploaded files one user may keep (empty ones included). */
+  FILE_USER_MAX_FILES: integer(1000, 1, 10_000_000),
+  /** Batches of one user not yet ended (validating, running, finalizing, cancelling); past it a new one is refused (429). */
+  BATCH_USER_OPEN: integer(100, 1, 1_000_000),
   /** How long a batch's "24h" completion window really lasts (shorter for tests and trials). */
   BATCH_COMPLETION_WINDOW_MS: integer(24 * 3_600_000, 1000, 7 * 24 * 3_600_000),
   /** Lines of one batch in flight at once (queued or running): Redis holds at most this many of its jobs. */

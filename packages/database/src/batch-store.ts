@@ -1,7 +1,8 @@
-import type { BatchCreate, BatchLineError, BatchObject, BatchStatus } from '@gateway/contracts';
+import { rateLimited, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
+import { lockUser } from './user-lock.ts';
 
 /** A batch's row. */
 export interface BatchRow {
@@ -82,16 +83,36 @@ export class BatchStore {
     this.db = db;
   }
 
-  /** A new batch, `validating`, for a batch worker to take; `windowMs` is how long its window lasts. */
-  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number): Promise<BatchObject> {
+  /**
+   * A new batch, `validating`, for a batch worker to take; `windowMs` is how long its window
+   * lasts. Refused (429) while its user has `maxOpen` batches not yet ended: counted under a lock
+   * of the user's, so batches created at once cannot pass it together.
+   */
+  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER): Promise<BatchObject> {
     const now = unixNow();
-    const { rows } = await this.db.query<BatchRow>(
-      `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9) RETURNING *`,
-      [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-        request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000)],
-    );
-    return batchObject(rows[0]!);
+    const client = await this.db.connect();
+    try {
+      await client.query('BEGIN');
+      await lockUser(client, 'batches', owner.userId);
+      const { rows } = await client.query<BatchRow>(
+        `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at)
+         SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9
+         WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ('validating', 'in_progress', 'finalizing', 'cancelling')) < $10
+         RETURNING *`,
+        [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
+          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, 2_147_483_647)],
+      );
+      await client.query('COMMIT');
+      if (!rows[0]) {
+        throw rateLimited(`this user has ${maxOpen} batches not yet ended, the most a user may have (BATCH_USER_OPEN): create more as they end`, 60);
+      }
+      return batchObject(rows[0]);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
   }
 
   /** The batch, if it exists and (when `userId` is given) belongs to that user. */

@@ -1,6 +1,7 @@
-import type { FileObject } from '@gateway/contracts';
+import { insufficientQuota, type FileObject } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newFileId, unixNow } from './ids.ts';
+import { lockUser } from './user-lock.ts';
 import { resultFileContent, type ResultKind } from './result-files.ts';
 import { nextPageRows, PAGE_CHARS } from './page-size.ts';
 
@@ -18,6 +19,29 @@ const fileObject = (row: FileRow): FileObject => ({
   id: row.id, object: 'file', bytes: Number(row.bytes), created_at: Number(row.created_at), filename: row.filename,
   purpose: row.purpose, status: 'processed', expires_at: null, status_details: null,
 });
+
+/** What one user may keep: bytes of uploads all together, and uploads. */
+export interface UserFileCap {
+  maxBytes: number;
+  maxFiles: number;
+}
+
+/** A user's uploads: how many, and their bytes all together. */
+export interface FileUsage {
+  files: number;
+  bytes: number;
+}
+
+/** Why an upload is refused for what its user keeps already; undefined while it is within `cap`. */
+export function fileCapRefusal(usage: FileUsage, cap: UserFileCap) {
+  if (usage.files > cap.maxFiles) {
+    return insufficientQuota(`this user keeps ${cap.maxFiles} files, the most a user may keep (FILE_USER_MAX_FILES): delete files to upload more`);
+  }
+  if (usage.bytes > cap.maxBytes) {
+    return insufficientQuota(`this user's files would hold ${usage.bytes} bytes, more than the ${cap.maxBytes} a user may keep (FILE_USER_MAX_BYTES): delete files to upload more`);
+  }
+  return undefined;
+}
 
 /** Most rows, and most text, written per INSERT while a file is uploaded. */
 const INSERT_ROWS = 500;
@@ -38,9 +62,13 @@ export class FileStore {
    * Stores an upload, a page of lines at a time in one transaction, so a refused or broken
    * upload leaves nothing. `lines` throws to refuse it (a bad line, past a limit); `finish` is
    * awaited after the last line for its size and purpose (a form may send the purpose after the
-   * file), and throws to refuse it.
+   * file), and throws to refuse it. With `cap`, the user's uploads with this one are counted
+   * under a lock of the user's right before the commit, so uploads at once cannot pass it
+   * together.
    */
-  async upload(userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, finish: () => Promise<{ bytes: number; purpose: string }>): Promise<FileObject> {
+  async upload(
+    userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, finish: () => Promise<{ bytes: number; purpose: string }>, cap?: UserFileCap,
+  ): Promise<FileObject> {
     const client = await this.db.connect();
     const id = newFileId();
     try {
@@ -70,6 +98,11 @@ export class FileStore {
       const { bytes, purpose } = await finish();
       const { rows } = await client.query<FileRow>(
         `UPDATE files SET bytes = $2, line_count = $3, purpose = $4 WHERE id = $1 RETURNING *`, [id, bytes, count, purpose]);
+      if (cap) {
+        await lockUser(client, 'files', userId);
+        const refusal = fileCapRefusal(await usageOf(client, userId), cap);
+        if (refusal) throw refusal;
+      }
       await client.query('COMMIT');
       return fileObject(rows[0]!);
     } catch (error) {
@@ -78,6 +111,11 @@ export class FileStore {
     } finally {
       client.release();
     }
+  }
+
+  /** What the user's uploads hold now. */
+  usage(userId: number): Promise<FileUsage> {
+    return usageOf(this.db, userId);
   }
 
   /** The file, if it exists and (when `userId` is given) belongs to that user. */
@@ -128,4 +166,11 @@ export class FileStore {
       limit = nextPageRows(rows.length, page.length);
     }
   }
+}
+
+/** Its uploads (not batches' result files, which read the batch's lines), as `client` sees them. */
+async function usageOf(client: Pick<Database, 'query'>, userId: number): Promise<FileUsage> {
+  const { rows } = await client.query<{ files: string; bytes: string }>(
+    `SELECT count(*) AS files, coalesce(sum(bytes), 0) AS bytes FROM files WHERE user_id = $1 AND kind = 'upload'`, [userId]);
+  return { files: Number(rows[0]!.files), bytes: Number(rows[0]!.bytes) };
 }

@@ -7,7 +7,7 @@ export { createDatabase, isDatabaseUnavailable, databaseUnavailableError, orUnav
 export { migrate, MIGRATIONS_DIR } from './migrate.ts';
 export { startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedDatabaseOptions } from './embedded-postgres.ts';
 export { BatchStore, batchObject, type BatchRow, type OwnedBatch, type BatchPageQuery } from './batch-store.ts';
-export { FileStore } from './file-store.ts';
+export { FileStore, fileCapRefusal, type UserFileCap, type FileUsage } from './file-store.ts';
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
 export { storableText, storableJson } from './storable.ts';
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';

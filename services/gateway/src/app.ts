@@ -8,6 +8,7 @@ import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
 import { QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { BatchOverview } from './batch-overview.ts';
+import type { FileLimits } from './routes/batch-api-options.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
@@ -84,9 +85,11 @@ export interface GatewayDeps {
   /** PostgreSQL (DATABASE_URL) for the Files and Batch APIs; without it they answer 503. */
   database?: Database;
   /** The largest batch input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
-  files: { maxBytes: number; maxLines: number };
+  files: FileLimits;
   /** How long a batch's "24h" window lasts (BATCH_COMPLETION_WINDOW_MS). */
   batchCompletionWindowMs: number;
+  /** Batches of one user not yet ended (BATCH_USER_OPEN). */
+  batchUserMaxOpen: number;
   /** Rows for the requests that end here without running on a worker (refused, or removed unrun). */
   requestLog?: RequestLogSink;
 }
@@ -206,7 +209,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       bodyBudget: new BodyBudget(deps.bodyBudget),
       requestLog: deps.requestLog,
     };
-    const batch = { database: deps.database, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs };
+    const batch = { database: deps.database, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });

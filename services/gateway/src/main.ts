@@ -70,8 +70,9 @@ const gateway = buildGateway({
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
   adminToken: config.ADMIN_TOKEN,
   database,
-  files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES },
+  files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
+  batchUserMaxOpen: config.BATCH_USER_OPEN,
   requestLog,
 });
 

@@ -40,7 +40,7 @@ export function useTestGateway(options: { unreadBodyBytesPerSecond?: number } = 
       cipher: new ChannelKeyCipher(Buffer.from(TEST_SECRET_KEY, 'base64')),
       loginThrottle: { failuresPerUser: 5, failuresPerAddress: 20, failuresPerUserOverall: 100, windowSeconds: 60 },
       passwordHashConcurrency: 1, addressPolicy: { allowPrivate: true, forbidden: [] }, dashboardPayloads: 'none', maxBacklog: 1000,
-      files: { maxBytes: 1024 * 1024, maxLines: 1000 }, batchCompletionWindowMs: 60_000,
+      files: { maxBytes: 1024 * 1024, maxLines: 1000, userMaxBytes: 1024 * 1024 * 1024, userMaxFiles: 1000 }, batchCompletionWindowMs: 60_000, batchUserMaxOpen: 100,
     });
     await app.ready();
     const user = await store.users.create({ username: 'in-process', password_hash: 'x', group: 'default' });

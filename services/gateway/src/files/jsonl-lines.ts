@@ -6,6 +6,8 @@ export interface JsonlLimits {
   maxBytes: number;
   /** Most lines, blank lines not counted (FILE_MAX_LINES): past it, a 400. */
   maxLines: number;
+  /** The error past `maxBytes`, given the bytes read; default `fileTooLarge` (a 413). */
+  tooLarge?: (bytes: number) => Error;
 }
 
 export const fileTooLarge = (maxBytes: number) =>
@@ -50,7 +52,7 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     bytes += chunk.length;
     onBytes(chunk.length);
-    if (bytes > limits.maxBytes) throw fileTooLarge(limits.maxBytes);
+    if (bytes > limits.maxBytes) throw limits.tooLarge?.(bytes) ?? fileTooLarge(limits.maxBytes);
     const text = decode(chunk);
     let start = 0;
     for (let end = text.indexOf('\n'); end !== -1; start = end + 1, end = text.indexOf('\n', start)) {

@@ -1,7 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { badRequest, type FileObject } from '@gateway/contracts';
-import type { FileStore } from '@gateway/database';
-import { jsonlLines, type JsonlLimits } from './jsonl-lines.ts';
+import { fileCapRefusal, type FileStore } from '@gateway/database';
+import type { FileLimits } from '../routes/batch-api-options.ts';
+import { jsonlLines } from './jsonl-lines.ts';
 
 /** The purposes this gateway stores files for: batch input files only. */
 const PURPOSES = new Set(['batch']);
@@ -18,10 +19,20 @@ const purposeRefusal = (purpose: string | undefined) => {
  * the file's lines written while its bytes arrive. The SDKs send `purpose` after the file, so the
  * upload's transaction commits only once the whole form is read; a refused or broken form (a bad
  * line, past a limit, a wrong purpose, the client gone) rolls it back, and the answer waits for
- * the rollback, so no upload ever holds a connection after its request.
+ * the rollback, so no upload ever holds a connection after its request. A user who keeps as many
+ * files, or bytes of them, as they may is refused before the form is read; an upload that would
+ * pass the bytes left is refused as it passes them, and the count is made again at the commit.
  */
-export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: JsonlLimits): Promise<FileObject> {
+export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits): Promise<FileObject> {
   if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
+  const cap = { maxBytes: limits.userMaxBytes, maxFiles: limits.userMaxFiles };
+  const usage = await store.usage(userId);
+  const full = fileCapRefusal({ files: usage.files + 1, bytes: usage.bytes }, cap);
+  if (full) throw full;
+  const bytesLeft = cap.maxBytes - usage.bytes;
+  const lineLimits = bytesLeft < limits.maxBytes
+    ? { maxBytes: bytesLeft, maxLines: limits.maxLines, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
+    : { maxBytes: limits.maxBytes, maxLines: limits.maxLines };
   let purpose: string | undefined;
   let uploading: Promise<FileObject> | undefined;
   const formRead = Promise.withResolvers<void>();
@@ -42,12 +53,12 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
       // Sent before the file, a wrong purpose is refused before a line is written. Not awaited
       // here: the form's fields after the file are read while its lines are written.
       const early = purpose === undefined ? undefined : purposeRefusal(purpose);
-      uploading = early ? Promise.reject(early) : store.upload(userId, part.filename || 'upload.jsonl', jsonlLines(part.file, limits, (n) => (bytes += n)), async () => {
+      uploading = early ? Promise.reject(early) : store.upload(userId, part.filename || 'upload.jsonl', jsonlLines(part.file, lineLimits, (n) => (bytes += n)), async () => {
         await formRead.promise;
         const refusal = purposeRefusal(purpose);
         if (refusal) throw refusal;
         return { bytes, purpose: purpose! };
-      });
+      }, cap);
       // A refused upload stops reading its lines: the rest of the form is drained, so the answer can go.
       uploading.catch(() => part.file.resume());
     }

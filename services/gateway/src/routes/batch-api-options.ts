@@ -1,14 +1,26 @@
 import type { Database } from '@gateway/database';
 import { notConfigured } from '@gateway/contracts';
 
+/** How large a file may be, and what one user may keep (FILE_MAX_BYTES, FILE_MAX_LINES, FILE_USER_MAX_BYTES, FILE_USER_MAX_FILES). */
+export interface FileLimits {
+  maxBytes: number;
+  maxLines: number;
+  /** Bytes of uploads one user may keep, all together. */
+  userMaxBytes: number;
+  /** Uploads one user may keep. */
+  userMaxFiles: number;
+}
+
 /** What the Files and Batch API routes are given. */
 export interface BatchApiOptions {
   /** PostgreSQL; unset, the routes answer 503 (the gateway runs without DATABASE_URL). */
   database?: Database;
   /** The largest input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
-  files: { maxBytes: number; maxLines: number };
+  files: FileLimits;
   /** How long a batch's "24h" window really lasts (BATCH_COMPLETION_WINDOW_MS). */
   completionWindowMs: number;
+  /** Batches of one user not yet ended (BATCH_USER_OPEN). */
+  userMaxOpenBatches: number;
 }
 
 /** The database, or a 503 saying this gateway has none. */
