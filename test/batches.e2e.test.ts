@@ -257,7 +257,7 @@ describe('the Batch API', () => {
   it("runs another user's batch at once while one user's batches fill the batch worker", async ({ stack, upstream, channel }) => {
     // Before, batches were taken first come, first served: one user's 4 batches took the worker's
     // 3 places, and another user's batch waited for one of them to end.
-    const slow = await upstream.openai({ delayMs: 200 });
+    const slow = await upstream.openai({ delayMs: 300 });
     const fast = await upstream.openai();
     const [slowModel, fastModel] = [`batch-${++seq}`, `batch-${++seq}`];
     await channel(slow, [slowModel], { max_concurrency: 1 });
@@ -272,7 +272,12 @@ describe('the Batch API', () => {
     const manyWhenOtherDone = await Promise.all(many.map((m) => first.batches.retrieve(m.id)));
     expect(manyWhenOtherDone.map((m) => m.status).filter((s) => s === 'completed'), 'none of the first user\'s batches had ended').toEqual([]);
     expect(manyWhenOtherDone.filter((m) => m.status === 'validating').length, 'two of them wait for their user\'s turn').toBe(2);
-    for (const m of many) expect((await settled(first, m.id)).status).toBe('completed');
+    // One waiting for its turn is cancelled at once, not when its user's running ones end.
+    const waiting = manyWhenOtherDone.find((m) => m.status === 'validating')!;
+    await first.batches.cancel(waiting.id);
+    expect((await settled(first, waiting.id)).status).toBe('cancelled');
+    expect((await Promise.all(many.map((m) => first.batches.retrieve(m.id)))).filter((m) => m.status === 'completed'), 'none had ended meanwhile').toEqual([]);
+    for (const m of many) expect((await settled(first, m.id)).status).not.toBe('failed');
   });
 });
 
@@ -330,8 +335,14 @@ describe("what one user may keep", () => {
     const sixth = await openai.batches.create({ input_file_id: kept[0]!.id, endpoint: '/v1/completions', completion_window: '24h' }).catch((e) => e);
     expect(sixth.status).toBe(429);
     expect(sixth.message).toMatch(/BATCH_USER_OPEN/);
-    for (const batch of open) await openai.batches.cancel(batch.id);
-    for (const batch of open) expect(['cancelled', 'completed']).toContain((await settled(openai, batch.id)).status);
+    // The last waits for its user's turn: its input file deleted meanwhile, it fails saying so
+    // (before, it failed as "the input file has no lines", or ran the pages read before the delete).
+    await openai.files.delete(kept[4]!.id);
+    for (const batch of open.slice(0, 4)) await openai.batches.cancel(batch.id);
+    for (const batch of open.slice(0, 4)) expect(['cancelled', 'completed']).toContain((await settled(openai, batch.id)).status);
+    const orphan = await settled(openai, open[4]!.id);
+    expect(orphan.status).toBe('failed');
+    expect(orphan.errors!.data!.map((e) => [e.code, e.param])).toEqual([['input_file_deleted', 'input_file_id']]);
     expect((await openai.batches.create({ input_file_id: kept[0]!.id, endpoint: '/v1/completions', completion_window: '24h' })).status, 'once they ended').toBe('validating');
   });
 });

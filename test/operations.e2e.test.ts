@@ -107,11 +107,18 @@ describe('request tracing', () => {
     expect(workerLines()[0]).toMatchObject({ msg: 'job', queue: 'admin', outcome: 'ok' });
   });
 
-  it('gives a request without an id a fresh one', async ({ stack }) => {
+  it('gives a request without an id a fresh one, and one whose id is too long or not a plain id', async ({ stack }) => {
     const a = await fetch(stack.gateway.url + '/healthz');
     const b = await fetch(stack.gateway.url + '/healthz');
     expect(a.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
+    // 3,200 characters were too long for the request log's index, and the row was lost.
+    for (const sent of ['x'.repeat(129), 'a b', 'id/with/slashes', 'é']) {
+      const answer = await fetch(stack.gateway.url + '/healthz', { headers: { 'x-request-id': sent } });
+      expect(answer.headers.get('x-request-id'), sent.slice(0, 20)).toMatch(/^[0-9a-f-]{36}$/);
+    }
+    const longest = 'a.b:c-d_'.repeat(16);
+    expect((await fetch(stack.gateway.url + '/healthz', { headers: { 'x-request-id': longest } })).headers.get('x-request-id')).toBe(longest);
   });
 });
 

@@ -1,5 +1,5 @@
 import type { BatchLineError } from '@gateway/contracts';
-import { isDatabaseUnavailable, type Database } from './connection.ts';
+import { isRefusedForItsValues, type Database } from './connection.ts';
 import type { BatchRow } from './batch-store.ts';
 import { unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
@@ -43,7 +43,8 @@ export class BatchRuns {
    * between users: a batch's place is its user's batches running now plus its rank among the
    * user's waiting ones, so one user's 40 batches wait behind another user's first, and a user
    * runs at most `perUser` batches at once across every batch worker (each takes its batches in
-   * one statement, so two workers taking at the same moment may pass it by one each).
+   * one statement, so two workers taking at the same moment may pass it by one each). A batch
+   * being cancelled, or past its window, is taken whatever its user runs: it only ends.
    */
   async claim(runner: string, max: number, leaseMs: number, perUser = Number.MAX_SAFE_INTEGER): Promise<BatchRow[]> {
     if (max <= 0) return [];
@@ -58,12 +59,12 @@ export class BatchRuns {
          FROM open WHERE lease_until < $3),
        chosen AS (
          SELECT b.id FROM batches b JOIN waiting w ON w.id = b.id
-         WHERE w.place <= $5 AND b.lease_until < $3
+         WHERE (w.place <= $5 OR b.status = 'cancelling' OR b.expires_at <= $6) AND b.lease_until < $3
          ORDER BY w.place, w.created_at, w.id LIMIT $4
          FOR UPDATE OF b SKIP LOCKED)
        UPDATE batches SET runner = $1, lease_until = $2 WHERE id IN (SELECT id FROM chosen)
        RETURNING *`,
-      [runner, now + leaseMs, now, max, Math.min(perUser, 2_147_483_647)],
+      [runner, now + leaseMs, now, max, Math.min(perUser, 2_147_483_647), unixNow()],
     );
     return rows;
   }
@@ -85,6 +86,12 @@ export class BatchRuns {
   async statusOf(id: string): Promise<BatchRow['status'] | undefined> {
     const { rows } = await this.db.query<{ status: BatchRow['status'] }>(`SELECT status FROM batches WHERE id = $1`, [id]);
     return rows[0]?.status;
+  }
+
+  /** How many lines an input file has, or undefined when it is gone (deleted by its owner). */
+  async inputLineCount(fileId: string): Promise<number | undefined> {
+    const { rows } = await this.db.query<{ line_count: number }>(`SELECT line_count FROM files WHERE id = $1`, [fileId]);
+    return rows[0]?.line_count;
   }
 
   /** An input file's lines in order, a page at a time. */
@@ -164,10 +171,11 @@ export class BatchRuns {
     try {
       await this.recordAll(batchId, results);
     } catch (error) {
-      // Refused for what a result holds, not for PostgreSQL being away: the results go in
-      // halves, and one refused alone ends its line failed with why, so it never holds back
-      // the batch's other results (they would be retried with it for good).
-      if (isDatabaseUnavailable(error)) throw error;
+      // Refused for what a result holds (not for PostgreSQL being away, read-only, full, or a
+      // deadlock, which a later try may pass): the results go in halves, and one refused alone
+      // ends its line failed with why, so it never holds back the batch's other results (they
+      // would be retried with it for good).
+      if (!isRefusedForItsValues(error)) throw error;
       if (results.length > 1) {
         const half = Math.ceil(results.length / 2);
         await this.record(batchId, results.slice(0, half));

@@ -68,6 +68,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended/i.test(error.message);
 }
 
+/**
+ * Whether PostgreSQL refused a statement for what it held (a value it cannot take: SQLSTATE
+ * classes 22, data exception; 23, integrity constraint; 54, program limit, such as an index row
+ * too large), so writing it again would fail again. Anything else (away, read-only after a
+ * failover, disk full, a time-out, a deadlock) may pass on a later try.
+ */
+export function isRefusedForItsValues(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
+}
+
 /** The 503 a client gets while the database is away. */
 export function databaseUnavailableError(): GatewayError {
   return overloaded('the file and batch store (PostgreSQL) is unavailable; retry shortly', 5);

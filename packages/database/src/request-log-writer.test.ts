@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogRow } from '@gateway/contracts';
 import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
@@ -82,8 +83,8 @@ describe('the request log', () => {
     const batchId = `batch_${crypto.randomUUID()}`;
     const nul = row({ batch_id: batchId, model: 'a\u0000b', error_message: 'the model "a\u0000b" does not exist', prompt: 'x\ud800y',
       attempts: [{ channel_id: 1, upstream_model: 'a\u0000b', error: 'upstream said \u0000', ms: 1, ...({ 'k\u0000': 2 } as object) }], total_tokens: 3e10, prompt_tokens: 1.6 });
-    // A value no sanitising foresees (a created_at PostgreSQL cannot place), written beside good rows.
-    const poison = row({ batch_id: batchId, created_at: 8.64e15 + 1 });
+    // A value no sanitising foresees (a request id too long for the table's index), beside good rows.
+    const poison = row({ batch_id: batchId, request_id: randomBytes(2400).toString('base64') });
     const beside = Array.from({ length: 40 }, () => row({ batch_id: batchId }));
     for (const r of [...beside.slice(0, 20), nul, poison, ...beside.slice(20)]) writer.record(r);
     await writer.close();
@@ -93,6 +94,29 @@ describe('the request log', () => {
     const stored = (await query.page({ p: 1, page_size: 1, request_id: nul.request_id })).items[0] as any;
     expect(stored).toMatchObject({ model: 'a\ufffdb', error_message: 'the model "a\ufffdb" does not exist', total_tokens: 2_147_483_647, prompt_tokens: 2 });
     expect(stored.attempts[0]).toMatchObject({ upstream_model: 'a\ufffdb', error: 'upstream said \ufffd', 'k\ufffd': 2 });
+  });
+
+  it('keeps its rows while PostgreSQL takes no writes (read-only, as after a failover), and writes them after', async () => {
+    const setReadOnly = (on: boolean) => db.query(`DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_read_only = ${on ? 'on' : 'off'}', current_database()); END $$`);
+    await setReadOnly(true);
+    const readOnly = createDatabase(postgres.url);
+    let dropped = 0;
+    const writer = new RequestLogWriter(readOnly, { onDropped: (n) => { dropped += n; } });
+    const batchId = `batch_${crypto.randomUUID()}`;
+    try {
+      for (let i = 0; i < 10; i++) writer.record(row({ batch_id: batchId, created_at: Date.UTC(2026, 10, 10) }));
+      await writer.flush();
+      expect(writer.buffered, 'kept, not dropped: a later try may pass').toBe(10);
+      expect(dropped).toBe(0);
+    } finally {
+      await setReadOnly(false);
+      // Its connections were opened read-only: they go, and the next ones may write.
+      await db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+    }
+    await expect.poll(async () => { await writer.flush(); return writer.buffered; }, { timeout: 20_000, interval: 250 }).toBe(0);
+    expect((await new RequestLogQuery(db).page({ p: 1, page_size: 1, batch_id: batchId })).total).toBe(10);
+    await writer.close();
+    await readOnly.end();
   });
 
   it('keeps rows while PostgreSQL is away and writes them when it is back; past its buffer it drops and counts', async () => {

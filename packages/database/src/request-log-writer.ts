@@ -1,6 +1,6 @@
 import type { RequestLogRow } from '@gateway/contracts';
 import type { Database } from './connection.ts';
-import { isDatabaseUnavailable } from './connection.ts';
+import { isDatabaseUnavailable, isRefusedForItsValues } from './connection.ts';
 import { storableJson } from './storable.ts';
 
 export interface RequestLogWriterOptions {
@@ -129,16 +129,17 @@ export class RequestLogWriter {
   }
 
   /**
-   * Writes `rows`; when PostgreSQL refuses them for what they hold (not for being away), writes
-   * them in halves, down to single rows, and drops the rows it refuses alone, counted and logged:
-   * one row it cannot take never holds back the rows beside it and after it.
+   * Writes `rows`; when PostgreSQL refuses them for what they hold (`isRefusedForItsValues`),
+   * writes them in halves, down to single rows, and drops the rows it refuses alone, counted and
+   * logged: one row it cannot take never holds back the rows beside it and after it. Any other
+   * failure (away, read-only, disk full, a deadlock) keeps them all for the next try.
    */
   private async writeOrDrop(rows: RequestLogRow[]): Promise<number> {
     try {
       await this.write(rows);
       return rows.length;
     } catch (error) {
-      if (isDatabaseUnavailable(error)) throw error;
+      if (!isRefusedForItsValues(error)) throw error;
       if (rows.length === 1) {
         this.options.onDropped?.(1);
         this.options.log?.warn({ requestId: rows[0]!.request_id, reason: (error as Error).message }, 'request log row refused by PostgreSQL: dropped');

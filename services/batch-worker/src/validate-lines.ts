@@ -30,6 +30,12 @@ export async function validateLines(runs: BatchRuns, batch: BatchRow, holder: Ke
     }
     if (errors.length === 0) await runs.addLines(batch.id, good);
   }
+  // Its lines are read a page at a time: a file deleted before or while they were read would
+  // leave the batch with none, or only its first pages.
+  const stored = await runs.inputLineCount(batch.input_file_id);
+  if (stored === undefined || stored !== total) {
+    return { errors: [{ code: 'input_file_deleted', message: `the input file '${batch.input_file_id}' was deleted before the batch could read it`, param: 'input_file_id', line: null }] };
+  }
   if (total === 0) return { errors: [lineError(0, 'empty_file', 'the input file has no lines')] };
   return errors.length > 0 ? { errors } : { total };
 }

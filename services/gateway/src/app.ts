@@ -100,6 +100,10 @@ export interface Gateway {
   beginShutdown(): void;
 }
 
+/** A client's X-Request-Id as the gateway takes it: letters, digits and `._:-`, at most 128; else none. */
+const clientRequestId = (header: string | string[] | undefined): string | undefined =>
+  typeof header === 'string' && /^[\w.:-]{1,128}$/.test(header) ? header : undefined;
+
 export function buildGateway(deps: GatewayDeps): Gateway {
   let stopping = false;
   const app = Fastify({
@@ -107,10 +111,13 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'reqId' }),
     // Small by default (unmatched routes included); the model routes raise their own limit.
     bodyLimit: deps.managementBodyLimitBytes,
-    requestIdHeader: 'x-request-id',
+    // A client's X-Request-Id names its request (the logs, the request log's row) when it is a
+    // plain id of at most 128 characters; any other is replaced by one of the gateway's: 3,200
+    // characters were too long for the request log's index, and the row was lost.
+    requestIdHeader: false,
+    genReqId: (raw) => clientRequestId(raw.headers['x-request-id']) ?? randomUUID(),
     // Behind a proxy (TRUST_PROXY): request.ip is the client's, request.protocol the proxy's scheme.
     trustProxy: deps.trustProxy ?? false,
-    genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true, constraints: { wire: wireConstraint } },
     return503OnClosing: true,
     // The front door counts no connections: a burst from one address (or from everyone behind
