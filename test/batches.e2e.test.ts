@@ -7,6 +7,7 @@
 import { request } from 'node:http';
 import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
+import pg from 'pg';
 import { stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
@@ -98,12 +99,18 @@ describe('the Batch API', () => {
       line(model, 0),
       { custom_id: 'y', method: 'POST', url: '/v1/completions', body: { model, prompt: 'p', max_tokens: -3 } },
       line(model, 4),
+      // Nested 6,000 deep (JSON.stringify of it overflowed the stack, and the batch was taken
+      // again every 0.5 s for good), and a custom_id with a lone surrogate (two such came back as one).
+      `{"custom_id":"deep","method":"POST","url":"/v1/completions","body":{"model":"${model}","prompt":"p","extra":${'['.repeat(6000)}${']'.repeat(6000)}}}`,
+      '{"custom_id":"a\\ud800","method":"POST","url":"/v1/completions","body":{"model":"m","prompt":"p"}}',
     ]);
     const batch = await settled(openai, created.id);
     expect(batch.status).toBe('failed');
     expect(batch.failed_at).toBeGreaterThan(0);
     const errors = batch.errors!.data!;
-    expect(errors.map((e) => e.line)).toEqual([2, 3, 4]);
+    expect(errors.map((e) => e.line)).toEqual([2, 3, 4, 6, 7]);
+    expect(errors[3]!.message).toMatch(/nested too deeply/);
+    expect(errors[4]!.param).toBe('custom_id');
     expect(errors[0]!.code).toBe('mismatched_endpoint');
     expect(errors[1]!.code).toBe('duplicate_custom_id');
     expect(errors[2]!.param).toBe('body.max_tokens');
@@ -152,6 +159,30 @@ describe('the Batch API', () => {
     expect((await openai.files.retrieve('file-\u0000').catch((e) => e)).status).toBe(404);
     expect((await openai.batches.list({ after: 'batch_\u0000' })).data).toEqual([]);
     expect(await stack.adminData('GET', `/api/log/?model_name=${encodeURIComponent(`${model}\u0000`)}`)).toMatchObject({ total: 1, items: [{ batch_id: ran.id }] });
+  });
+
+  it('fails a batch that stops with an error every time it is taken, after a few tries with a back-off', async ({ stack, upstream, channel }) => {
+    // An error no line check foresees, made by PostgreSQL itself: its lines cannot be written.
+    const db = new pg.Client({ connectionString: stack.postgres!.url });
+    await db.connect();
+    await db.query(`CREATE OR REPLACE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.custom_id = 'poison' THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; RETURN NEW; END $$`);
+    await db.query(`CREATE TRIGGER refuse_poison BEFORE INSERT ON batch_lines FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
+    try {
+      const mock = await upstream.openai();
+      const model = `batch-${++seq}`;
+      await channel(mock, [model]);
+      const openai = client(stack, (await tenant(stack)).key);
+      const started = Date.now();
+      const batch = await settled(openai, (await submit(openai, [{ ...line(model, 0), custom_id: 'poison' }])).id, 20_000);
+      console.log(`[batch] a batch that stops with an error every time: failed after ${Date.now() - started} ms`);
+      expect(batch.status).toBe('failed');
+      expect(batch.errors!.data!.map((e) => e.code)).toEqual(['batch_error']);
+      expect(batch.errors!.data![0]!.message).toMatch(/4 times in a row/);
+    } finally {
+      await db.query('DROP TRIGGER IF EXISTS refuse_poison ON batch_lines');
+      await db.end();
+    }
   });
 
   it('cancels mid-way: feeding stops at once, the lines in flight finish, the rest end as cancelled', async ({ stack, upstream, channel }) => {
@@ -223,8 +254,14 @@ describe('the Batch API', () => {
     await channel(mock, [model], { max_concurrency: 2 });
     const owner = await tenant(stack);
     const other = await tenant(stack);
-    const created = await submit(client(stack, owner.key), Array.from({ length: 20 }, (_, i) => line(model, i)));
     const stranger = client(stack, other.key);
+    const own = await submit(stranger, [line(model, 0)]);
+    await new Promise((r) => setTimeout(r, 1100)); // a later second: the owner's batch and file are newer
+    const created = await submit(client(stack, owner.key), Array.from({ length: 20 }, (_, i) => line(model, i)));
+    // Another user's id is no cursor: it told whether the id exists, and when it was made.
+    expect((await stranger.batches.list({ after: created.id })).data).toEqual([]);
+    expect((await stranger.files.list({ after: created.input_file_id })).data).toEqual([]);
+    expect((await stranger.batches.list()).data.map((b) => b.id)).toEqual([own.id]);
     await expect(stranger.batches.retrieve(created.id)).rejects.toMatchObject({ status: 404 });
     await expect(stranger.batches.cancel(created.id)).rejects.toMatchObject({ status: 404 });
     await expect(stranger.files.content(created.input_file_id)).rejects.toMatchObject({ status: 404 });
@@ -257,7 +294,7 @@ describe('the Batch API', () => {
   it("runs another user's batch at once while one user's batches fill the batch worker", async ({ stack, upstream, channel }) => {
     // Before, batches were taken first come, first served: one user's 4 batches took the worker's
     // 3 places, and another user's batch waited for one of them to end.
-    const slow = await upstream.openai({ delayMs: 300 });
+    const slow = await upstream.openai({ delayMs: 400 });
     const fast = await upstream.openai();
     const [slowModel, fastModel] = [`batch-${++seq}`, `batch-${++seq}`];
     await channel(slow, [slowModel], { max_concurrency: 1 });
@@ -266,7 +303,7 @@ describe('the Batch API', () => {
     const second = client(stack, (await tenant(stack)).key);
     const many: OpenAI.Batch[] = [];
     for (let b = 0; b < 4; b++) many.push(await submit(first, Array.from({ length: 4 }, (_, i) => line(slowModel, i))));
-    await expect.poll(async () => (await Promise.all(many.map((m) => first.batches.retrieve(m.id)))).filter((m) => m.status === 'in_progress').length).toBe(2);
+    await expect.poll(async () => (await Promise.all(many.map((m) => first.batches.retrieve(m.id)))).filter((m) => m.status === 'in_progress').length, { timeout: 15_000 }).toBe(2);
     const other = await settled(second, (await submit(second, [line(fastModel, 0), line(fastModel, 1)])).id);
     expect(other.status).toBe('completed');
     const manyWhenOtherDone = await Promise.all(many.map((m) => first.batches.retrieve(m.id)));

@@ -5,6 +5,7 @@
  */
 export * from './errors.ts';
 export * from './validation.ts';
+export { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_OBJECT_KEYS } from './json-shape.ts';
 export * from './queues.ts';
 export * from './jobs.ts';
 export * from './admin/records.ts';

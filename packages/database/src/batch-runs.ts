@@ -77,9 +77,23 @@ export class BatchRuns {
     return new Set(rows.map((r) => r.id));
   }
 
-  /** Gives a batch back (shutdown): another worker may take it at once. */
-  async release(runner: string, id: string): Promise<void> {
-    await this.db.query(`UPDATE batches SET lease_until = 0 WHERE id = $1 AND runner = $2`, [id, runner]);
+  /** Gives a batch back (shutdown, an error): any worker may take it again after `afterMs`. */
+  async release(runner: string, id: string, afterMs = 0): Promise<void> {
+    await this.db.query(`UPDATE batches SET lease_until = $3 WHERE id = $1 AND runner = $2`, [id, runner, afterMs > 0 ? Date.now() + afterMs : 0]);
+  }
+
+  /**
+   * Ends a batch that cannot be run (it stopped with the same kind of error again and again):
+   * `failed`, with why, its open lines ended with it. What its other lines answered stays in
+   * its rows; it has no result files.
+   */
+  async failRun(runner: string, id: string, message: string): Promise<void> {
+    const error = { code: 'batch_error', message };
+    await this.db.query(
+      `WITH ended AS (UPDATE batch_lines SET state = 2, error = $3 WHERE batch_id = $1 AND state < 2 RETURNING 1)
+       UPDATE batches SET status = 'failed', failed_at = $4, errors = $5, failed = failed + (SELECT count(*) FROM ended), runner = NULL, lease_until = 0
+       WHERE id = $1 AND runner = $2 AND status IN ('validating', 'in_progress', 'finalizing', 'cancelling')`,
+      [id, runner, storableJson(error), unixNow(), storableJson([{ ...error, param: null, line: null }])]);
   }
 
   /** The batch's status now (a cancel may have come), or undefined if it is gone. */

@@ -141,7 +141,7 @@ export class BatchStore {
     const { rows } = await this.db.query<BatchRow>(
       `SELECT * FROM batches b
        WHERE ($1::integer IS NULL OR b.user_id = $1)
-         AND ($2::text IS NULL OR (b.created_at, b.id) < (SELECT created_at, id FROM batches WHERE id = $2))
+         AND ($2::text IS NULL OR (b.created_at, b.id) < (SELECT created_at, id FROM batches WHERE id = $2 AND ($1::integer IS NULL OR user_id = $1)))
        ORDER BY b.created_at DESC, b.id DESC LIMIT $3`,
       [options.userId ?? null, options.after ?? null, options.limit + 1],
     );

@@ -136,7 +136,7 @@ export class FileStore {
     const { rows } = await this.db.query<FileRow>(
       `SELECT id, bytes, created_at, filename, purpose, kind, batch_id FROM files f
        WHERE f.user_id = $1 AND ($2::text IS NULL OR f.purpose = $2)
-         AND ($3::text IS NULL OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $3))
+         AND ($3::text IS NULL OR (f.created_at, f.id) ${cmp} (SELECT created_at, id FROM files WHERE id = $3 AND user_id = $1))
        ORDER BY f.created_at ${options.order}, f.id ${options.order} LIMIT $4`,
       [userId, options.purpose ?? null, options.after ?? null, options.limit + 1]);
     return { data: rows.slice(0, options.limit).map(fileObject), hasMore: rows.length > options.limit };

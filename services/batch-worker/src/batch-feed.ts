@@ -126,7 +126,10 @@ export class BatchFeed {
     try {
       holder = await this.deps.holderOf(this.batch);
     } catch (error) {
-      await this.deps.runs.fail(this.batch.id, [{ code: 'invalid_api_key', message: GatewayError.from(error).message, param: null, line: null }]);
+      // Only a key that is really gone or disabled fails the batch: Redis away is waited out (the
+      // batch is taken again), where it failed the batch "invalid_api_key: internal error".
+      if (!(error instanceof GatewayError && error.code === 'invalid_api_key')) throw error;
+      await this.deps.runs.fail(this.batch.id, [{ code: 'invalid_api_key', message: error.message, param: null, line: null }]);
       return false;
     }
     const outcome = await validateLines(this.deps.runs, this.batch, holder);

@@ -1,4 +1,4 @@
-import { batchEndpoints, batchInputLineSchema, GatewayError, parseOrThrow, type BatchLineError } from '@gateway/contracts';
+import { batchEndpoints, batchInputLineSchema, GatewayError, jsonShapeProblem, parseOrThrow, type BatchLineError } from '@gateway/contracts';
 import { mayUseModel, type KeyHolder } from '@gateway/admission';
 import type { BatchRuns, BatchRow } from '@gateway/database';
 
@@ -49,6 +49,10 @@ function checkLine(
   } catch {
     return lineError(line, 'invalid_json_line', 'This line is not parseable as valid JSON.');
   }
+  // What a live request's body may not hold, a line may not either (6,000 levels of nesting threw
+  // from JSON.stringify below, and its batch was taken again every 0.5 s for good).
+  const shape = jsonShapeProblem(parsed);
+  if (shape) return lineError(line, 'invalid_request', shape.message, shape.field === 'body' ? null : shape.field);
   try {
     const request = parseOrThrow(batchInputLineSchema, parsed);
     if (request.url !== url) return lineError(line, 'mismatched_endpoint', `The line's url '${request.url.slice(0, 100)}' does not match the batch's endpoint '${url}'.`, 'url');
@@ -62,6 +66,7 @@ function checkLine(
     return { line, customId: request.custom_id, body: JSON.stringify(body) };
   } catch (error) {
     if (error instanceof GatewayError) return lineError(line, 'invalid_request', error.message, error.param ?? null);
-    throw error;
+    // Anything else this line did is this line's fault, named, not its batch's to retry for good.
+    return lineError(line, 'invalid_request', 'This line could not be validated.');
   }
 }
