@@ -384,6 +384,24 @@ describe("what one user may keep", () => {
   });
 });
 
+describe('what one user may keep, by way of its batches', () => {
+  it('keeps counting an input file its user deleted while its batch keeps the lines copied from it', async ({ stack }) => {
+    // Upload, batch, delete, again: each batch kept a copy of its file's lines, and the user's
+    // files never grew past the cap while the database did.
+    const openai = client(stack, (await tenant(stack)).key);
+    const text = jsonl(Array.from({ length: 6000 }, (_, i) => line('absent-model', i)));
+    expect(text.length).toBeGreaterThan(600_000);
+    const upload = async () => openai.files.create({ file: await toFile(Buffer.from(text), 'f.jsonl'), purpose: 'batch' });
+    const file = await upload();
+    const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h' });
+    await openai.batches.cancel(batch.id);
+    await openai.files.delete(file.id);
+    const again = await upload().catch((e) => e);
+    expect(again.status).toBe(429);
+    expect(again.message).toMatch(/FILE_USER_MAX_BYTES/);
+  });
+});
+
 describe('the Batch API on the other OpenAI endpoints', () => {
   for (const [endpoint, body, check] of [
     ['/v1/chat/completions', (model: string, i: number) => ({ model, messages: [{ role: 'user', content: `question ${i}` }] }), (r: any) => expect(r.choices[0].message.content).toBe('batch chat')],

@@ -83,6 +83,21 @@ export class BatchRuns {
   }
 
   /**
+   * Drops batches that ended before `endedBefore` (epoch seconds), with their lines and result
+   * files, at most `max` of them; resolves with how many. Called again while it drops `max`.
+   */
+  async dropEnded(endedBefore: number, max = 100): Promise<number> {
+    const { rows } = await this.db.query<{ id: string }>(
+      `WITH old AS (
+         SELECT id FROM batches
+         WHERE status IN ('completed', 'failed', 'expired', 'cancelled') AND coalesce(completed_at, failed_at, expired_at, cancelled_at) < $1
+         LIMIT $2),
+       files_gone AS (DELETE FROM files WHERE batch_id IN (SELECT id FROM old))
+       DELETE FROM batches WHERE id IN (SELECT id FROM old) RETURNING id`, [endedBefore, max]);
+    return rows.length;
+  }
+
+  /**
    * Ends a batch that cannot be run (it stopped with the same kind of error again and again):
    * `failed`, with why, its open lines ended with it. What its other lines answered stays in
    * its rows; it has no result files.

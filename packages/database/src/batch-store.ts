@@ -86,21 +86,22 @@ export class BatchStore {
   /**
    * A new batch, `validating`, for a batch worker to take; `windowMs` is how long its window
    * lasts. Refused (429) while its user has `maxOpen` batches not yet ended: counted under a lock
-   * of the user's, so batches created at once cannot pass it together.
+   * of the user's, so batches created at once cannot pass it together. `inputBytes`, its input
+   * file's size, counts against its user's files until the batch is dropped (`FileStore.usage`).
    */
-  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER): Promise<BatchObject> {
+  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER, inputBytes = 0): Promise<BatchObject> {
     const now = unixNow();
     const client = await this.db.connect();
     try {
       await client.query('BEGIN');
       await lockUser(client, 'batches', owner.userId);
       const { rows } = await client.query<BatchRow>(
-        `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at)
-         SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9
+        `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes)
+         SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9, $11
          WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ('validating', 'in_progress', 'finalizing', 'cancelling')) < $10
          RETURNING *`,
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, 2_147_483_647)],
+          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, 2_147_483_647), inputBytes],
       );
       await client.query('COMMIT');
       if (!rows[0]) {

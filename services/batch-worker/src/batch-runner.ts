@@ -12,6 +12,8 @@ export interface BatchRunnerOptions {
   maxBatches: number;
   /** Batches of one user run at once by every batch worker together (BATCH_USER_BATCHES). */
   perUser?: number;
+  /** Days an ended batch is kept (its lines, results and result files), then dropped; 0 keeps them for good (BATCH_RETENTION_DAYS). */
+  retentionDays?: number;
   /** A batch whose worker stops renewing for this long is taken over by another. Default 15 s. */
   leaseMs?: number;
   log: Logger;
@@ -25,6 +27,9 @@ const POLL_EVERY_MS = 500;
  */
 const RUN_FAILURES = 4;
 const FIRST_BACKOFF_MS = 500;
+/** Ended batches past their retention are looked for this often, and dropped this many at a time. */
+const SWEEP_EVERY_MS = 3_600_000;
+const SWEEP_BATCHES = 10;
 
 /**
  * Takes batches to run from PostgreSQL and runs each as a `BatchFeed`, holding a lease on it
@@ -41,6 +46,8 @@ export class BatchRunner {
   private stopping = false;
   private lastRenew = 0;
   private ticking = false;
+  private lastSweep = 0;
+  private sweeping = false;
 
   constructor(options: BatchRunnerOptions) {
     this.options = options;
@@ -57,6 +64,7 @@ export class BatchRunner {
 
   private async tick(): Promise<void> {
     if (this.ticking || this.stopping) return;
+    if (!this.sweeping && Date.now() - this.lastSweep >= SWEEP_EVERY_MS) void this.sweep();
     this.ticking = true;
     const { runs, log } = this.options;
     const leaseMs = this.options.leaseMs ?? 15_000;
@@ -89,6 +97,27 @@ export class BatchRunner {
       }
     } finally {
       this.ticking = false;
+    }
+  }
+
+  /**
+   * Drops the batches that ended more than `retentionDays` ago, a few at a time (each takes its
+   * lines with it), once an hour; every batch worker sweeps, and a batch is dropped once.
+   */
+  private async sweep(): Promise<void> {
+    const days = this.options.retentionDays ?? 0;
+    this.lastSweep = Date.now();
+    if (days <= 0) return;
+    this.sweeping = true;
+    try {
+      const endedBefore = Math.floor(Date.now() / 1000) - days * 86_400;
+      let dropped = 0;
+      for (let n = SWEEP_BATCHES; n === SWEEP_BATCHES && !this.stopping; dropped += n) n = await this.options.runs.dropEnded(endedBefore, SWEEP_BATCHES);
+      if (dropped > 0) this.options.log.info({ dropped, days }, 'ended batches past their retention dropped');
+    } catch (error) {
+      this.options.log.warn({ reason: (error as Error).message }, 'ended batches not dropped yet (PostgreSQL unavailable?)');
+    } finally {
+      this.sweeping = false;
     }
   }
 

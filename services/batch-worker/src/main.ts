@@ -49,6 +49,7 @@ const runner = new BatchRunner({
   runs,
   maxBatches: config.BATCH_WORKER_BATCHES,
   perUser: config.BATCH_USER_BATCHES,
+  retentionDays: config.BATCH_RETENTION_DAYS,
   leaseMs: config.BATCH_LEASE_MS,
   log,
   feed: {

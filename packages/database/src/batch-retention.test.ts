@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
+import { createDatabase, type Database } from './connection.ts';
+import { BatchRuns } from './batch-runs.ts';
+import { BatchStore } from './batch-store.ts';
+import { FileStore } from './file-store.ts';
+import { unixNow } from './ids.ts';
+
+describe('what a user\'s batches keep', () => {
+  let postgres: TestPostgres;
+  let db: Database;
+  beforeAll(async () => {
+    postgres = await spawnPostgres();
+    db = createDatabase(postgres.url);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.end();
+    await postgres?.close();
+  });
+
+  const lines = async function* (n: number) {
+    for (let i = 1; i <= n; i++) yield { line: i, content: `{"custom_id":"${i}"}` };
+  };
+
+  it('counts a deleted input file against its user while its batch keeps the lines, and drops ended batches past their retention with their lines and result files', async () => {
+    const files = new FileStore(db);
+    const batches = new BatchStore(db);
+    const runs = new BatchRuns(db);
+    const userId = 77;
+    const input = await files.upload(userId, 'in.jsonl', lines(3), async () => ({ bytes: 1000, purpose: 'batch' }));
+    const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
+    const old = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
+    const recent = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
+    for (const batch of [old, recent]) await runs.addLines(batch.id, [{ line: 1, customId: 'a', body: '{}' }]);
+    expect(await files.usage(userId)).toEqual({ files: 1, bytes: 1000 });
+    // Deleted, its lines stay in the batches: the bytes stay counted (once a batch).
+    await files.remove(input.id, userId);
+    expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 });
+
+    // Ended 31 and 29 days ago, each with a result file.
+    const now = unixNow();
+    await db.query(`UPDATE batches SET status = 'completed', completed_at = $2 WHERE id = $1`, [old.id, now - 31 * 86_400]);
+    await db.query(`UPDATE batches SET status = 'cancelled', cancelled_at = $2 WHERE id = $1`, [recent.id, now - 29 * 86_400]);
+    for (const batch of [old, recent]) {
+      await db.query(`INSERT INTO files (id, user_id, purpose, filename, bytes, line_count, created_at, kind, batch_id) VALUES ($1, $2, 'batch_output', 'o', 1, 1, $3, 'output', $4)`,
+        [`file-out-${batch.id}`, userId, now, batch.id]);
+    }
+    expect(await runs.dropEnded(now - 30 * 86_400)).toBe(1);
+    const left = async (sql: string) => (await db.query(sql, [old.id])).rows.length;
+    expect(await left('SELECT 1 FROM batches WHERE id = $1')).toBe(0);
+    expect(await left('SELECT 1 FROM batch_lines WHERE batch_id = $1')).toBe(0);
+    expect(await left('SELECT 1 FROM files WHERE batch_id = $1')).toBe(0);
+    expect(await batches.get(recent.id, userId)).toBeDefined();
+    expect(await files.usage(userId), 'the dropped batch holds nothing').toEqual({ files: 0, bytes: 1000 });
+    expect(await runs.dropEnded(now - 30 * 86_400)).toBe(0);
+  });
+});
