@@ -1,21 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
-import { createDatabase, type Database } from './connection.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Database } from './connection.ts';
+import { useTestDatabase } from './test-database.ts';
 import { BatchRuns } from './batch-runs.ts';
 import { BatchStore } from './batch-store.ts';
 import { FileStore } from './file-store.ts';
 import { unixNow } from './ids.ts';
 
 describe('what a user\'s batches keep', () => {
-  let postgres: TestPostgres;
+  const database = useTestDatabase();
   let db: Database;
-  beforeAll(async () => {
-    postgres = await spawnPostgres();
-    db = createDatabase(postgres.url);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.end();
-    await postgres?.close();
+  beforeAll(() => {
+    db = database.db();
   });
 
   const lines = async function* (n: number) {

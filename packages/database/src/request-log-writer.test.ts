@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogRow } from '@gateway/contracts';
-import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
+import type { TestPostgres } from '@gateway/testkit';
 import { createDatabase, type Database } from './connection.ts';
+import { useTestDatabase } from './test-database.ts';
 import { RequestLogQuery } from './request-log-query.ts';
 import { RequestLogWriter } from './request-log-writer.ts';
 
@@ -31,15 +32,12 @@ function row(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
 }
 
 describe('the request log', () => {
+  const database = useTestDatabase();
   let postgres: TestPostgres;
   let db: Database;
-  beforeAll(async () => {
-    postgres = await spawnPostgres();
-    db = createDatabase(postgres.url);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.end();
-    await postgres?.close();
+  beforeAll(() => {
+    postgres = database.server();
+    db = database.db();
   });
 
   it('writes rows in day partitions it makes, one row per request (a re-run job\'s last row stands), and reads them back', async () => {
