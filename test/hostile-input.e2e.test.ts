@@ -90,6 +90,21 @@ describe('bodies', () => {
     }
   });
 
+  it('refuses a model name past 256 characters with a 400 naming model, on every model route and in the Gemini path', async ({ stack }) => {
+    // 8,000 characters overflowed the request log's index on the model: the row was lost, and
+    // every other tenant's rows written with it waited while the log split its INSERTs.
+    const long = 'm'.repeat(257);
+    for (const [path, head] of [['/v1/completions', '"prompt":"x"'], ['/v1/chat/completions', '"messages":[{"role":"user","content":"x"}]'], ['/v1/embeddings', '"input":"x"'], ['/v1/audio/speech', '"input":"x","voice":"alloy"']]) {
+      const answer = await send(stack, 'POST', path, `{"model":"${long}",${head}}`, { authorization: `Bearer ${key}` });
+      expect(answer.status, path).toBe(400);
+      expect(answer.json.error.param, path).toBe('model');
+    }
+    const gemini = await send(stack, 'POST', `/v1beta/models/${long}:generateContent`, '{"contents":[{"parts":[{"text":"x"}]}]}', { 'x-goog-api-key': key });
+    expect(gemini.status).toBe(400);
+    expect(gemini.json.error.message).toMatch(/at most 256 characters/);
+    expect((await send(stack, 'POST', '/v1/completions', `{"model":"${'m'.repeat(256)}","prompt":"x"}`, { authorization: `Bearer ${key}` })).status, 'at 256: looked for, not refused').toBe(404);
+  });
+
   it('refuses a body past BODY_LIMIT_BYTES with a 413 in OpenAI\'s shape on every OpenAI model route', async ({ stack }) => {
     for (const path of ['/v1/completions', '/v1/chat/completions', '/v1/embeddings']) {
       const answer = await send(stack, 'POST', path, JSON.stringify({ model: 'm', input: 'x'.repeat(BODY_LIMIT + 1) }), { authorization: `Bearer ${key}` });

@@ -106,6 +106,11 @@ describe('the request log', () => {
     expect(stat.body.data).toEqual([expect.objectContaining({ key: model, requests: 3, errors: 0, bucket: expect.any(Number) })]);
     expect((await stack.admin('GET', '/api/log/self', undefined, 'not-a-token')).status).toBe(401);
     expect((await logPage(stack, { status: 'abc' })).status).toBe(400);
+    // Past what PostgreSQL's timestamps and integers take: a 400, not a 500 from the query.
+    for (const query of [{ start_timestamp: 9007199254740991 }, { end_timestamp: 99999999999999 }, { user_id: 3_000_000_000 }, { channel: 3_000_000_000 }]) {
+      expect((await logPage(stack, query)).status, JSON.stringify(query)).toBe(400);
+    }
+    expect((await stack.admin('GET', '/api/log/stat?token_id=3000000000', undefined, token)).status).toBe(400);
   });
 
   it('has exactly one row per request after 10,000 with failovers, cancellations and streams, their tokens what the key was charged', async ({ stack, upstream, channel, apiKey }) => {

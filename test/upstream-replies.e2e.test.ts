@@ -100,3 +100,25 @@ describe('upstream size limits', () => {
     await expect.poll(() => openai.inFlight).toBe(0);
   });
 });
+
+describe('upstream usage numbers', () => {
+  it('counts a usage past any real request at its bound, and keeps charging the channel and every key after it', async ({ stack }) => {
+    // An upstream answered 1e300 tokens: no Redis write could take it, the charge was retried
+    // at every flush for good, and every later charge of its channel and key was added to it:
+    // the channel's used_quota froze, and the key's requests were free from then on.
+    const channelId = (await stack.adminData('GET', '/api/channel/?page_size=100')).items.find((c: { name: string }) => c.name === 'o').id;
+    const other = (await stack.admin('POST', '/api/token/', { name: 'other', unlimited_quota: true })).body.data;
+    const used = async (path: string) => (await stack.adminData('GET', path)).used_quota as number;
+    const channelBefore = await used(`/api/channel/${channelId}`);
+    openai.next({ okBody: { id: 'cmpl-huge', object: 'text_completion', created: 1, model: 'text', choices: [{ text: 'x', index: 0, logprobs: null, finish_reason: 'stop' }], usage: { prompt_tokens: 1e300, completion_tokens: 1, total_tokens: 1e300 } } });
+    const huge = await complete(stack);
+    expect(huge.status).toBe(200);
+    expect(huge.json.usage.total_tokens).toBe(2 ** 40);
+    const answers = [];
+    for (let i = 0; i < 3; i++) answers.push(await postJson(`${stack.gateway.url}/v1/completions`, { model: 'text', prompt: 'hi' }, { authorization: `Bearer ${other.key}` }));
+    const tokens = answers.reduce((sum, a) => sum + a.json.usage.total_tokens, 0);
+    await expect.poll(() => used(`/api/token/${other.id}`), { timeout: 10_000 }).toBe(tokens);
+    // At least: the file's earlier requests may still be charging it.
+    await expect.poll(() => used(`/api/channel/${channelId}`), { timeout: 10_000 }).toBeGreaterThanOrEqual(channelBefore + 2 ** 40 + tokens);
+  });
+});

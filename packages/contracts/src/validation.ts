@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import { badRequest, type GatewayError } from './errors.ts';
 
 /** Dotted path of a zod issue, e.g. `generationConfig.speechConfig.voiceConfig`. */
@@ -27,3 +27,16 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, pre
   if (!parsed.success) throw toBadRequest(parsed.error, prefix);
   return parsed.data;
 }
+
+/** The longest model name a request may ask for: far past any real one (which stay under 100). */
+export const MAX_MODEL_NAME_CHARS = 256;
+
+/**
+ * A request's `model`, on every model route: a name of at most MAX_MODEL_NAME_CHARS characters.
+ * 8,000 characters overflowed the request log's index on the model, and an attacker's rows hid
+ * themselves while every other tenant's waited behind them.
+ */
+export const modelField = z
+  .string({ error: 'is required and must be a string' })
+  .min(1, 'must not be empty')
+  .max(MAX_MODEL_NAME_CHARS, `must be at most ${MAX_MODEL_NAME_CHARS} characters`);

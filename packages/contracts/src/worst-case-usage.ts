@@ -13,6 +13,17 @@ import type { SpeechRequest } from './wire/openai-speech.ts';
 import { embeddingInputs, type EmbeddingRequest } from './wire/openai-embeddings.ts';
 
 /**
+ * The most tokens one request is counted for, charged or held: far past any real request, and
+ * within what Redis's integer commands and its Lua's number formatting take exactly. An upstream
+ * that answered a usage of 1e300 made every later charge of its channel and key fail for good.
+ */
+export const MAX_REQUEST_TOKENS = 2 ** 40;
+
+/** A token count as it is counted: a whole number from 0 to MAX_REQUEST_TOKENS; 0 for what is not a finite number. */
+export const tokenCount = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.min(MAX_REQUEST_TOKENS, Math.max(0, Math.round(value))) : 0;
+
+/**
  * The one estimate of usage the workers charge by when an upstream reports none (or a stream is
  * cut short before its usage): four characters a token of text, and Gemini's 32 tokens a second
  * of audio. An upstream's own counts always win.

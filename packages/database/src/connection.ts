@@ -71,10 +71,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /**
  * Whether PostgreSQL refused a statement for what it held (a value it cannot take: SQLSTATE
  * classes 22, data exception; 23, integrity constraint; 54, program limit, such as an index row
- * too large), so writing it again would fail again. Anything else (away, read-only after a
- * failover, disk full, a time-out, a deadlock) may pass on a later try.
+ * too large), or a value could not even be written out for it (a RangeError or TypeError, such
+ * as a date past JavaScript's range), so writing it again would fail again. Anything else (away,
+ * read-only after a failover, disk full, a time-out, a deadlock) may pass on a later try.
  */
 export function isRefusedForItsValues(error: unknown): boolean {
+  if (error instanceof RangeError || error instanceof TypeError) return true;
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RequestLogRow } from '@gateway/contracts';
 import type { TestPostgres } from '@gateway/testkit';
@@ -79,10 +78,10 @@ describe('the request log', () => {
     const dropped: string[] = [];
     const writer = new RequestLogWriter(db, { log: { info: () => {}, warn: (f: any) => dropped.push(f.requestId) } });
     const batchId = `batch_${crypto.randomUUID()}`;
-    const nul = row({ batch_id: batchId, model: 'a\u0000b', error_message: 'the model "a\u0000b" does not exist', prompt: 'x\ud800y',
+    const nul = row({ batch_id: batchId, model: 'a\u0000b', upstream_model: 'u'.repeat(8000), error_message: 'the model "a\u0000b" does not exist', prompt: 'x\ud800y',
       attempts: [{ channel_id: 1, upstream_model: 'a\u0000b', error: 'upstream said \u0000', ms: 1, ...({ 'k\u0000': 2 } as object) }], total_tokens: 3e10, prompt_tokens: 1.6 });
-    // A value no sanitising foresees (a request id too long for the table's index), beside good rows.
-    const poison = row({ batch_id: batchId, request_id: randomBytes(2400).toString('base64') });
+    // A value no sanitising foresees (a time past JavaScript's dates), beside good rows.
+    const poison = row({ batch_id: batchId, created_at: 8.64e15 + 1 });
     const beside = Array.from({ length: 40 }, () => row({ batch_id: batchId }));
     for (const r of [...beside.slice(0, 20), nul, poison, ...beside.slice(20)]) writer.record(r);
     await writer.close();
@@ -91,6 +90,7 @@ describe('the request log', () => {
     expect(dropped).toEqual([poison.request_id]);
     const stored = (await query.page({ p: 1, page_size: 1, request_id: nul.request_id })).items[0] as any;
     expect(stored).toMatchObject({ model: 'a\ufffdb', error_message: 'the model "a\ufffdb" does not exist', total_tokens: 2_147_483_647, prompt_tokens: 2 });
+    expect(stored.upstream_model, 'a name cut to what an index takes').toBe('u'.repeat(256));
     expect(stored.attempts[0]).toMatchObject({ upstream_model: 'a\ufffdb', error: 'upstream said \ufffd', 'k\ufffd': 2 });
   });
 

@@ -38,6 +38,14 @@ const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(',
   ON CONFLICT (created_at, request_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
   WHERE excluded.queue_ms IS NOT NULL OR request_log.queue_ms IS NULL`;
 
+/**
+ * Every other text column is a name or an id, some indexed: cut to this many characters (at most
+ * 1 KiB of UTF-8, within a btree row's 2,704 bytes). Routes refuse longer model names already;
+ * one that came another way (8,000 characters) failed its INSERT, and every row written with it.
+ */
+const MAX_NAME_CHARS = 256;
+const LONG_TEXT = new Set<keyof RequestLogRow>(['error_message', 'prompt', 'reply']);
+
 const INT4_MAX = 2_147_483_647;
 /** A number as an int4 column takes it: whole, within its range; null for none or not a number. */
 const storableInt = (value: number | undefined): number | null =>
@@ -162,13 +170,15 @@ export class RequestLogWriter {
     }
     const rows = [...byKey.values()];
     for (const day of new Set(rows.map((row) => dayOf(row.created_at)))) await this.ensurePartition(day);
-    // Values as their columns take them: JSON and integers within int4 (an upstream's usage may
-    // claim anything); text without U+0000 is the pool's (`createDatabase`).
+    // Values as their columns take them: JSON, integers within int4 (an upstream's usage may
+    // claim anything), and names cut to what an index takes; text without U+0000 is the pool's
+    // (`createDatabase`).
     const columns = COLUMNS.map(([name, type]) => rows.map((row) => {
       const value = row[name];
       if (name === 'created_at') return new Date(value as number);
       if (name === 'attempts') return storableJson(value);
       if (type === 'int4') return storableInt(value as number | undefined);
+      if (typeof value === 'string' && !LONG_TEXT.has(name)) return value.slice(0, MAX_NAME_CHARS);
       return value ?? null;
     }));
     await this.db.query(INSERT, columns);

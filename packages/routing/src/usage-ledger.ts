@@ -1,5 +1,5 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { insufficientQuota, invalidApiKey, type ModelCaller } from '@gateway/contracts';
+import { insufficientQuota, invalidApiKey, tokenCount, type ModelCaller } from '@gateway/contracts';
 import { keys, QuotaHolds } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
@@ -169,7 +169,7 @@ export class UsageLedger {
 
   /** Adds the usage to the key, the user and the channel (at the next flush), and marks the channel healthy. */
   charge(charge: Charge): void {
-    const quota = Math.max(0, Math.round(charge.usage.totalTokens));
+    const quota = tokenCount(charge.usage.totalTokens);
     const snapshot = this.quotas.get(`${charge.caller.tokenId}:${charge.caller.userId}`);
     if (snapshot) {
       snapshot.remain -= quota;
@@ -227,7 +227,9 @@ export class UsageLedger {
   }
 
   private retry(error: Error, putBack: () => void): void {
-    putBack();
+    // A charge Redis refuses for its value would be refused at every flush, and hold back every
+    // later charge added to it: it is reported and dropped. Anything else is tried again.
+    if (!/not an integer|out of range|overflow/i.test(error.message)) putBack();
     this.onFlushError(error);
     this.timer ??= setTimeout(() => void this.flush(), Math.max(this.flushMs, 250));
   }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
+import { tokenCount } from '@gateway/contracts';
 import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
@@ -56,8 +57,9 @@ export class QuotaHolds {
    * resolves with the hold (to release) or why the request may not start.
    */
   async reserve(subject: HoldSubject, amount: number, ttlMs: number): Promise<{ hold: string } | HoldRefusal> {
-    const hold = `${randomUUID()}:${Math.max(0, Math.ceil(amount))}`;
-    const [status, detail] = await this.run(subject, hold, Math.max(0, Math.ceil(amount)), Math.ceil(ttlMs), 'reserve');
+    const held = tokenCount(Math.ceil(amount));
+    const hold = `${randomUUID()}:${held}`;
+    const [status, detail] = await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve');
     return refusalOf(status, detail) ?? { hold };
   }
 
@@ -77,7 +79,7 @@ export class QuotaHolds {
     await this.redis.gwSettleQuota(
       keys.token(tokenId), keys.user(userId),
       keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId),
-      hold, usage ? Math.max(0, Math.round(usage.quota)) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000),
+      hold, usage ? tokenCount(usage.quota) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000),
     );
   }
 

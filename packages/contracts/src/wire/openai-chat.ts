@@ -4,6 +4,7 @@
  * stream chunk. Fields the schema does not know pass through to the upstream unchanged.
  */
 import { z } from 'zod';
+import { modelField } from '../validation.ts';
 import { completionStop } from './openai-completion.ts';
 
 /** OpenAI accepts `null` for every optional field, and its SDK sends it. */
@@ -106,7 +107,7 @@ const metadata = z
 
 export const chatRequestSchema = z
   .looseObject({
-    model: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty'),
+    model: modelField,
     messages: z.array(message, { error: 'is required and must be an array of messages' }).min(1, 'must hold at least one message'),
     max_tokens: optional(z.number().int().min(1)),
     max_completion_tokens: optional(z.number().int().min(1)),

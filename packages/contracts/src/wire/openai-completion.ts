@@ -4,6 +4,7 @@
  * response and of a stream chunk. Fields the schema does not know pass through to the upstream.
  */
 import { z } from 'zod';
+import { modelField } from '../validation.ts';
 
 const isTokenId = (value: unknown) => Number.isInteger(value) && (value as number) >= 0;
 const isTokenIds = (value: unknown): value is number[] => Array.isArray(value) && value.length > 0 && value.every(isTokenId);
@@ -44,7 +45,7 @@ const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional(
 
 export const completionRequestSchema = z
   .looseObject({
-    model: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty'),
+    model: modelField,
     prompt: completionPrompt,
     max_tokens: optional(z.number().int().min(0)),
     temperature: optional(z.number().min(0).max(2)),

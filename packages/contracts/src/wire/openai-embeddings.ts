@@ -3,6 +3,7 @@
  * 400 names the field), and the response. Fields the schema does not know pass to the upstream.
  */
 import { z } from 'zod';
+import { modelField } from '../validation.ts';
 
 /** OpenAI's own bound: at most 2,048 inputs a request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -21,7 +22,7 @@ export const embeddingInput = z.union([
 const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
 
 export const embeddingRequestSchema = z.looseObject({
-  model: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty'),
+  model: modelField,
   input: embeddingInput,
   encoding_format: optional(z.enum(['float', 'base64'])),
   dimensions: optional(z.number().int().min(1)),

@@ -4,6 +4,7 @@
  * `stream_format: "sse"`.
  */
 import { z } from 'zod';
+import { modelField } from '../validation.ts';
 
 /** OpenAI's own bound on `input`. */
 export const MAX_SPEECH_INPUT_CHARACTERS = 4096;
@@ -24,7 +25,7 @@ export const speechContentTypes: Record<SpeechFormat, string> = {
 const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
 
 export const speechRequestSchema = z.looseObject({
-  model: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty'),
+  model: modelField,
   input: z.string({ error: 'is required and must be a string' }).min(1, 'must not be empty').max(MAX_SPEECH_INPUT_CHARACTERS, `must be at most ${MAX_SPEECH_INPUT_CHARACTERS} characters`),
   voice: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })], { error: 'is required: a voice name, or {"id": …}' }),
   instructions: optional(z.string().max(MAX_SPEECH_INPUT_CHARACTERS, `must be at most ${MAX_SPEECH_INPUT_CHARACTERS} characters`)),

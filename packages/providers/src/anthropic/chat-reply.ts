@@ -4,7 +4,7 @@
  * every input token (cached or not) counted as prompt. What a stream needs of the same
  * (`finishReason`, `chatUsage`) is here too, so the two read Anthropic alike.
  */
-import { UpstreamError, type ChatRequest, type ChatResponse, type ChatResponseMessage, type ChatToolCall, type ChatUsage } from '@gateway/contracts';
+import { UpstreamError, type ChatRequest, type ChatResponse, type ChatResponseMessage, type ChatToolCall, type ChatUsage, tokenCount } from '@gateway/contracts';
 import type { AnthropicUsage, ReplyBlock } from './wire.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 import { usesLegacyFunctions } from './chat-request.ts';
@@ -27,7 +27,7 @@ export function finishReason(stopReason: unknown, request: ChatRequest): string 
   return reason === 'tool_calls' && usesLegacyFunctions(request) ? 'function_call' : reason;
 }
 
-const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0);
+const count = tokenCount;
 
 /** Anthropic counts cache writes and reads apart from `input_tokens`; all three are the prompt. */
 export function chatUsage(usage: AnthropicUsage | undefined): ChatUsage {

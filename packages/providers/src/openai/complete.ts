@@ -3,7 +3,7 @@
  * the reply (or each stream chunk) mapped back to the client's model name with a complete
  * `usage`, and every failure an `UpstreamError`.
  */
-import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage } from '@gateway/contracts';
+import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage, tokenCount } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'>> & {
@@ -11,7 +11,7 @@ type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion
   completion_tokens_details?: Partial<CompletionUsage['completion_tokens_details']> | null;
 };
 
-const int = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0);
+const int = tokenCount;
 
 /** Every usage field SPEC.md lists, zero where the upstream gave none. */
 export function normalizeUsage(usage: Usage | null | undefined): CompletionUsage {

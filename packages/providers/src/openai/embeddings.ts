@@ -2,11 +2,11 @@
  * Embeddings against an OpenAI-compatible upstream: the body passed on with the channel's model,
  * the reply given the client's model name and a complete `usage`.
  */
-import { UpstreamError, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
+import { UpstreamError, type EmbeddingRequest, type EmbeddingResponse, tokenCount } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { asObject, rejectErrorBody } from './complete.ts';
 
-const int = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, Math.round(value)) : 0);
+const int = tokenCount;
 
 export function fromUpstreamEmbeddings(raw: unknown, requestedModel: string): EmbeddingResponse {
   const body = asObject(raw, 'reply');

@@ -6,7 +6,7 @@
  * same code as the OpenAI path's; this file is only the Gemini adapter.
  */
 import type { FastifyInstance } from 'fastify';
-import { geminiGenerateRequest, notFound, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import { badRequest, geminiGenerateRequest, MAX_MODEL_NAME_CHARS, notFound, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
@@ -55,6 +55,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
     if (!target) {
       throw notFound(`no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`);
     }
+    if (target.model.length > MAX_MODEL_NAME_CHARS) throw badRequest(`the model in the path must be at most ${MAX_MODEL_NAME_CHARS} characters`, 'model');
     const holder = keyHolderOf(request);
     const body = parseOrThrow(geminiGenerateRequest, request.body);
     options.apiKeys.authorizeModel(holder, target.model);
