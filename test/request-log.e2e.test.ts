@@ -10,7 +10,7 @@ import pg from 'pg';
 import { stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
-const it = stackTest({ database: true, workers: ['completion-worker'], env: { CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000' } });
+const it = stackTest({ database: true, workers: ['completion-worker'], env: { CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000', LOG_QUERY_TIMEOUT_MS: '3000' } });
 
 let seq = 0;
 const client = (stack: Stack, key: string, requestId?: string) => new OpenAI({
@@ -107,10 +107,40 @@ describe('the request log', () => {
     expect((await stack.admin('GET', '/api/log/self', undefined, 'not-a-token')).status).toBe(401);
     expect((await logPage(stack, { status: 'abc' })).status).toBe(400);
     // Past what PostgreSQL's timestamps and integers take: a 400, not a 500 from the query.
-    for (const query of [{ start_timestamp: 9007199254740991 }, { end_timestamp: 99999999999999 }, { user_id: 3_000_000_000 }, { channel: 3_000_000_000 }]) {
+    for (const query of [{ start_timestamp: 9007199254740991 }, { end_timestamp: 99999999999999 }, { user_id: 3_000_000_000 }, { channel: 3_000_000_000 }] as Record<string, number>[]) {
       expect((await logPage(stack, query)).status, JSON.stringify(query)).toBe(400);
     }
     expect((await stack.admin('GET', '/api/log/stat?token_id=3000000000', undefined, token)).status).toBe(400);
+  });
+
+  it("runs a user's reads of the log two at a time, on connections of their own, and cancels one past LOG_QUERY_TIMEOUT_MS", async ({ stack }) => {
+    // 30 heavy reads at once by one user took the gateway's one pool, and other tenants' file
+    // and batch requests got 503 after 6 s. The table is locked here, so every read waits.
+    const user = await stack.adminData('POST', '/api/user/', { username: `reader${++seq}`, password: 'reader-password' });
+    const login = await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: `reader${seq}`, password: 'reader-password' }) });
+    const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+    const { key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true });
+    const locker = new pg.Client({ connectionString: stack.postgres!.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE request_log IN ACCESS EXCLUSIVE MODE');
+    try {
+      const started = Date.now();
+      const reads = [stack.admin('GET', '/api/log/self', undefined, token), stack.admin('GET', '/api/log/stat?interval=minute', undefined, token)];
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await stack.admin('GET', '/api/log/self', undefined, token)).status, 'a third at once').toBe(429);
+      // The files and batches of everyone answer meanwhile: their pool is another.
+      const files = await fetch(`${stack.gateway.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } });
+      expect(files.status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2500);
+      const answers = await Promise.all(reads);
+      expect(answers.map((a) => a.status)).toEqual([503, 503]);
+      expect(answers[0]!.body.message ?? answers[0]!.body.error?.message).toMatch(/LOG_QUERY_TIMEOUT_MS/);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    expect((await stack.admin('GET', '/api/log/self', undefined, token)).status, 'and again once they ended').toBe(200);
   });
 
   it('has exactly one row per request after 10,000 with failovers, cancellations and streams, their tokens what the key was charged', async ({ stack, upstream, channel, apiKey }) => {

@@ -177,6 +177,11 @@ export const configSchema = z.object({
    * Above 0 the log holds what users sent and got: see the README's privacy note.
    */
   LOG_CONTENT_CHARS: integer(0, 0, 1_000_000),
+  /**
+   * Reads of the request log (the log API, the console) run on a pool of their own, 3 connections,
+   * 2 at a time per user, and PostgreSQL cancels one that runs longer than this.
+   */
+  LOG_QUERY_TIMEOUT_MS: integer(5000, 100, 600_000),
   /** Request log rows one process holds while PostgreSQL is away; past it rows are dropped and counted. */
   LOG_BUFFER_ROWS: integer(50_000, 100, 10_000_000),
   /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */

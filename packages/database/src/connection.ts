@@ -9,6 +9,8 @@ export interface DatabaseOptions {
   max?: number;
   /** The process's name, shown in pg_stat_activity. */
   name?: string;
+  /** PostgreSQL cancels a statement of this pool that runs longer (statement_timeout). Default none. */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -21,6 +23,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.name,
+    ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // A query the server does not answer (it went away mid-query) fails instead of hanging.
@@ -80,6 +83,9 @@ export function isRefusedForItsValues(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 }
+
+/** Whether PostgreSQL cancelled the statement for running past its `statement_timeout`. */
+export const isStatementTimeout = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '57014';
 
 /** The 503 a client gets while the database is away. */
 export function databaseUnavailableError(): GatewayError {

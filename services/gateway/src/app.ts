@@ -84,6 +84,8 @@ export interface GatewayDeps {
   adminToken?: string;
   /** PostgreSQL (DATABASE_URL) for the Files and Batch APIs; without it they answer 503. */
   database?: Database;
+  /** The same PostgreSQL, a pool of its own for reads of the request log (LOG_QUERY_TIMEOUT_MS); `database` when unset. */
+  logDatabase?: Database;
   /** The largest batch input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
   files: FileLimits;
   /** How long a batch's "24h" window lasts (BATCH_COMPLETION_WINDOW_MS). */
@@ -191,7 +193,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   });
   const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);
-  app.register(managementApi, { ...management, users: deps.store.users, batches, database: deps.database, prefix: '/api' });
+  const logDatabase = deps.logDatabase ?? deps.database;
+  app.register(managementApi, { ...management, users: deps.store.users, batches, database: logDatabase, prefix: '/api' });
 
   // Model routes: one API-key cache for both wire formats and one copy of the channel table
   // (for the model lists), both kept fresh by the store's change feed; admission reads the
@@ -222,7 +225,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
   });
   app.register(dashboardRoutes, { ...management, jobs: deps.jobs, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
-  app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: deps.database });
+  app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: logDatabase });
 
   return {
     app,

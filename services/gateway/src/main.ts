@@ -6,6 +6,7 @@ import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue
 import { ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { createDatabase, migrate, startRequestLog } from '@gateway/database';
+import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
@@ -33,6 +34,12 @@ if (config.DATABASE_URL) {
   }
 }
 const database = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-${ingressId}` }) : undefined;
+// Reads of the request log, which a user can make as heavy as its filters allow, on a pool of
+// their own with a statement time-out: they never take the connections of files, batches and
+// the log's writes (routes/request-log.ts).
+const logReads = config.DATABASE_URL
+  ? createDatabase(config.DATABASE_URL, { name: `gateway-log-reads-${ingressId}`, max: LOG_READ_CONNECTIONS, statementTimeoutMs: config.LOG_QUERY_TIMEOUT_MS })
+  : undefined;
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
@@ -70,6 +77,7 @@ const gateway = buildGateway({
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
   adminToken: config.ADMIN_TOKEN,
   database,
+  logDatabase: logReads,
   files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
@@ -88,6 +96,7 @@ onShutdown(async () => {
   await jobs.close();
   await requestLog?.close();
   await database?.end();
+  await logReads?.end();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 

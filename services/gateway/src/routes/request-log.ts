@@ -5,8 +5,8 @@
  * Answered by the gateway from PostgreSQL, as the batch overview is.
  */
 import type { FastifyInstance } from 'fastify';
-import { forbidden, listLogsQuery, logStatQuery, notConfigured, parseOrThrow, Role } from '@gateway/contracts';
-import { orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
+import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, parseOrThrow, rateLimited, Role } from '@gateway/contracts';
+import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
 import { accessTokenHook } from '../auth/request-auth.ts';
 
@@ -18,6 +18,37 @@ export interface RequestLogRoutesOptions {
 
 const answer = (data: unknown) => ({ success: true, message: '', data });
 
+/** Connections of a gateway's pool for reads of the request log (main.ts). */
+export const LOG_READ_CONNECTIONS = 3;
+/** Reads of the request log one user may have in flight on a gateway; past it, 429. */
+const READS_PER_USER = 2;
+
+/**
+ * Runs one user's read of the request log: at most READS_PER_USER at once (a user sent 30 heavy
+ * stat queries at once, and the gateway's one pool answered other tenants' file and batch
+ * requests 503 after 6 s), and one PostgreSQL cancels at its statement time-out is a 503 that
+ * says why, not an internal error.
+ */
+class LogReads {
+  private readonly inFlight = new Map<number, number>();
+
+  async run<T>(userId: number, read: () => Promise<T>): Promise<T> {
+    const now = this.inFlight.get(userId) ?? 0;
+    if (now >= READS_PER_USER) throw rateLimited(`this user already has ${READS_PER_USER} reads of the request log running; retry when one has answered`, 1);
+    this.inFlight.set(userId, now + 1);
+    try {
+      return await orUnavailable(read());
+    } catch (error) {
+      if (isStatementTimeout(error)) throw overloaded('the request log read ran past its time limit (LOG_QUERY_TIMEOUT_MS): narrow its time range or filters', 5);
+      throw error;
+    } finally {
+      const left = this.inFlight.get(userId)! - 1;
+      if (left === 0) this.inFlight.delete(userId);
+      else this.inFlight.set(userId, left);
+    }
+  }
+}
+
 /** Reads of the request log, or a 503 saying this gateway runs without PostgreSQL. */
 export function requestLogOf(database: Database | undefined): RequestLogQuery {
   if (!database) throw notConfigured('the request log needs PostgreSQL: this gateway runs without DATABASE_URL');
@@ -27,20 +58,22 @@ export function requestLogOf(database: Database | undefined): RequestLogQuery {
 export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, () => true));
   const query = () => requestLogOf(options.database);
+  const reads = new LogReads();
 
   app.get('/log/', async (request) => {
     if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
-    return answer(await orUnavailable(query().page(parseOrThrow(listLogsQuery, { ...(request.query as object) }))));
+    const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
+    return answer(await reads.run(request.actor!.id, () => query().page(filters)));
   });
 
   app.get('/log/self', async (request) => {
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    return answer(await orUnavailable(query().page({ ...filters, only_user: request.actor!.id })));
+    return answer(await reads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id })));
   });
 
   app.get('/log/stat', async (request) => {
     const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
     const own = request.actor!.role < Role.admin ? { only_user: request.actor!.id } : {};
-    return answer(await orUnavailable(query().stat({ ...filters, ...own })));
+    return answer(await reads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
   });
 }
