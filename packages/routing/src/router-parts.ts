@@ -54,7 +54,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
   const ledger = new UsageLedger(redis, {
     flushMs: options.usageFlushMs,
     quotaCacheMs: options.quotaCacheMs,
-    onFlushError: (error) => log.error({ err: error.message }, 'could not record usage; it is retried with the next flush'),
+    onFlushError: (error) => log.error({ reason: error.message }, 'could not record usage; it is retried with the next flush, unless Redis refused it for its value (then it is dropped)'),
   });
   const channels = new ChannelCache(new ChannelStore(redis), {
     maxAgeMs: options.channelCacheMaxAgeMs,
