@@ -1,6 +1,6 @@
 import type { BatchLineError } from '@gateway/contracts';
 import { isRefusedForItsValues, type Database } from './connection.ts';
-import type { BatchRow } from './batch-store.ts';
+import { RUNNING_STATUSES_SQL, type BatchRow } from './batch-store.ts';
 import { unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 
@@ -53,7 +53,7 @@ export class BatchRuns {
       `WITH open AS (
          SELECT id, user_id, created_at, lease_until,
                 count(*) FILTER (WHERE lease_until >= $3) OVER (PARTITION BY user_id) AS running
-         FROM batches WHERE status IN ('validating', 'in_progress', 'finalizing', 'cancelling')),
+         FROM batches WHERE status IN ${RUNNING_STATUSES_SQL}),
        waiting AS (
          SELECT id, created_at, running + row_number() OVER (PARTITION BY user_id ORDER BY created_at, id) AS place
          FROM open WHERE lease_until < $3),
@@ -107,7 +107,7 @@ export class BatchRuns {
     await this.db.query(
       `WITH ended AS (UPDATE batch_lines SET state = 2, error = $3 WHERE batch_id = $1 AND state < 2 RETURNING 1)
        UPDATE batches SET status = 'failed', failed_at = $4, errors = $5, failed = failed + (SELECT count(*) FROM ended), runner = NULL, lease_until = 0
-       WHERE id = $1 AND runner = $2 AND status IN ('validating', 'in_progress', 'finalizing', 'cancelling')`,
+       WHERE id = $1 AND runner = $2 AND status IN ${RUNNING_STATUSES_SQL}`,
       [id, runner, storableJson(error), unixNow(), storableJson([{ ...error, param: null, line: null }])]);
   }
 

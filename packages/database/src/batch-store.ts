@@ -1,8 +1,11 @@
-import { rateLimited, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
+import { rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
+
+/** `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. */
+export const RUNNING_STATUSES_SQL = `(${RUNNING_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`;
 
 /** A batch's row. */
 export interface BatchRow {
@@ -92,28 +95,28 @@ export class BatchStore {
   async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER, inputBytes = 0): Promise<BatchObject> {
     const now = unixNow();
     const client = await this.db.connect();
+    let row: BatchRow | undefined;
     try {
       await client.query('BEGIN');
       await lockUser(client, 'batches', owner.userId);
       const { rows } = await client.query<BatchRow>(
         `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes)
          SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9, $11
-         WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ('validating', 'in_progress', 'finalizing', 'cancelling')) < $10
+         WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ${RUNNING_STATUSES_SQL}) < $10
          RETURNING *`,
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
           request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, 2_147_483_647), inputBytes],
       );
       await client.query('COMMIT');
-      if (!rows[0]) {
-        throw rateLimited(`this user has ${maxOpen} batches not yet ended, the most a user may have (BATCH_USER_OPEN): create more as they end`, 60);
-      }
-      return batchObject(rows[0]);
+      row = rows[0];
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     } finally {
       client.release();
     }
+    if (!row) throw rateLimited(`this user has ${maxOpen} batches not yet ended, the most a user may have (BATCH_USER_OPEN): create more as they end`, 60);
+    return batchObject(row);
   }
 
   /** The batch, if it exists and (when `userId` is given) belongs to that user. */
