@@ -56,6 +56,23 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (CLK_TCK 100)
 }
 
+/**
+ * The machine's CPU time in clock ticks, all cores: `steal` is time the hypervisor gave this VM's
+ * virtual CPUs to someone else. A scenario that lost much of its time to steal measured the host,
+ * not the gateway: the notes say how much.
+ */
+function machineTicks(): { total: number; steal: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: fields.reduce((sum, f) => sum + f, 0), steal: fields[7] ?? 0 };
+}
+
+/** The share of the machine's CPU time stolen by the hypervisor since `before`, as a note. */
+function stolenSince(before: { total: number; steal: number }): string {
+  const now = machineTicks();
+  const share = (now.steal - before.steal) / Math.max(1, now.total - before.total);
+  return `${(100 * share).toFixed(0)}% of the machine's CPU time stolen by its hypervisor`;
+}
+
 /** Calls and microseconds per request from INFO commandstats, less the bench's own INFO and CONFIG. */
 function commandTotals(info: string, requests: number): { calls: number; usec: number; byCommand: Record<string, { calls: number; usec: number }> } {
   let calls = 0;
@@ -403,6 +420,7 @@ try {
     }, 100);
     const burstProcesses: [string, number][] = [...serviceProcesses, ['upstream', limited.child.pid!], ['interactive upstream', mock.child.pid!]];
     const cpuBefore = burstProcesses.map(([, pid]) => cpuMs(pid));
+    const ticksBefore = machineTicks();
     const interactive = load({ ...through('bench-model'), connections: Number(process.env.BENCH_INTERACTIVE ?? 4), duration: 600 });
     const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
     interactive.stop();
@@ -413,6 +431,7 @@ try {
       ['load generators', (burstGateway.cpuMs + interactiveResult.cpuMs) / 1000] as const,
     ];
     const burstCpuTotal = burstCpu.reduce((sum, [, s]) => sum + s, 0);
+    const burstStolen = stolenSince(ticksBefore);
     clearInterval(sampler);
     const upstreamAfterGateway = await limited.control({ cmd: 'stats' });
     await limited.control({ cmd: 'reset' });
@@ -435,7 +454,7 @@ try {
       { scenario, path: 'upstream directly', 'req/s': Math.round(burstSize / (burstDirect.durationMs / 1000)), 'p50 ms': burstDirect.p50, 'p99 ms': burstDirect.p99, errors: burstSize - burstDirect.ok, note: burstNote(burstDirect, upstreamAfterDirect) },
       { scenario, path: 'through the gateway', 'req/s': Math.round(burstSize / (burstGateway.durationMs / 1000)), 'p50 ms': burstGateway.p50, 'p99 ms': burstGateway.p99, errors: burstSize - burstGateway.ok, note: burstNote(burstGateway, upstreamAfterGateway) },
       { scenario: 'interactive c=4 during burst', path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: '' },
-      { scenario: 'CPU during the burst', path: 'through the gateway', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${burstCpuTotal.toFixed(1)} s CPU over ${(burstGateway.durationMs / 1000).toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * burstCpuTotal / (os.availableParallelism() * burstGateway.durationMs / 1000)).toFixed(0)}% busy): ${burstCpu.filter(([, s]) => s >= 0.05).map(([name, s]) => `${name} ${s.toFixed(1)}`).join(', ')}` },
+      { scenario: 'CPU during the burst', path: 'through the gateway', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${burstCpuTotal.toFixed(1)} s CPU over ${(burstGateway.durationMs / 1000).toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * burstCpuTotal / (os.availableParallelism() * burstGateway.durationMs / 1000)).toFixed(0)}% busy; ${burstStolen}): ${burstCpu.filter(([, s]) => s >= 0.05).map(([name, s]) => `${name} ${s.toFixed(1)}`).join(', ')}` },
       { scenario: 'memory', path: 'gateway RSS', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `peak ${peakRss.toFixed(0)} MB with ${burstSize} waiting` },
       { scenario: 'memory', path: 'Redis used_memory', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `before ${redisBaseline.toFixed(1)} MB, peak ${peakRedis.toFixed(1)} MB, after ${redisAfter.toFixed(1)} MB` },
     );
@@ -474,6 +493,7 @@ try {
         ['PostgreSQL', () => postgresCpuMs(postgres!.pid)],
       ];
       const cpuBefore = batchProcesses.map(([, spent]) => spent());
+      const ticksBefore = machineTicks();
       const startedAt = performance.now();
       const interactive = interactiveBeside();
       const run = await runBatch({ gatewayUrl: gateway.url, key: batchKey, model: 'burst-model', lines, memoryOf });
@@ -483,6 +503,7 @@ try {
       const wallS = (performance.now() - startedAt) / 1000;
       const batchCpu = [...batchProcesses.map(([name, spent], i) => [name, (spent() - cpuBefore[i]!) / 1000] as const), ['load generator', interactiveResult.cpuMs / 1000] as const];
       const batchCpuTotal = batchCpu.reduce((sum, [, c]) => sum + c, 0);
+      const batchStolen = stolenSince(ticksBefore);
       // What bounds the batch on this machine: the CPU one line costs on its path, against the
       // cores the physical rate (every slot busy) would take at that cost.
       const onBatchPath = new Set(['completion-worker', 'Redis', 'batch-worker', 'upstream', 'PostgreSQL']);
@@ -502,7 +523,7 @@ try {
             `upload ${(run.uploadMs / 1000).toFixed(2)} s before it, validation ${(run.validatedMs / 1000).toFixed(2)} s, first line to last ${(run.runningMs / 1000).toFixed(2)} s = ${(100 * run.runningMs / 1000 / physicalS).toFixed(0)}%)`,
         },
         { scenario: `interactive c=${process.env.BENCH_INTERACTIVE ?? 4} during the batch of ${lines.toLocaleString('en')}`, path: 'through the gateway', 'req/s': interactiveResult.rps, 'p50 ms': interactiveResult.p50, 'p99 ms': interactiveResult.p99, errors: interactiveResult.non2xx + interactiveResult.errors, note: 'target p99 under 100 ms' },
-        { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}; ` +
+        { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included; ${batchStolen}): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}; ` +
           `${pathMsPerLine.toFixed(2)} ms CPU a line on its path (completion and batch workers, Redis, PostgreSQL, upstream; the interactive load's share in the worker and Redis included unless BENCH_INTERACTIVE=0), so every slot busy (${physicalRate.toLocaleString('en')} lines/s) would take ${(pathMsPerLine * physicalRate / 1000).toFixed(1)} cores` },
         { scenario: `memory, batch of ${lines.toLocaleString('en')}`, path: 'MB before → peak → after', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: memory },
       );
@@ -547,17 +568,19 @@ try {
     const baseline = await load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 5 }).done;
     progress(`two tenants: one bursting ${burstSize} at once, the other steady beside it…`);
     const besideFrom = new Date();
+    const ticksBefore = machineTicks();
     const steady = load({ ...through('burst-model', {}, steadyKey), connections: 1, duration: 600 });
     const hog = await load({ ...through('burst-model', {}, hogKey), connections: burstSize, amount: burstSize, timeout: 120 }).done;
     steady.stop();
     const beside = await steady.done;
+    const tenantsStolen = stolenSince(ticksBefore);
     const upstream = await limited.control({ cmd: 'stats' });
     await limited.control({ cmd: 'reset' });
     const physicalS = (burstSize / burstLimit) * burstUpstreamMs / 1000;
     const scenario = `two tenants: ${burstSize} at once beside a steady one, limit ${burstLimit}`;
     rows.push(
       { scenario, path: 'steady tenant alone (baseline)', 'req/s': baseline.rps, 'p50 ms': baseline.p50, 'p99 ms': baseline.p99, errors: baseline.non2xx + baseline.errors, note: 'one request at a time on the burst channel' },
-      { scenario, path: 'steady tenant beside the burst', 'req/s': beside.rps, 'p50 ms': beside.p50, 'p99 ms': beside.p99, errors: beside.non2xx + beside.errors, note: `p99 ${overhead(baseline.p99, beside.p99)} ms over its baseline (target: within 100 ms)` },
+      { scenario, path: 'steady tenant beside the burst', 'req/s': beside.rps, 'p50 ms': beside.p50, 'p99 ms': beside.p99, errors: beside.non2xx + beside.errors, note: `p99 ${overhead(baseline.p99, beside.p99)} ms over its baseline (target: within 100 ms); ${tenantsStolen}` },
       { scenario, path: 'bursting tenant', 'req/s': Math.round(burstSize / (hog.durationMs / 1000)), 'p50 ms': hog.p50, 'p99 ms': hog.p99, errors: burstSize - hog.ok, note: `${(100 * hog.ok / burstSize).toFixed(1)}% ok (${JSON.stringify(hog.statusCodes)}), ${upstream.overLimit} over-limit, last reply ${(hog.durationMs / 1000).toFixed(2)} s (${(100 * (hog.durationMs / 1000) / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s)` },
     );
     figures.tenants = { baseline, beside, hog: { ...hog, upstream }, physicalS };
