@@ -84,6 +84,23 @@ describe('the request log', () => {
     const refused = await client(stack, limited.key, `refused-${seq}`).completions.create({ model, prompt: 'hi' }).catch((e) => e);
     expect(refused.status).toBe(429);
     expect(await rowOf(stack, `refused-${seq}`)).toMatchObject({ status: 429, error_code: expect.any(String), attempts: [], token_id: limited.id, total_tokens: 0 });
+
+    // One X-Request-Id on 40 requests sent at once (a client that reuses its id; two tenants who
+    // chose the same): each answer echoes it, and each request keeps a row of its own (keyed by
+    // arrival and the id, 40 left 23 rows, those of one millisecond merged), its own user's.
+    const shared = `shared-${seq}`;
+    const other = await apiKey({ unlimited_quota: true });
+    const statuses = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      const answer = await fetch(`${stack.gateway.url}/v1/completions`, {
+        method: 'POST', body: JSON.stringify({ model, prompt: 'hi' }),
+        headers: { authorization: `Bearer ${(i % 4 ? key : other).key}`, 'content-type': 'application/json', 'x-request-id': shared },
+      });
+      await answer.arrayBuffer();
+      return `${answer.status} ${answer.headers.get('x-request-id')}`;
+    }));
+    expect(new Set(statuses)).toEqual(new Set([`502 ${shared}`]));
+    const sharedRows = async (token: number) => (await logPage(stack, { request_id: shared, token_id: token, page_size: 1 })).body.data?.total;
+    await expect.poll(async () => [await sharedRows(key.id), await sharedRows(other.id)], { timeout: 15_000, interval: 250 }).toEqual([30, 10]);
   });
 
   it('answers administrators every row, a user its own, refuses a common user the whole log, and sums by model', async ({ stack, upstream, channel }) => {

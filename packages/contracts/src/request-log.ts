@@ -21,6 +21,12 @@ export interface RequestAttempt {
 export interface RequestLogRow {
   /** Epoch ms the request arrived (its job was queued). */
   created_at: number;
+  /**
+   * The request's own id (its job's): with created_at, the row's key. A job run again after its
+   * worker died writes the same row again.
+   */
+  job_id: string;
+  /** The id the client saw in X-Request-Id: its own, when it sent one, so not unique. */
   request_id: string;
   user_id: number;
   token_id: number;

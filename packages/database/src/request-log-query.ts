@@ -83,7 +83,7 @@ export class RequestLogQuery {
     const { sql, params } = where(query);
     const offset = (query.p - 1) * query.page_size;
     const [rows, count] = await Promise.all([
-      this.db.query(`SELECT ${ENTRY_COLUMNS} FROM request_log ${sql} ORDER BY created_at DESC, request_id DESC LIMIT ${query.page_size} OFFSET ${offset}`, params),
+      this.db.query(`SELECT ${ENTRY_COLUMNS} FROM request_log ${sql} ORDER BY created_at DESC, job_id DESC LIMIT ${query.page_size} OFFSET ${offset}`, params),
       this.db.query<{ total: string }>(`SELECT count(*) AS total FROM request_log ${sql}`, params),
     ]);
     return { items: rows.rows.map(entryOf), total: Number(count.rows[0]!.total), page: query.p, page_size: query.page_size };

@@ -11,6 +11,7 @@ const DAY = 86_400_000;
 function row(overrides: Partial<RequestLogRow> = {}): RequestLogRow {
   return {
     created_at: Date.now(),
+    job_id: crypto.randomUUID(),
     request_id: crypto.randomUUID(),
     user_id: 1,
     token_id: 1,
@@ -41,10 +42,10 @@ describe('the request log', () => {
 
   it('writes rows in day partitions it makes, one row per request (a re-run job\'s last row stands), and reads them back', async () => {
     const writer = new RequestLogWriter(db);
-    const id = crypto.randomUUID();
+    const [id, job] = [crypto.randomUUID(), crypto.randomUUID()];
     const at = Date.UTC(2026, 10, 20, 23, 59, 59);
-    writer.record(row({ request_id: id, created_at: at, status: 502, error_code: 'upstream_error', attempts: [{ channel_id: 4, upstream_model: 'x', error: 'connection ECONNREFUSED', host: '127.0.0.1:9', ms: 3 }] }));
-    writer.record(row({ request_id: id, created_at: at, status: 200, channel_id: 5, attempts: [{ channel_id: 5, upstream_model: 'x', ms: 20 }] }));
+    writer.record(row({ job_id: job, request_id: id, created_at: at, status: 502, error_code: 'upstream_error', attempts: [{ channel_id: 4, upstream_model: 'x', error: 'connection ECONNREFUSED', host: '127.0.0.1:9', ms: 3 }] }));
+    writer.record(row({ job_id: job, request_id: id, created_at: at, status: 200, channel_id: 5, attempts: [{ channel_id: 5, upstream_model: 'x', ms: 20 }] }));
     writer.record(row({ created_at: at + 2_000, model: 'other' }));
     await writer.close();
     const { rows } = await db.query<{ name: string }>(`SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid ORDER BY 1`);

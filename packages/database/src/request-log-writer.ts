@@ -24,7 +24,7 @@ export interface RequestLogWriterOptions {
 
 /** The columns, in the order the INSERT's arrays give them, with each array's type. */
 const COLUMNS: [keyof RequestLogRow, string][] = [
-  ['created_at', 'timestamptz'], ['request_id', 'text'], ['user_id', 'int4'], ['token_id', 'int4'],
+  ['created_at', 'timestamptz'], ['job_id', 'text'], ['request_id', 'text'], ['user_id', 'int4'], ['token_id', 'int4'],
   ['token_name', 'text'], ['route', 'text'], ['model', 'text'], ['upstream_model', 'text'],
   ['channel_id', 'int4'], ['attempts', 'jsonb'], ['status', 'int4'], ['error_code', 'text'],
   ['error_message', 'text'], ['priority', 'text'], ['batch_id', 'text'], ['streamed', 'bool'],
@@ -35,7 +35,7 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
 
 const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(', ')})
   SELECT * FROM unnest(${COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
-  ON CONFLICT (created_at, request_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
+  ON CONFLICT (created_at, job_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
   WHERE excluded.queue_ms IS NOT NULL OR request_log.queue_ms IS NULL`;
 
 /**
@@ -150,7 +150,7 @@ export class RequestLogWriter {
       if (!isRefusedForItsValues(error)) throw error;
       if (rows.length === 1) {
         this.options.onDropped?.(1);
-        this.options.log?.warn({ requestId: rows[0]!.request_id, reason: (error as Error).message }, 'request log row refused by PostgreSQL: dropped');
+        this.options.log?.warn({ requestId: rows[0]!.request_id, jobId: rows[0]!.job_id, reason: (error as Error).message }, 'request log row refused by PostgreSQL: dropped');
         return 0;
       }
       const half = Math.ceil(rows.length / 2);
@@ -164,7 +164,7 @@ export class RequestLogWriter {
     // by the gateway's (a request it saw leave as its job was taken: the worker's row says more).
     const byKey = new Map<string, RequestLogRow>();
     for (const row of batch) {
-      const key = `${row.created_at}\u0000${row.request_id}`;
+      const key = `${row.created_at}\u0000${row.job_id}`;
       const before = byKey.get(key);
       if (!before || row.queue_ms !== undefined || before.queue_ms === undefined) byKey.set(key, row);
     }

@@ -44,10 +44,17 @@ export interface RequestOptions {
    */
   onUnrun?: (removed?: RemovedJob) => void;
   /**
-   * The job's id; default a random one. A batch worker names its lines' jobs, so a job is added
-   * once however often its line is fed, and its reply can be followed after a takeover.
+   * The job's id; default a random one. The gateway names each request's job (its request log
+   * row's key); a batch worker names its lines' jobs, so a job is added once however often its
+   * line is fed, and its reply can be followed after a takeover.
    */
   jobId?: string;
+  /**
+   * When the add fails, Redis may still have taken the job: follow it rather than give it up (a
+   * batch line, whose job sent again would run, and be charged, twice; its caller ends the wait
+   * when it sees the job missing from the queue, or at the time-out). Needs `jobId`.
+   */
+  followUnsureAdd?: boolean;
   /** When the request arrived (epoch ms): the job's timestamp, which its worker reads. Default now. */
   queuedAt?: number;
   /**
@@ -259,10 +266,8 @@ export class JobClient {
       } catch (error) {
         abandoned = error instanceof GatewayError;
         if (abandoned && (error as GatewayError).code === 'cancelled') throw error;
-        if (!abandoned && options.jobId !== undefined) {
-          // A job its caller named (a batch line) is followed rather than given up: sent again
-          // under a new name it would run, and be charged, twice. Its caller ends the wait when
-          // it sees the job missing from the queue (the batch feed's sweep), or at the time-out.
+        if (!abandoned && options.followUnsureAdd && options.jobId !== undefined) {
+          // Followed rather than given up (a batch line): see followUnsureAdd.
           mayBeQueued = true;
         } else {
           // The add failed: the job will never run.

@@ -29,6 +29,7 @@ export function requestLogRow(end: JobEnd<ModelPayload>, options: { contentChars
   const errorCode = end.outcome === 'error' ? end.error?.code : end.outcome === 'cancelled' ? 'cancelled' : end.outcome === 'expired' ? 'timeout' : undefined;
   return {
     created_at: end.queuedAt,
+    job_id: end.jobId,
     request_id: end.requestId,
     user_id: caller.userId,
     token_id: caller.tokenId,

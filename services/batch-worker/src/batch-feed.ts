@@ -335,6 +335,7 @@ export class BatchFeed {
       const text = await this.jobs!.requestText(this.queue, payload, {
         requestId,
         jobId: jobIdOf(this.batch.id, line),
+        followUnsureAdd: true,
         timeoutMs: Math.max(1, deadline - Date.now()),
         signal: entry.controller.signal,
         priority: admitted.priority,

@@ -4,6 +4,7 @@
  * the route's wire format. Shared by the OpenAI and the Gemini paths; each supplies only its
  * payload and its `EventStreamFormat`.
  */
+import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
@@ -93,12 +94,13 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
  * The row of a request that never ran on a worker (a worker writes the row of every job it
  * takes): refused by admission, never queued, or removed from its queue unrun.
  */
-function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, arrivedAt: number, failure: GatewayError, priority: 'interactive' | 'batch'): void {
+function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, failure: GatewayError, priority: 'interactive' | 'batch'): void {
   const { caller } = options.payload;
   const model = options.payload.model ?? (options.payload.request as { model?: string }).model ?? '';
   const clientGone = failure.code === 'cancelled';
   options.requestLog?.record({
     created_at: arrivedAt,
+    job_id: jobId,
     request_id: request.id,
     user_id: caller.userId,
     token_id: caller.tokenId,
@@ -156,6 +158,8 @@ const streamHeaders = {
 export async function relayModelJob<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const { holder } = options;
   const arrivedAt = Date.now();
+  // The request's own id, its job's: its request log row's key (a client's X-Request-Id may repeat).
+  const jobId = randomUUID();
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
   const deadline = arrivedAt + options.timeoutMs;
   const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
@@ -163,7 +167,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
     void admitting.then((late) => late.unrun(), () => {});
-    logUnrun(request, options, arrivedAt, GatewayError.from(error), holder.priority);
+    logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
     throw error;
   });
   // The job's failure as the client saw it, for the row of a job removed unrun.
@@ -173,6 +177,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
   const enqueue = {
     requestId: request.id,
+    jobId,
     queuedAt: arrivedAt,
     payloadChars: request.bodyChars,
     requestJson: options.requestJson,
@@ -184,7 +189,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     onUnrun: (removed?: RemovedJob) => {
       admitted.unrun(removed);
       // Told from the client's failure path, which may not have run yet when the add itself failed.
-      setImmediate(() => logUnrun(request, options, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive'));
+      setImmediate(() => logUnrun(request, options, jobId, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive'));
     },
   };
   const format = options.stream;
