@@ -14,6 +14,7 @@ export interface BatchRunOptions {
 }
 
 export interface BatchRun {
+  batchId: string;
   uploadMs: number;
   /** Created → seen in_progress: the lines validated. */
   validatedMs: number;
@@ -126,6 +127,7 @@ export async function runBatch(options: BatchRunOptions): Promise<BatchRun> {
   await sampler;
   const after = await sample();
   return {
+    batchId: batch.id as string,
     uploadMs,
     validatedMs: inProgressAt - created,
     runningMs: runEndAt - inProgressAt,

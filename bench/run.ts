@@ -22,7 +22,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
-import { runBatch, postgresCpuMs, postgresMemoryMb } from './batch.ts';
+import { runBatch, postgresCpuMs, postgresMemoryMb, type BatchRun } from './batch.ts';
 import { percentile } from './stats.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
 import { runSpeech } from './speech.ts';
@@ -470,6 +470,33 @@ try {
     return { stop: () => {}, done: Promise.resolve(none) };
   };
 
+  /**
+   * Where a batch line's time went, from the workers' request log (a row per line's job): from
+   * the job's add to a worker taking it, waiting there for a channel slot, its upstream call, and
+   * add → end; against the time each line of the window spends in flight (BATCH_WINDOW ÷ the
+   * lines' rate), the rest being the batch worker's part (admission, the add, the reply's way
+   * back and its row).
+   */
+  const batchLineTimes = async (run: BatchRun, lines: number) => {
+    await sleep(1500); // the log's last rows written
+    const db = new pg.Client({ connectionString: postgres!.url });
+    await db.connect();
+    const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null }>(
+      'SELECT queue_ms, total_ms, slot_ms, upstream_ms FROM request_log WHERE batch_id = $1 AND queue_ms IS NOT NULL', [run.batchId]);
+    await db.end();
+    const of = (column: 'queue_ms' | 'total_ms' | 'slot_ms' | 'upstream_ms') => logged.map((r) => r[column]).filter((v): v is number => v !== null);
+    const [queued, total, slot, upstreamMs] = [of('queue_ms'), of('total_ms'), of('slot_ms'), of('upstream_ms')];
+    const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
+    const window = Number(process.env.BATCH_WINDOW ?? 128);
+    const inFlightMs = (window * run.runningMs) / lines;
+    return {
+      scenario: `batch ${lines.toLocaleString('en')} lines: a line's time, from the request log`, path: 'ms, mean (p50, p99)', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
+      note: `${logged.length} rows: add → taken by a worker ${mean(queued).toFixed(1)} (${percentile(queued, 50)}, ${percentile(queued, 99)}); waiting for a slot ${mean(slot).toFixed(1)} (${percentile(slot, 50)}, ${percentile(slot, 99)}); ` +
+        `upstream ${mean(upstreamMs).toFixed(1)} (${percentile(upstreamMs, 50)}, ${percentile(upstreamMs, 99)}); add → end ${mean(total).toFixed(1)}; ` +
+        `in flight in the window ${inFlightMs.toFixed(1)} (${window} lines ÷ their rate), so ${(inFlightMs - mean(total)).toFixed(1)} in the batch worker's part (admission, the add, the reply's way back)`,
+    };
+  };
+
   if (parts.has('batch')) {
     // The same work as the burst, brought as batch users bring it: one file, one batch, through
     // the Batch API, on the burst's channel (32 slots, 20 ms), with the interactive load beside it.
@@ -526,6 +553,7 @@ try {
         { scenario: `CPU, batch of ${lines.toLocaleString('en')}`, path: 'CPU s', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: `${batchCpuTotal.toFixed(1)} s CPU over ${wallS.toFixed(1)} s on ${os.availableParallelism()} cores (${(100 * batchCpuTotal / (os.availableParallelism() * wallS)).toFixed(0)}% busy, 3 s idle after it included; ${batchStolen}): ${batchCpu.filter(([, c]) => c >= 0.05).map(([name, c]) => `${name} ${c.toFixed(1)}`).join(', ')}; ` +
           `${pathMsPerLine.toFixed(2)} ms CPU a line on its path (completion and batch workers, Redis, PostgreSQL, upstream; the interactive load's share in the worker and Redis included unless BENCH_INTERACTIVE=0), so every slot busy (${physicalRate.toLocaleString('en')} lines/s) would take ${(pathMsPerLine * physicalRate / 1000).toFixed(1)} cores` },
         { scenario: `memory, batch of ${lines.toLocaleString('en')}`, path: 'MB before → peak → after', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: memory },
+        await batchLineTimes(run, lines),
       );
       (figures.batch ??= {} as Record<string, unknown>) as Record<string, unknown>;
       (figures.batch as Record<string, unknown>)[String(lines)] = { ...run, upstream, physicalS, slots, interactive: interactiveResult };
