@@ -312,7 +312,7 @@ describe('the reply path', () => {
     expect(results).toEqual(Array.from({ length: 200 }, (_, n) => n));
   }, 30_000);
 
-  it("follows a job its caller named when the add's answer is lost (Redis took it, then went away), rather than giving it up to be sent again", async () => {
+  it("follows a job its caller asked to follow (a batch line's) when the add's answer is lost (Redis took it, then went away), rather than giving it up to be sent again", async () => {
     let runs = 0;
     handler = async ({ payload }) => {
       runs++;
@@ -330,11 +330,12 @@ describe('the reply path', () => {
     });
     const unrun = vi.fn();
     await runWorker();
-    await expect(request(41, { jobId: 'named-line-1', onUnrun: unrun })).resolves.toBe(41);
+    await expect(request(41, { jobId: 'named-line-1', followUnsureAdd: true, onUnrun: unrun })).resolves.toBe(41);
     expect(runs).toBe(1);
     expect(unrun).not.toHaveBeenCalled();
-    // A job nobody named is given up as before: a 503, and what it held is given back.
-    await expect(request(42, { onUnrun: unrun })).rejects.toMatchObject({ status: 503 });
+    // A live request's job (the gateway names them too) is given up as before: a 503, and what
+    // it held is given back.
+    await expect(request(42, { jobId: 'live-request-1', onUnrun: unrun })).rejects.toMatchObject({ status: 503 });
     expect(unrun).toHaveBeenCalledTimes(1);
   });
 
@@ -352,7 +353,7 @@ describe('the reply path', () => {
     await runWorker(64, { replyRetryMs: 300 });
     // A batch line's job (named): given up, its result was lost and the line sent again, run and
     // charged a second time; a live request timed out with its usage charged.
-    await expect(request(43, { jobId: 'named-line-2', timeoutMs: 8000 })).resolves.toBe(43);
+    await expect(request(43, { jobId: 'named-line-2', followUnsureAdd: true, timeoutMs: 8000 })).resolves.toBe(43);
     expect(runs).toBe(1);
   }, 20_000);
 
