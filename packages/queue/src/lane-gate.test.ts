@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueName } from '@gateway/contracts';
 import { startJobWorker, type JobContext, type Redis } from './index.ts';
 import { WAITING_PER_SLOT } from './job-worker.ts';
-import { IDLE_AFTER_MS } from './lane-gate.ts';
+import { FETCHED_BEFORE_BEGUN, IDLE_AFTER_MS } from './lane-gate.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -92,5 +92,26 @@ describe('a job waiting for room elsewhere', () => {
     expect(seen.mostFresh).toBeLessThanOrEqual(4);
     expect(seen.mostFresh).toBeGreaterThan(1);
     expect(seen.mostAtWork).toBeLessThanOrEqual(4 * (1 + WAITING_PER_SLOT));
+  });
+});
+
+describe('a worker with room for many jobs', () => {
+  it(`begins the first job it fetched before it has fetched more than ${FETCHED_BEFORE_BEGUN} (an early job does not wait for the rest)`, async () => {
+    // 100 jobs waiting before the worker starts, with room for 64 at once: BullMQ alone fetched
+    // all 64, one Redis round trip each, before it began the first.
+    const answers = Array.from({ length: 100 }, () => request({ workMs: 1 }));
+    const queue = q.jobs.shardsOf(QueueName.admin)[0]!;
+    await expect.poll(() => queue.getWaitingCount()).toBe(100);
+    let fetchedAtFirst: number | undefined;
+    q.worker = await startJobWorker<Payload>({
+      queue: QueueName.admin, redisTarget: q.server.url, concurrency: 64, log,
+      handler: async ({ payload }: JobContext<Payload>) => {
+        fetchedAtFirst ??= await queue.getActiveCount();
+        return payload.n;
+      },
+    });
+    expect(await Promise.all(answers)).toHaveLength(100);
+    // Read as the first begins: a few more are fetched while the count comes back (64 without).
+    expect(fetchedAtFirst).toBeLessThan(24);
   });
 });
