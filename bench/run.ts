@@ -474,8 +474,8 @@ try {
    * Where a batch line's time went, from the workers' request log (a row per line's job): from
    * the job's add to a worker taking it, waiting there for a channel slot, its upstream call, and
    * add → end; against the time each line of the window spends in flight (BATCH_WINDOW ÷ the
-   * lines' rate), the rest being the batch worker's part (admission, the add, the reply's way
-   * back and its row).
+   * lines' rate), the rest being the batch worker's part (admission, before the job's timestamp;
+   * the reply's way back and the line's row).
    */
   const batchLineTimes = async (run: BatchRun, lines: number) => {
     await sleep(1500); // the log's last rows written
@@ -493,7 +493,7 @@ try {
       scenario: `batch ${lines.toLocaleString('en')} lines: a line's time, from the request log`, path: 'ms, mean (p50, p99)', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
       note: `${logged.length} rows: add → taken by a worker ${mean(queued).toFixed(1)} (${percentile(queued, 50)}, ${percentile(queued, 99)}); waiting for a slot ${mean(slot).toFixed(1)} (${percentile(slot, 50)}, ${percentile(slot, 99)}); ` +
         `upstream ${mean(upstreamMs).toFixed(1)} (${percentile(upstreamMs, 50)}, ${percentile(upstreamMs, 99)}); add → end ${mean(total).toFixed(1)}; ` +
-        `in flight in the window ${inFlightMs.toFixed(1)} (${window} lines ÷ their rate), so ${(inFlightMs - mean(total)).toFixed(1)} in the batch worker's part (admission, the add, the reply's way back)`,
+        `in flight in the window ${inFlightMs.toFixed(1)} (${window} lines ÷ their rate), so ${(inFlightMs - mean(total)).toFixed(1)} in the batch worker's part (admission before the job's timestamp, the reply's way back, the line's row)`,
     };
   };
 

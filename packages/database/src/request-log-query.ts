@@ -61,7 +61,7 @@ function where(filters: Filters & { only_user?: number }): { sql: string; params
   return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params };
 }
 
-const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, request_id, user_id, token_id, token_name, route, model,
+const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, job_id, request_id, user_id, token_id, token_name, route, model,
   upstream_model, channel_id, attempts, status, error_code, error_message, priority, batch_id, streamed, prompt_tokens,
   completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply`;
 

@@ -209,7 +209,7 @@ export function LogSearch({ base }) {
         ${page < pages && html` <button onClick=${() => search(page + 1)}>Older</button>`}</p>
       <table class="log"><thead><tr><th>Time</th><th>Request id</th><th>User</th><th>Key</th><th>Route</th><th>Model</th><th>Channel</th><th>Status</th><th>Tokens</th><th>Total</th></tr></thead>
       <tbody>${result.items.map((row) => html`
-        <tr class=${`entry${row.status >= 400 ? ' failed' : ''}${open?.request_id === row.request_id ? ' open' : ''}`} data-request=${row.request_id} tabindex="0"
+        <tr class=${`entry${row.status >= 400 ? ' failed' : ''}${open?.job_id === row.job_id ? ' open' : ''}`} data-request=${row.request_id} tabindex="0"
           onClick=${() => setOpen(row)} onKeyDown=${(e) => e.key === 'Enter' && setOpen(row)}>
           <td>${dateTime(row.created_at)}</td><td><code>${row.request_id}</code></td><td>${row.user_id}</td><td>${row.token_name || `#${row.token_id}`}</td>
           <td>${row.route}</td><td>${row.model}</td><td>${row.channel_id ?? '–'}</td><td class="status">${row.status}</td><td>${number(row.total_tokens)}</td><td>${ms(row.total_ms)}</td>
