@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { QueueName } from '@gateway/contracts';
 import { startJobWorker, type JobContext, type Redis } from './index.ts';
 import { WAITING_PER_SLOT } from './job-worker.ts';
-import { FETCHED_BEFORE_BEGUN, IDLE_AFTER_MS } from './lane-gate.ts';
+import { FETCHED_BEFORE_BEGUN, IDLE_AFTER_MS, LaneGate } from './lane-gate.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -113,5 +113,22 @@ describe('a worker with room for many jobs', () => {
     expect(await Promise.all(answers)).toHaveLength(100);
     // Read as the first begins: a few more are fetched while the count comes back (64 without).
     expect(fetchedAtFirst).toBeLessThan(24);
+  });
+});
+
+describe('a lane past FETCHED_BEFORE_BEGUN', () => {
+  it('begins every job it fetched before it fetches again (beginning one and fetching again kept 8 waiting for good)', () => {
+    const gate = new LaneGate(256);
+    for (let i = 0; i < FETCHED_BEFORE_BEGUN; i++) {
+      expect(gate.enter()).toBe('fetch');
+      gate.fetched({});
+    }
+    expect(gate.enter()).toBe('skip');
+    for (let i = 1; i < FETCHED_BEFORE_BEGUN; i++) {
+      gate.start();
+      expect(gate.enter(), `${i} begun`).toBe('skip');
+    }
+    gate.start();
+    expect(gate.enter()).toBe('fetch');
   });
 });
