@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import pg from 'pg';
-import { stackTest } from '@gateway/testkit/fixtures';
+import { stackTest, type MakeChannel, type Upstreams } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
 // A batch worker runs 3 batches at once, at most 2 of one user (the defaults are 32 and 4); a
@@ -48,6 +48,14 @@ async function fileLines(openai: OpenAI, id: string | null | undefined): Promise
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 
+/** A mock OpenAI upstream (with `behaviour`) and a channel of it serving a model of its own. */
+async function servedModel({ upstream, channel }: { upstream: Upstreams; channel: MakeChannel }, behaviour?: Parameters<Upstreams['openai']>[0], fields?: Record<string, unknown>) {
+  const mock = await upstream.openai(behaviour);
+  const model = `batch-${++seq}`;
+  await channel(mock, [model], fields);
+  return { mock, model };
+}
+
 async function tenant(stack: Stack) {
   const user = await stack.adminData('POST', '/api/user/', { username: `b${++seq}`, password: 'batch-password' });
   const { id, key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true });
@@ -56,9 +64,7 @@ async function tenant(stack: Stack) {
 
 describe('the Batch API', () => {
   it('runs a 1,000-line batch to completion, its output in input order, each line charged once', async ({ stack, upstream, channel }) => {
-    const mock = await upstream.openai({ text: (prompt) => `re: ${prompt}` });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model]);
+    const { mock, model } = await servedModel({ upstream, channel }, { text: (prompt) => `re: ${prompt}` });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const started = Date.now();
@@ -88,9 +94,7 @@ describe('the Batch API', () => {
   });
 
   it('fails a batch whose lines are bad, naming each bad line by its number', async ({ stack, upstream, channel }) => {
-    const mock = await upstream.openai();
-    const model = `batch-${++seq}`;
-    await channel(mock, [model]);
+    const { mock, model } = await servedModel({ upstream, channel });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const created = await submit(openai, [
@@ -121,9 +125,7 @@ describe('the Batch API', () => {
     // U+0000 and a lone surrogate (a 100-character cut through an emoji, quoted in an error)
     // are refused by PostgreSQL's text and jsonb: one such result or error held back every
     // other result of its batch, and one such request log row every later row, for good.
-    const mock = await upstream.openai({ text: 'fine' });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model]);
+    const { mock, model } = await servedModel({ upstream, channel }, { text: 'fine' });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const ran = await settled(openai, (await submit(openai, [
@@ -169,9 +171,7 @@ describe('the Batch API', () => {
       BEGIN IF NEW.custom_id = 'poison' THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; RETURN NEW; END $$`);
     await db.query(`CREATE TRIGGER refuse_poison BEFORE INSERT ON batch_lines FOR EACH ROW EXECUTE FUNCTION refuse_poison()`);
     try {
-      const mock = await upstream.openai();
-      const model = `batch-${++seq}`;
-      await channel(mock, [model]);
+      const { mock, model } = await servedModel({ upstream, channel });
       const openai = client(stack, (await tenant(stack)).key);
       const started = Date.now();
       const batch = await settled(openai, (await submit(openai, [{ ...line(model, 0), custom_id: 'poison' }])).id, 20_000);
@@ -186,9 +186,7 @@ describe('the Batch API', () => {
   });
 
   it('cancels mid-way: feeding stops at once, the lines in flight finish, the rest end as cancelled', async ({ stack, upstream, channel }) => {
-    const mock = await upstream.openai({ delayMs: 100 });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model], { max_concurrency: 4 });
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 100 }, { max_concurrency: 4 });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const created = await submit(openai, Array.from({ length: 300 }, (_, i) => line(model, i)));
@@ -214,9 +212,7 @@ describe('the Batch API', () => {
 
   it('withdraws at a cancel the lines still waiting for their channel: only those calling it finish, and only they are charged', async ({ stack, upstream, channel }) => {
     // 40 lines in flight (the window) on a 2-slot channel of 1 s calls: 2 calling, 38 waiting.
-    const mock = await upstream.openai({ delayMs: 1000 });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model], { max_concurrency: 2 });
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 1000 }, { max_concurrency: 2 });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const created = await submit(openai, Array.from({ length: 40 }, (_, i) => line(model, i)));
@@ -249,9 +245,7 @@ describe('the Batch API', () => {
   });
 
   it("keeps users apart: another user's key cannot see, list or cancel a batch", async ({ stack, upstream, channel }) => {
-    const mock = await upstream.openai({ delayMs: 50 });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model], { max_concurrency: 2 });
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 50 }, { max_concurrency: 2 });
     const owner = await tenant(stack);
     const other = await tenant(stack);
     const stranger = client(stack, other.key);
@@ -273,9 +267,7 @@ describe('the Batch API', () => {
   });
 
   it('shares one capped channel between two tenants\' batches', async ({ stack, upstream, channel }) => {
-    const mock = await upstream.openai({ delayMs: 40 });
-    const model = `batch-${++seq}`;
-    await channel(mock, [model], { max_concurrency: 4 });
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 40 }, { max_concurrency: 4 });
     const first = client(stack, (await tenant(stack)).key);
     const second = client(stack, (await tenant(stack)).key);
     const a = await submit(first, Array.from({ length: 200 }, (_, i) => line(model, i)));
@@ -339,9 +331,7 @@ function heldUpload(stack: Stack, key: string, content: string) {
 
 describe("what one user may keep", () => {
   it('refuses a user past its files, bytes of files and open batches, counted at the commit so uploads at once cannot pass together', async ({ stack, upstream, channel }) => {
-    const slow = await upstream.openai({ delayMs: 1000 });
-    const model = `batch-${++seq}`;
-    await channel(slow, [model], { max_concurrency: 1 });
+    const { mock: slow, model } = await servedModel({ upstream, channel }, { delayMs: 1000 }, { max_concurrency: 1 });
     const owner = await tenant(stack);
     const openai = client(stack, owner.key);
     const upload = async (text: string) => openai.files.create({ file: await toFile(Buffer.from(text), 'f.jsonl'), purpose: 'batch' });
@@ -408,9 +398,7 @@ describe('the Batch API on the other OpenAI endpoints', () => {
     ['/v1/embeddings', (model: string, i: number) => ({ model, input: `text ${i}`, encoding_format: 'float' }), (r: any) => expect(r.data[0].embedding).toHaveLength(8)],
   ] as const) {
     it(`runs ${endpoint} lines`, async ({ stack, upstream, channel }) => {
-      const mock = await upstream.openai({ text: 'batch chat' });
-      const model = `batch-${++seq}`;
-      await channel(mock, [model]);
+      const { mock, model } = await servedModel({ upstream, channel }, { text: 'batch chat' });
       const owner = await tenant(stack);
       const openai = client(stack, owner.key);
       const lines = Array.from({ length: 20 }, (_, i) => ({ custom_id: `req-${i}`, method: 'POST', url: endpoint, body: body(model, i) }));

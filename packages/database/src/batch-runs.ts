@@ -1,4 +1,4 @@
-import type { BatchLineError } from '@gateway/contracts';
+import { INT4_MAX, type BatchLineError } from '@gateway/contracts';
 import { isRefusedForItsValues, type Database } from './connection.ts';
 import { RUNNING_STATUSES_SQL, type BatchRow } from './batch-store.ts';
 import { unixNow } from './ids.ts';
@@ -64,7 +64,7 @@ export class BatchRuns {
          FOR UPDATE OF b SKIP LOCKED)
        UPDATE batches SET runner = $1, lease_until = $2 WHERE id IN (SELECT id FROM chosen)
        RETURNING *`,
-      [runner, now + leaseMs, now, max, Math.min(perUser, 2_147_483_647), unixNow()],
+      [runner, now + leaseMs, now, max, Math.min(perUser, INT4_MAX), unixNow()],
     );
     return rows;
   }

@@ -1,4 +1,4 @@
-import { rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
+import { INT4_MAX, rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
@@ -105,7 +105,7 @@ export class BatchStore {
          WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ${RUNNING_STATUSES_SQL}) < $10
          RETURNING *`,
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, 2_147_483_647), inputBytes],
+          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes],
       );
       await client.query('COMMIT');
       row = rows[0];

@@ -1,4 +1,4 @@
-import type { RequestLogRow } from '@gateway/contracts';
+import { INT4_MAX, type RequestLogRow } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { isDatabaseUnavailable, isRefusedForItsValues } from './connection.ts';
 import { storableJson } from './storable.ts';
@@ -46,7 +46,6 @@ const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(',
 const MAX_NAME_CHARS = 256;
 const LONG_TEXT = new Set<keyof RequestLogRow>(['error_message', 'prompt', 'reply']);
 
-const INT4_MAX = 2_147_483_647;
 /** A number as an int4 column takes it: whole, within its range; null for none or not a number. */
 const storableInt = (value: number | undefined): number | null =>
   typeof value === 'number' && Number.isFinite(value) ? Math.max(-INT4_MAX - 1, Math.min(INT4_MAX, Math.round(value))) : null;

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { username } from './username.ts';
+import { INT4_MAX } from '../validation.ts';
 import { BATCH_STATUSES, type BatchStatus } from '../wire/openai-batch.ts';
 
 const id = z.coerce.number().int().positive();
@@ -232,14 +233,13 @@ export const listBatchesQuery = z.strictObject({ ...pageQuery, user_id: z.coerce
  * in epoch seconds (new-api's `start_timestamp` / `end_timestamp`), and exact matches.
  */
 const LAST_SECOND = 253_402_300_799; // 9999-12-31T23:59:59Z: PostgreSQL's timestamps end near it
-const INT4 = 2_147_483_647;
 const logFilters = {
   start_timestamp: z.coerce.number().int().min(0).max(LAST_SECOND).optional(),
   end_timestamp: z.coerce.number().int().min(0).max(LAST_SECOND).optional(),
-  user_id: z.coerce.number().int().positive().max(INT4).optional(),
-  token_id: z.coerce.number().int().positive().max(INT4).optional(),
+  user_id: z.coerce.number().int().positive().max(INT4_MAX).optional(),
+  token_id: z.coerce.number().int().positive().max(INT4_MAX).optional(),
   model_name: z.string().min(1).max(256).optional(),
-  channel: z.coerce.number().int().positive().max(INT4).optional(),
+  channel: z.coerce.number().int().positive().max(INT4_MAX).optional(),
   status: z.coerce.number().int().min(100).max(599).optional(),
   /** Only requests that failed (status 400 and above), or only those that did not. */
   failed: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
