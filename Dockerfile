@@ -10,4 +10,4 @@ COPY scripts scripts
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 USER node
 # Node flags per service: packages/config/src/node-flags.ts.
-CMD ["node", "--max-semi-space-size=4", "services/gateway/src/main.ts"]
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "services/gateway/src/main.ts"]
