@@ -5,13 +5,15 @@
  *
  * Two kinds of run: autocannon (`connections`, `amount` or `duration`), whose latencies are
  * whole milliseconds; and `sequential: N`, N requests one after another over one keep-alive
- * connection, timed with hrtime, for latencies in microseconds. Either reports the CPU this
- * process spent, so a cost table can include the load generator.
+ * connection, timed with hrtime, for latencies in microseconds (`sequential: 0` runs until
+ * `forMs` has passed or it is told to stop, and `samples: true` sends every latency back, so a
+ * caller can pool several runs). Either reports the CPU this process spent, so a cost table can
+ * include the load generator.
  */
 import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
 
-interface SequentialOptions { url: string; method: 'POST'; body: string; headers: Record<string, string>; sequential: number }
+interface SequentialOptions { url: string; method: 'POST'; body: string; headers: Record<string, string>; sequential: number; forMs?: number; samples?: boolean }
 
 const options = JSON.parse(process.argv[2]!) as autocannon.Options & Partial<SequentialOptions>;
 const cpuBefore = process.cpuUsage();
@@ -20,8 +22,13 @@ async function sequential(run: SequentialOptions) {
   const dispatcher = new Agent({ connections: 1 });
   const micros: number[] = [];
   let failures = 0;
+  let stopped = false;
+  process.on('message', (message: { cmd: string }) => {
+    if (message.cmd === 'stop') stopped = true;
+  });
   const started = performance.now();
-  for (let i = 0; i < run.sequential; i++) {
+  const until = run.forMs === undefined ? Infinity : started + run.forMs;
+  for (let i = 0; (run.sequential === 0 || i < run.sequential) && !stopped && performance.now() < until; i++) {
     const t0 = process.hrtime.bigint();
     const response = await request(run.url, { method: run.method, body: run.body, headers: run.headers, dispatcher });
     await response.body.arrayBuffer();
@@ -29,12 +36,14 @@ async function sequential(run: SequentialOptions) {
     if (response.statusCode !== 200) failures++;
   }
   const durationMs = performance.now() - started;
+  const samples = run.samples ? [...micros] : undefined;
   micros.sort((a, b) => a - b);
   const at = (q: number) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))]!;
   await dispatcher.close();
   return {
-    requests: run.sequential, rps: run.sequential / (durationMs / 1000), p50: at(0.5) / 1000, p99: at(0.99) / 1000, max: at(1) / 1000,
-    p50us: at(0.5), p90us: at(0.9), p99us: at(0.99), non2xx: failures, errors: 0, timeouts: 0, durationMs, ok: run.sequential - failures, statusCodes: {},
+    requests: micros.length, rps: micros.length / (durationMs / 1000), p50: at(0.5) / 1000, p99: at(0.99) / 1000, max: at(1) / 1000,
+    p50us: at(0.5), p90us: at(0.9), p99us: at(0.99), non2xx: failures, errors: 0, timeouts: 0, durationMs, ok: micros.length - failures, statusCodes: {},
+    samples,
   };
 }
 
@@ -60,7 +69,7 @@ async function cannon() {
   };
 }
 
-const result = options.sequential ? await sequential(options as SequentialOptions) : await cannon();
+const result = options.sequential !== undefined ? await sequential(options as SequentialOptions) : await cannon();
 const cpu = process.cpuUsage(cpuBefore);
 process.send!({ type: 'result', result: { ...result, cpuMs: (cpu.user + cpu.system) / 1000 } });
 process.disconnect();
