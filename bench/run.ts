@@ -475,6 +475,22 @@ try {
   };
 
   /**
+   * The stage times of the request log's rows that `where` picks among those a worker ran (with
+   * a queue time), once the log's last rows are written: arrival → taken by a worker, the wait
+   * for a channel slot, the upstream call, arrival → end; and each row's arrival (epoch ms).
+   */
+  const loggedStages = async (where: string, params: unknown[]) => {
+    await sleep(1500); // the log's last rows written
+    const db = new pg.Client({ connectionString: postgres!.url });
+    await db.connect();
+    const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null; arrived_ms: number }>(
+      `SELECT queue_ms, total_ms, slot_ms, upstream_ms, (extract(epoch from created_at) * 1000)::float8 AS arrived_ms FROM request_log WHERE ${where} AND queue_ms IS NOT NULL`, params);
+    await db.end();
+    const of = (column: 'queue_ms' | 'total_ms' | 'slot_ms' | 'upstream_ms') => logged.map((r) => r[column]).filter((v): v is number => v !== null);
+    return { logged, queued: of('queue_ms'), total: of('total_ms'), slot: of('slot_ms'), upstreamMs: of('upstream_ms') };
+  };
+
+  /**
    * Where a batch line's time went, from the workers' request log (a row per line's job): from
    * the job's add to a worker taking it, waiting there for a channel slot, its upstream call, and
    * add → end; against the time each line of the window spends in flight (BATCH_WINDOW ÷ the
@@ -482,14 +498,7 @@ try {
    * the reply's way back and the line's row).
    */
   const batchLineTimes = async (run: BatchRun, lines: number) => {
-    await sleep(1500); // the log's last rows written
-    const db = new pg.Client({ connectionString: postgres!.url });
-    await db.connect();
-    const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null }>(
-      'SELECT queue_ms, total_ms, slot_ms, upstream_ms FROM request_log WHERE batch_id = $1 AND queue_ms IS NOT NULL', [run.batchId]);
-    await db.end();
-    const of = (column: 'queue_ms' | 'total_ms' | 'slot_ms' | 'upstream_ms') => logged.map((r) => r[column]).filter((v): v is number => v !== null);
-    const [queued, total, slot, upstreamMs] = [of('queue_ms'), of('total_ms'), of('slot_ms'), of('upstream_ms')];
+    const { logged, queued, total, slot, upstreamMs } = await loggedStages('batch_id = $1', [run.batchId]);
     const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
     const window = Number(process.env.BATCH_WINDOW ?? 128);
     const inFlightMs = (window * run.runningMs) / lines;
@@ -604,6 +613,7 @@ try {
     const baseline = await steadyLoad({ forMs: 10_000 }).done;
     const besideFrom = new Date();
     const ticksBefore = machineTicks();
+    const ms = (micros: number[], p: number) => Math.round(percentile(micros, p) / 1000);
     const besideMicros: number[] = [];
     const hogs: LoadResult[] = [];
     const roundP99s: number[] = [];
@@ -619,14 +629,13 @@ try {
       const run = await steady.done;
       besideMicros.push(...run.samples!);
       steadyFailures += run.non2xx;
-      roundP99s.push(Math.round(run.p99));
+      roundP99s.push(ms(run.samples!, 99));
       await sleep(2000); // the burst's last replies and rows out of the way
     }
     const tenantsStolen = stolenSince(ticksBefore);
     const upstream = await limited.control({ cmd: 'stats' });
     await limited.control({ cmd: 'reset' });
     const physicalS = (burstSize / burstLimit) * burstUpstreamMs / 1000;
-    const ms = (micros: number[], p: number) => Math.round(percentile(micros, p) / 1000);
     const beside = { requests: besideMicros.length, p50: ms(besideMicros, 50), p99: ms(besideMicros, 99), max: ms(besideMicros, 100) };
     const baselineMs = { p50: ms(baseline.samples!, 50), p99: ms(baseline.samples!, 99) };
     const hog = hogs.reduce((a, b) => (b.durationMs > a.durationMs ? b : a));
@@ -643,18 +652,14 @@ try {
       // and the add) to a worker taking it, waiting there for a channel slot, its upstream call,
       // and arrival to end. The rest of what its client saw is the gateway's reading of the
       // request before it arrived, and its relaying of the answer.
-      await sleep(1500); // the log's last rows written
-      const db = new pg.Client({ connectionString: postgres.url });
-      await db.connect();
-      const { rows: logged } = await db.query<{ queue_ms: number; total_ms: number; slot_ms: number | null; upstream_ms: number | null; at_ms: number }>(
-        'SELECT queue_ms, total_ms, slot_ms, upstream_ms, (extract(epoch from created_at) * 1000)::float8 - $3 AS at_ms FROM request_log WHERE user_id = $1 AND created_at >= $2 AND queue_ms IS NOT NULL', [steadyUser, besideFrom, besideFrom.getTime()]);
-      await db.end();
-      const of = (column: 'queue_ms' | 'total_ms' | 'slot_ms' | 'upstream_ms') => logged.map((r) => r[column]).filter((v): v is number => v !== null);
-      const [queued, total, slot, upstreamMs] = [of('queue_ms'), of('total_ms'), of('slot_ms'), of('upstream_ms')];
+      const { logged, queued, total, slot, upstreamMs } = await loggedStages('user_id = $1 AND created_at >= $2', [steadyUser, besideFrom]);
       /** A row's time after the start of the burst it came in. */
-      const intoItsBurst = (at: number) => at - Math.max(0, ...burstStarts.filter((start) => start <= at));
+      const intoItsBurst = (arrivedMs: number) => {
+        const at = arrivedMs - besideFrom.getTime();
+        return at - Math.max(0, ...burstStarts.filter((start) => start <= at));
+      };
       const slowest = (all: typeof logged) => [...all].sort((a, b) => b.total_ms - a.total_ms).slice(0, 5)
-        .map((r) => `${(intoItsBurst(r.at_ms) / 1000).toFixed(1)}: ${r.queue_ms}/${r.slot_ms ?? '-'}/${r.upstream_ms ?? '-'}/${r.total_ms}`).join(', ');
+        .map((r) => `${(intoItsBurst(r.arrived_ms) / 1000).toFixed(1)}: ${r.queue_ms}/${r.slot_ms ?? '-'}/${r.upstream_ms ?? '-'}/${r.total_ms}`).join(', ');
       rows.push({ scenario, path: 'steady tenant: arrival to end, from the request log', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
         note: `${logged.length} rows: arrival → taken by a worker p50 ${percentile(queued, 50)}, p99 ${percentile(queued, 99)}, max ${percentile(queued, 100)}; waiting for a slot p50 ${percentile(slot, 50)}, p99 ${percentile(slot, 99)}; upstream p50 ${percentile(upstreamMs, 50)}, p99 ${percentile(upstreamMs, 99)}; arrival → end max ${percentile(total, 100)} ms; slowest (at s into the burst: queue/slot/upstream/total ms) ${slowest(logged)}` });
     }

@@ -1,7 +1,8 @@
 /**
  * Node (V8) flags a service runs with; they must be given when the process starts, so whatever
- * starts a service passes them: the test kit, `npm start`, and the Dockerfile and compose file
- * (which spell them out, with a pointer here).
+ * starts a service passes them: the test kit and `npm start` from here, and the Dockerfile, the
+ * compose file and the `start` scripts of the root and workspace package.json files, which spell
+ * them out.
  *
  * The gateway holds every waiting request while its reply is on the way; a burst of thousands
  * arriving at once grows V8's young generation to its 3 × 16 MB default, and most of what it

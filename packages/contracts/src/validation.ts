@@ -28,10 +28,10 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, pre
   return parsed.data;
 }
 
-/** The longest model name a request may ask for: far past any real one (which stay under 100). */
 /** The largest integer PostgreSQL's `integer` (int4) holds: ids, and counts compared with them. */
 export const INT4_MAX = 2_147_483_647;
 
+/** The longest model name a request may ask for: far past any real one (which stay under 100). */
 export const MAX_MODEL_NAME_CHARS = 256;
 
 /**

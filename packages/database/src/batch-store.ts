@@ -4,7 +4,11 @@ import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
 
-/** `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. */
+/**
+ * `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. It must
+ * stay the predicate of the partial index `batches_to_run` (migration 1), or PostgreSQL no longer
+ * uses that index for them.
+ */
 export const RUNNING_STATUSES_SQL = `(${RUNNING_BATCH_STATUSES.map((status) => `'${status}'`).join(', ')})`;
 
 /** A batch's row. */

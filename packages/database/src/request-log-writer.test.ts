@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { RequestLogRow } from '@gateway/contracts';
+import { INT4_MAX, type RequestLogRow } from '@gateway/contracts';
 import type { TestPostgres } from '@gateway/testkit';
 import { createDatabase, type Database } from './connection.ts';
 import { useTestDatabase } from './test-database.ts';
@@ -90,7 +90,7 @@ describe('the request log', () => {
     expect((await query.page({ p: 1, page_size: 1, batch_id: batchId })).total, 'every row but the one refused alone').toBe(41);
     expect(dropped).toEqual([poison.request_id]);
     const stored = (await query.page({ p: 1, page_size: 1, request_id: nul.request_id })).items[0] as any;
-    expect(stored).toMatchObject({ model: 'a\ufffdb', error_message: 'the model "a\ufffdb" does not exist', total_tokens: 2_147_483_647, prompt_tokens: 2 });
+    expect(stored).toMatchObject({ model: 'a\ufffdb', error_message: 'the model "a\ufffdb" does not exist', total_tokens: INT4_MAX, prompt_tokens: 2 });
     expect(stored.upstream_model, 'a name cut to what an index takes').toBe('u'.repeat(256));
     expect(stored.attempts[0]).toMatchObject({ upstream_model: 'a\ufffdb', error: 'upstream said \ufffd', 'k\ufffd': 2 });
   });

@@ -33,9 +33,12 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
   ['total_ms', 'int4'], ['prompt', 'text'], ['reply', 'text'],
 ];
 
+/** A row's key: one row per request (its job). */
+const KEY = ['created_at', 'job_id'];
+
 const INSERT = `INSERT INTO request_log (${COLUMNS.map(([name]) => name).join(', ')})
   SELECT * FROM unnest(${COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})
-  ON CONFLICT (created_at, job_id) DO UPDATE SET ${COLUMNS.slice(2).map(([name]) => `${name} = excluded.${name}`).join(', ')}
+  ON CONFLICT (${KEY.join(', ')}) DO UPDATE SET ${COLUMNS.filter(([name]) => !KEY.includes(name)).map(([name]) => `${name} = excluded.${name}`).join(', ')}
   WHERE excluded.queue_ms IS NOT NULL OR request_log.queue_ms IS NULL`;
 
 /**

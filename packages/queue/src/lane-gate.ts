@@ -15,14 +15,12 @@ export const IDLE_AFTER_MS = 1000;
  * (each a Redis round trip) while its worker has room, and begins none until a fetch comes back
  * empty: a lane with room for 256 fetched 256 before it began any, so a job fetched early waited
  * for the rest: another tenant's request 1.5 s into a 5,000-request burst waited 89 to 132 ms
- * between its fetch and its start (traced; `BENCH_ONLY=tenants npm run bench`), 43 at most with
- * this. Past this many fetched and not begun, fetches come back empty at once until BullMQ has
- * begun all of them (one at a time, as each comes back empty; beginning one and fetching again
- * kept 8 waiting for good, each job 8 round trips late: 17% less throughput at c=64, 1,204
- * against 1,452 req/s over four runs each; begun all, 1,342 and 1,405 against 1,154 and 1,310
- * without the cap): no more Redis calls, the burst as fast (its last
- * reply at 211% and 216% of the physical time, against 212% and 220%), the steady tenant's p99
- * beside it 141 and 142 ms against 256 and 180 (`BENCH_ONLY=burst,tenants`, two runs each).
+ * between its fetch and its start (traced; `BENCH_ONLY=tenants npm run bench`). Past this many
+ * fetched and not begun, fetches come back empty at once until BullMQ has begun all of them (one
+ * at a time, as each comes back empty; beginning one and fetching again kept 8 waiting for good,
+ * each job 8 round trips late, and cost 17% of the throughput at c=64): no more Redis calls, c=64
+ * throughput 1,342 and 1,405 req/s against 1,154 and 1,310 without the cap, and the steady
+ * tenant's p99 beside the burst +160 and +130 ms (`BENCH_ONLY=throughput`, `BENCH_ONLY=tenants`).
  */
 export const FETCHED_BEFORE_BEGUN = 8;
 
@@ -65,9 +63,9 @@ export class LaneGate {
   /**
    * Whether the lane's next fetch may go now ('fetch', counted as under way until `fetched`).
    * BullMQ fetches jobs one after another, and begins to process them only when a fetch comes
-   * back empty or waits: while jobs it fetched wait to begin, a lane with no room, or with
-   * FETCHED_BEFORE_BEGUN of them, fetches nothing ('skip') rather than waiting, which would hold
-   * them. 'wait': no room, nothing to begin; try
+   * back empty or waits: while jobs it fetched wait to begin, a lane with no room, or one that
+   * reached FETCHED_BEFORE_BEGUN of them and has not yet begun them all, fetches nothing ('skip')
+   * rather than waiting, which would hold them. 'wait': no room, nothing to begin; try
    * again when `opening` resolves. 'shut': the lane is closing.
    */
   enter(): 'fetch' | 'skip' | 'wait' | 'shut' {

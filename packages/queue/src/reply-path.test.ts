@@ -351,7 +351,7 @@ describe('the reply path', () => {
     };
     onTestFinished(() => void q.redis.config('SET', 'maxmemory', '0'));
     await runWorker(64, { replyRetryMs: 300 });
-    // A batch line's job (named): given up, its result was lost and the line sent again, run and
+    // A batch line's job (its add followed, `followUnsureAdd`): given up, its result was lost and the line sent again, run and
     // charged a second time; a live request timed out with its usage charged.
     await expect(request(43, { jobId: 'named-line-2', followUnsureAdd: true, timeoutMs: 8000 })).resolves.toBe(43);
     expect(runs).toBe(1);
