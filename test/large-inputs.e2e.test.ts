@@ -1,7 +1,8 @@
 /**
  * Large inputs end to end (real Redis, gateway and worker processes, the OpenAI SDK, a mock
- * upstream): a `logit_bias` past OpenAI's bound is refused at once, and a legal but large
- * prompt (a million token ids) is served without holding up another key's requests.
+ * upstream): a `logit_bias` past OpenAI's bound is refused at once, a legal but large prompt
+ * (a million token ids) is served without holding up another key's requests, and a body large
+ * enough for its payload to go beside its job is checked and relayed exactly as a small one is.
  */
 import OpenAI from 'openai';
 import { describe, expect, onTestFinished } from 'vitest';
@@ -65,4 +66,41 @@ describe('large inputs', () => {
       expect(Math.max(...during), times).toBeLessThan(Math.max(...baseline) + 3000);
     }
   }, 60_000);
+
+  it('checks a body whose payload goes beside its job as it checks a small one, and relays it to the upstream unchanged', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai();
+    await channel(mock, ['thread']);
+    const { key } = await apiKey();
+    const post = async (body: string | Buffer) => {
+      const response = await fetch(`${stack.gateway.url}/v1/completions`, { method: 'POST', body, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' } });
+      return { status: response.status, error: ((await response.json()) as { error: { message: string; param: string | null; type: string } }).error };
+    };
+    // Past PAYLOAD_INLINE_MAX_CHARS, and past one slice of the payload beside the job (256 KiB).
+    const filler = 'x'.repeat(300 * 1024);
+    // Each refusal, small and large: the same status, message and field.
+    for (const [what, body] of [
+      ['not JSON', (pad: string) => `{"model":"thread","prompt":"${pad}"`],
+      ['__proto__', (pad: string) => `{"model":"thread","prompt":"${pad}","__proto__":{"admin":true}}`],
+      ['constructor.prototype', (pad: string) => `{"model":"thread","prompt":"${pad}","constructor":{"prototype":{"admin":true}}}`],
+      ['a lone surrogate', (pad: string) => `{"model":"thread","prompt":["${pad}","\\ud800"]}`],
+      ['deep nesting', (pad: string) => `{"model":"thread","prompt":"${pad}","user":${'['.repeat(40)}${']'.repeat(40)}}`],
+    ] as const) {
+      const small = await post(body('x'));
+      const large = await post(body(filler));
+      expect(small.status, what).toBe(400);
+      expect(large, what).toEqual(small);
+    }
+    expect(mock.requests).toHaveLength(0);
+
+    // Served: text of every UTF-8 length (so the payload's slices, cut by bytes, end inside
+    // characters), and bytes that are not UTF-8 (replaced, as a small body's are), reach the
+    // upstream as they were sent.
+    const prompt = 'aé漢😀'.repeat(100_000);
+    const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 });
+    await expect(client.completions.create({ model: 'thread', prompt, max_tokens: 3 })).resolves.toMatchObject({ object: 'text_completion' });
+    expect(mock.requests.at(-1)!.body).toMatchObject({ prompt, max_tokens: 3 });
+    const [head, tail] = [Buffer.from(`{"model":"thread","prompt":"${filler}`), Buffer.from('"}')];
+    expect((await post(Buffer.concat([head, Buffer.from([0xff, 0xc3]), tail]))).status).toBe(200);
+    expect(mock.requests.at(-1)!.body.prompt).toBe(`${filler}\ufffd\ufffd`);
+  });
 });
