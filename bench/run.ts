@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import os from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { configSchema } from '@gateway/config';
 import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb, type BatchRun } from './batch.ts';
 import { percentile } from './stats.ts';
@@ -500,7 +501,8 @@ try {
   const batchLineTimes = async (run: BatchRun, lines: number) => {
     const { logged, queued, total, slot, upstreamMs } = await loggedStages('batch_id = $1', [run.batchId]);
     const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
-    const window = Number(process.env.BATCH_WINDOW ?? 128);
+    // The batch worker's own reading of BATCH_WINDOW, default included.
+    const window = configSchema.shape.BATCH_WINDOW.parse(process.env.BATCH_WINDOW || undefined);
     const inFlightMs = (window * run.runningMs) / lines;
     return {
       scenario: `batch ${lines.toLocaleString('en')} lines: a line's time, from the request log`, path: 'ms, mean (p50, p99)', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
