@@ -14,7 +14,10 @@ import { queueScripts } from './queue-scripts.ts';
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
 
-export interface RequestOptions {
+/** How a job is requested (`JobClient.request`); a job whose unsure add is followed is named. */
+export type RequestOptions = RequestBase & ({ followUnsureAdd?: false } | { followUnsureAdd: true; jobId: string });
+
+interface RequestBase {
   requestId: string;
   timeoutMs: number;
   /** Aborted when the client goes away: the job is cancelled. */
@@ -52,7 +55,8 @@ export interface RequestOptions {
   /**
    * When the add fails, Redis may still have taken the job: follow it rather than give it up (a
    * batch line, whose job sent again would run, and be charged, twice; its caller ends the wait
-   * when it sees the job missing from the queue, or at the time-out). Needs `jobId`.
+   * when it sees the job missing from the queue, or at the time-out). Only for a named job
+   * (`RequestOptions`).
    */
   followUnsureAdd?: boolean;
   /** When the request arrived (epoch ms): the job's timestamp, which its worker reads. Default now. */
@@ -266,7 +270,7 @@ export class JobClient {
       } catch (error) {
         abandoned = error instanceof GatewayError;
         if (abandoned && (error as GatewayError).code === 'cancelled') throw error;
-        if (!abandoned && options.followUnsureAdd && options.jobId !== undefined) {
+        if (!abandoned && options.followUnsureAdd) {
           // Followed rather than given up (a batch line): see followUnsureAdd.
           mayBeQueued = true;
         } else {

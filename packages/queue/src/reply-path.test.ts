@@ -28,7 +28,7 @@ async function hearJobControls(): Promise<string[]> {
 }
 
 const request = (n: number, extra: Partial<Parameters<JobClient['request']>[2]> = {}) =>
-  q.jobs.request<Payload, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra });
+  q.jobs.request<Payload, unknown>(QueueName.admin, { n, ...(extra as object) }, { requestId: `r${n}`, timeoutMs: 5000, ...extra } as Parameters<JobClient['request']>[2]);
 
 
 describe('the reply path', () => {
