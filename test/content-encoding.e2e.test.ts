@@ -4,6 +4,7 @@
  * coding is a 415 that says which are accepted. Real gateway and worker processes, the openai
  * SDK and raw HTTP.
  */
+import { request as httpRequest } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { expect } from 'vitest';
@@ -20,6 +21,17 @@ const gzipFetch: typeof fetch = async (url, init) => {
   if (body !== init?.body) headers.set('content-encoding', 'gzip');
   return fetch(url, { ...init, body, headers });
 };
+
+/** A GET with a body (fetch will not send one): its status, or 0 when the connection failed. */
+const getWithBody = (url: string, body: string, headers: Record<string, string>) =>
+  new Promise<number>((resolve) => {
+    const req = httpRequest(url, { method: 'GET', headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
 
 const post = (url: string, body: Uint8Array | string, headers: Record<string, string>) =>
   fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
@@ -94,3 +106,20 @@ test('a zip bomb is a 413 as soon as it passes the limit, in gzip and in br', as
   expect(rss).toBeLessThan(200 * 1024 * 1024);
   console.log(`[zip bomb] 64 MiB in gzip and br: 413 each; gateway RSS ${Math.round(rss / 1024 / 1024)} MiB after`);
 });
+
+test('a body that is not what its Content-Encoding says, sent where no route reads it, is answered and the gateway goes on', async ({ stack, apiKey }) => {
+  const { key } = await apiKey();
+  // GET and HEAD bodies are never parsed: readiness (which waits on Redis before it answers),
+  // health, and an unknown path; each with a "gzip" body that is not gzip, and br that is not br.
+  for (const coding of ['gzip', 'br']) {
+    for (const path of ['/readyz', '/healthz', '/v1/models', '/no/such/path']) {
+      const status = await getWithBody(`${stack.gateway.url}${path}`, 'hello, not compressed', { 'content-encoding': coding, authorization: `Bearer ${key}` });
+      expect(status, `${coding} ${path}`).toBeGreaterThan(0);
+      expect(status, `${coding} ${path}`).toBeLessThan(500);
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  expect(stack.gateway.child.exitCode, 'the gateway is still running').toBeNull();
+  expect((await fetch(`${stack.gateway.url}/readyz`)).status).toBe(200);
+});
+

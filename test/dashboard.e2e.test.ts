@@ -158,6 +158,9 @@ describe('cross-site requests and the cookie', () => {
     const cookie = `gw_dashboard=${session}`;
     expect((await pause({ cookie, origin: 'https://evil.example' })).status).toBe(403);
     expect((await pause({ cookie })).status).toBe(403);
+    // The same host and port under a scheme no page of the dashboard has.
+    const { host } = new URL(stack.gateway.url);
+    for (const origin of [`ws://${host}`, `chrome-extension://${host}`, `ftp://${host}`]) expect((await pause({ cookie, origin })).status, origin).toBe(403);
     expect((await pause({ cookie, origin: stack.gateway.url })).status).toBe(200);
     expect((await resume({ cookie, referer: `${stack.gateway.url}/admin/queues/queue/audio` })).status).toBe(200);
     // Reading needs no Origin; an access token is no ambient credential, so needs none either.
@@ -184,8 +187,12 @@ describe('cross-site requests and the cookie', () => {
       // Over plain HTTP through the same proxy: no Secure (the browser would drop the cookie).
       const plain = await signIn(proxied.url, { origin: proxied.url });
       expect(plain.headers.get('set-cookie')).not.toMatch(/;\s*Secure/i);
-      // The proxy's X-Forwarded-Host is the host the browser saw: another Origin is still refused.
+      // The proxy's X-Forwarded-Host is the host the browser saw: another Origin is still refused,
+      // and so is a plain-HTTP page of the same host (login CSRF from http:// onto https://).
       expect((await signIn(proxied.url, { ...behindTls, origin: 'https://evil.example' })).status).toBe(403);
+      const fromPlainHttp = await signIn(proxied.url, { ...behindTls, origin: 'http://gateway.example' });
+      expect(fromPlainHttp.status).toBe(403);
+      expect(sessionOf(fromPlainHttp)).toBeUndefined();
     } finally {
       await proxied.stop();
     }

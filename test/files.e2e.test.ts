@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import pg from 'pg';
@@ -198,6 +199,25 @@ describe('the Files API', () => {
     } finally {
       await db.end();
     }
+  });
+
+  it('refuses a compressed upload with a 415 saying to send it uncompressed, decided before it is read', async ({ stack }) => {
+    const { key } = await tenant(stack);
+    const boundary = 'gw-test-boundary';
+    const multipart = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n{"custom_id":"a","method":"POST","url":"/v1/completions","body":{"model":"m","prompt":"x"}}\n\r\n--${boundary}--\r\n`);
+    // A real upload in gzip, one that is not gzip, and a bomb (64 MiB inflated).
+    for (const [what, body] of [['gzip', gzipSync(multipart)], ['not gzip', multipart], ['a bomb', gzipSync(Buffer.alloc(64 * 1024 * 1024, ' '), { level: 9 })]] as const) {
+      const started = Date.now();
+      const answer = await fetch(`${stack.gateway.url}/v1/files`, { method: 'POST', body, headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-encoding': 'gzip' } });
+      expect(answer.status, what).toBe(415);
+      expect(answer.headers.get('accept-encoding'), what).toBe('identity');
+      expect(((await answer.json()) as { error: { message: string } }).error.message, what).toMatch(/upload .*send it uncompressed/);
+      expect(Date.now() - started, what).toBeLessThan(5000);
+    }
+    // Uncompressed, the same upload is taken.
+    const plain = await fetch(`${stack.gateway.url}/v1/files`, { method: 'POST', body: multipart, headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    expect(plain.status).toBe(200);
+    expect(stack.gateway.child.exitCode).toBeNull();
   });
 
   it('refuses a file past FILE_MAX_LINES (400) or FILE_MAX_BYTES (413), keeping nothing, and the gateway goes on', async ({ stack, small }) => {

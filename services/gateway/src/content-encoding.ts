@@ -4,7 +4,7 @@
  * with the route's body limit applied to the decompressed bytes, so a small body that inflates
  * past it (a zip bomb) is a 413 as soon as it does, not a gigabyte in memory. Any other coding
  * is a 415 that says which are accepted (with `Accept-Encoding`, as RFC 7694 says), never a
- * confusing "not valid JSON".
+ * confusing "not valid JSON"; so is a compressed upload (multipart), which is read as it came.
  */
 import { Transform, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
@@ -27,6 +27,9 @@ export const ACCEPTED_ENCODINGS = Object.keys(DECODERS).filter((c) => c !== 'x-g
 
 const unsupported = (header: string) =>
   unsupportedMediaType(`Content-Encoding "${header}" is not accepted: send the body uncompressed, or with one of ${ACCEPTED_ENCODINGS}`);
+
+const uncompressedOnly = (coding: string) =>
+  Object.assign(unsupportedMediaType(`Content-Encoding "${coding}" is not accepted for an upload (multipart/form-data): send it uncompressed`), { identityOnly: true });
 
 const tooLarge = (limit: number) =>
   payloadTooLarge(`the request body decompresses to more than ${limit} bytes, the limit of this route (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)`);
@@ -59,6 +62,9 @@ function decoded(payload: Readable, coding: string, limit: number): Readable {
   body.receivedEncodedLength = 0;
   payload.on('data', (chunk: Buffer) => void (body.receivedEncodedLength += chunk.length));
   decoder.on('error', () => body.destroy(corrupt(coding)));
+  // A route that never reads the body (its answer came first) must not make its refusal an
+  // uncaught error that ends the process; a route that reads it hears the error itself.
+  body.on('error', () => {});
   // Refused part-way (too large, corrupt): stop inflating, and let the rest of the request drain.
   body.on('close', () => {
     if (body.readableEnded) return;
@@ -70,15 +76,21 @@ function decoded(payload: Readable, coding: string, limit: number): Readable {
   return body;
 }
 
+/** Methods whose bodies Fastify never parses: a body sent with one is left unread, not decoded. */
+const UNPARSED_METHODS = new Set(['GET', 'HEAD']);
+
 export function registerContentDecoding(app: FastifyInstance): void {
   app.addHook('preParsing', async (request, reply, payload) => {
     const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
-    if (!hasBody) return payload;
+    if (!hasBody || UNPARSED_METHODS.has(request.method)) return payload;
     let coding: string | undefined;
     try {
       coding = codingOf(request.headers['content-encoding']);
+      // A multipart upload is read from the request as it came (@fastify/multipart reads the
+      // raw stream, not this hook's), so a compressed one is refused rather than misread.
+      if (coding !== undefined && request.headers['content-type']?.toLowerCase().startsWith('multipart/')) throw uncompressedOnly(coding);
     } catch (error) {
-      reply.header('accept-encoding', ACCEPTED_ENCODINGS);
+      reply.header('accept-encoding', (error as { identityOnly?: boolean }).identityOnly ? 'identity' : ACCEPTED_ENCODINGS);
       throw error;
     }
     if (coding === undefined) return payload;

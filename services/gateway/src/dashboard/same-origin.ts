@@ -4,7 +4,7 @@
  * from a page of the dashboard itself. Browsers name the page's origin in `Origin` on every
  * such request (and in `Referer`, which the check falls back to); another site cannot forge
  * either. The host they name must be the one the request was sent to (`Host`, or the proxy's
- * `X-Forwarded-Host` under TRUST_PROXY). Without either header the request is refused too:
+ * `X-Forwarded-Host` under TRUST_PROXY), and their scheme one its pages may have (PAGE_SCHEMES). Without either header the request is refused too:
  * a browser always sends one, and a script has the API's access tokens instead.
  */
 import type { FastifyRequest } from 'fastify';
@@ -17,6 +17,14 @@ function bareHost(host: string, scheme?: string): string {
   return lower;
 }
 
+/**
+ * The schemes a page of the dashboard may have, by the scheme the request came by. Over HTTPS
+ * (as the proxy says under TRUST_PROXY), only https: a plain-HTTP page on the same host is
+ * another origin. Over HTTP, https too: the gateway cannot tell a TLS proxy it was not told of
+ * (TRUST_PROXY) from none. Never another scheme (ws:, an extension's).
+ */
+const PAGE_SCHEMES: Record<string, ReadonlySet<string>> = { https: new Set(['https:']), http: new Set(['http:', 'https:']) };
+
 /** Why this request may not change anything from a browser session, or undefined when it may. */
 export function crossOriginProblem(request: FastifyRequest): string | undefined {
   const source = request.headers.origin ?? request.headers.referer;
@@ -27,6 +35,6 @@ export function crossOriginProblem(request: FastifyRequest): string | undefined 
   } catch {
     return 'a change through the dashboard must come from its own pages (the Origin header is not a URL)';
   }
-  if (bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
+  if (!PAGE_SCHEMES[request.protocol]!.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
   return undefined;
 }
