@@ -160,6 +160,32 @@ describe('malformed URLs', () => {
   });
 });
 
+describe('requests that are not valid HTTP', () => {
+  it("are answered in the family's own format of the path they were sent to, and their connection closed", async ({ stack }) => {
+    const openai = (json: any) => expect(json.error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/not valid HTTP/) });
+    const gemini = (json: any) => expect(json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+    const admin = (json: any) => expect(json).toMatchObject({ success: false, message: expect.stringMatching(/not valid HTTP/) });
+    const both = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`;
+    const badChunk = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`;
+    const twoLengths = (path: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}`;
+    const cases: [string, string, (json: any) => void][] = [
+      ['Content-Length beside Transfer-Encoding, OpenAI', both('/v1/completions'), openai],
+      ['a bad chunk size, Gemini', badChunk('/v1beta/models/m:generateContent'), gemini],
+      ['two Content-Lengths, management', twoLengths('/api/user/'), admin],
+    ];
+    for (const [what, request, check] of cases) {
+      const answer = await rawExchange(stack, request, /\r\n\r\n\{.*\}$/s);
+      expect(answer, what).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer.toLowerCase(), what).toContain('connection: close');
+      check(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)));
+    }
+    // Headers past Node's limit (16 KiB): 431, in the path's format.
+    const huge = await rawExchange(stack, `GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, /\r\n\r\n\{.*\}$/s);
+    expect(huge).toMatch(/^HTTP\/1\.1 431 /);
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4)).error.type).toBe('invalid_request_error');
+  });
+});
+
 /** Writes `request` on a raw socket and resolves with what came back once `until` matches (or the socket closed). */
 function rawExchange(stack: Stack, request: string, until: RegExp, timeoutMs = 5000): Promise<string> {
   return new Promise((resolve, reject) => {

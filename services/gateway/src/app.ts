@@ -22,6 +22,7 @@ import { ModelCatalog } from './model-catalog.ts';
 import { watchClient } from './client-signal.ts';
 import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
 import { registerContentDecoding } from './content-encoding.ts';
+import { clientErrorHandler, rememberRequestPaths } from './client-errors.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { wireConstraint } from './wire-constraint.ts';
 import { closeSilentConnections } from './silent-connections.ts';
@@ -122,6 +123,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     trustProxy: deps.trustProxy ?? false,
     routerOptions: { ignoreTrailingSlash: true, constraints: { wire: wireConstraint } },
     return503OnClosing: true,
+    clientErrorHandler,
     // The front door counts no connections: a burst from one address (or from everyone behind
     // one load balancer) is read and answered, never reset. It bounds what costs without doing
     // work: a connection that sends nothing (silent-connections.ts) or trickles its headers
@@ -146,6 +148,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.removeContentTypeParser(['text/plain']);
   registerJsonBodyParser(app);
   registerContentDecoding(app);
+  rememberRequestPaths(app);
   app.decorateRequest('keyHolder', null);
   app.decorateRequest('actor', null);
 
