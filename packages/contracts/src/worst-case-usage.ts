@@ -126,20 +126,38 @@ function contentTokensAtMost(content: unknown): number {
 }
 
 /**
- * Every message's content (and its tool calls), the tool and response-format definitions (all
- * counted as prompt), plus the output for each of the `n` choices.
+ * A chat request's fields no upstream reads as prompt: its settings, counted by their own rules
+ * (the output) or not at all. Every other field (tools, functions, response_format, prediction,
+ * tool_choice, and any the gateway passes through) counts at a token a byte of its JSON.
+ */
+const CHAT_SETTINGS = new Set([
+  'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty',
+  'logit_bias', 'logprobs', 'top_logprobs', 'stop', 'seed', 'stream', 'stream_options', 'parallel_tool_calls', 'reasoning_effort',
+  'modalities', 'audio', 'service_tier', 'store', 'metadata', 'user',
+]);
+
+/**
+ * Every message's content by its parts, and everything else a message carries (its role and
+ * name, an assistant's tool calls, function call and refusal, a tool's call id, fields passed
+ * through) by its JSON: an assistant's `function_call.arguments` is prompt as much as its content.
+ * Then the request's other prompt-bearing fields (CHAT_SETTINGS), and the output for each of the
+ * `n` choices.
  */
 export function chatWorstCase(request: ChatRequest): number {
   let prompt = 0;
   for (const message of request.messages) {
-    prompt += contentTokensAtMost(message.content) + 4;
-    if ('tool_calls' in message && message.tool_calls) prompt += tokensAtMost(JSON.stringify(message.tool_calls));
+    const { content, ...rest } = message as { content?: unknown };
+    prompt += contentTokensAtMost(content) + tokensAtMost(JSON.stringify(rest));
   }
-  const around = request.tools || request.functions || request.response_format
-    ? tokensAtMost(JSON.stringify([request.tools, request.functions, request.response_format]))
-    : 0;
+  const around: Record<string, unknown> = {};
+  let anyAround = false;
+  for (const [field, value] of Object.entries(request)) {
+    if (CHAT_SETTINGS.has(field) || value === undefined) continue;
+    around[field] = value;
+    anyAround = true;
+  }
   const output = request.max_completion_tokens ?? request.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS;
-  return prompt + around + output * (request.n ?? 1);
+  return prompt + (anyAround ? tokensAtMost(JSON.stringify(around)) : 0) + output * (request.n ?? 1);
 }
 
 /** Every input, text by bytes and token ids one each: embeddings have no output. */
