@@ -135,6 +135,24 @@ describe('tokens', () => {
     expect(await store.tokens.findByKey(key)).toBeNull();
     expect(await redis.hlen(keys.tokenKeyIndex)).toBe(0);
   });
+
+  it("checks a guarded change against the key as it is when written: a change landing after the check's read is not undone", async () => {
+    const { token } = await store.tokens.create({ user_id: 1, name: 'raced', models: ['a', 'b'] }, issueApiKey().issued);
+    // The user's check reads the key (enabled, models a and b); before its write, an
+    // administrator disables the key and narrows its models (on the same connection, so in order).
+    const seen: { status: number; models: string[] }[] = [];
+    const onlyTightens = (current: { status: number; models: string[] }) => {
+      seen.push({ status: current.status, models: current.models });
+      if (seen.length === 1) void redis.hset(keys.token(token.id), 'status', '2', 'models', '["a"]');
+      if (current.status !== 1) throw new Error('only an administrator may re-enable a key');
+    };
+    await expect(store.tokens.update(token.id, { status: 1, models: ['a', 'b'] }, onlyTightens)).rejects.toThrow(/re-enable/);
+    expect(seen).toEqual([{ status: 1, models: ['a', 'b'] }, { status: 2, models: ['a'] }]);
+    expect(await store.tokens.get(token.id)).toMatchObject({ status: 2, models: ['a'] });
+    // A change of other fields goes through however often the key changed meanwhile.
+    await store.tokens.update(token.id, { name: 'renamed' }, () => void redis.hset(keys.token(token.id), 'used_quota', String(Math.random())));
+    expect(await store.tokens.get(token.id)).toMatchObject({ name: 'renamed', status: 2, models: ['a'] });
+  });
 });
 
 describe("the environment's ADMIN_TOKEN", () => {
