@@ -210,6 +210,31 @@ describe('the Batch API', () => {
     expect((await fileLines(openai, batch.output_file_id)).length).toBe(completed);
   });
 
+  it("stops running a model for a batch's lines once an administrator takes it from the user, as it stops the user's live requests", async ({ stack, upstream, channel }) => {
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 100 });
+    const owner = await tenant(stack);
+    // Two lines in flight at a time (the key's cap), so most lines are still to be admitted
+    // when the models change; those already admitted run, as a live request already let in does.
+    const { key } = await stack.adminData('POST', '/api/token/', { name: 'two', user_id: owner.user.id, unlimited_quota: true, max_in_flight: 2 });
+    const openai = client(stack, key);
+    const created = await submit(openai, Array.from({ length: 100 }, (_, i) => line(model, i)));
+    await expect.poll(async () => (await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0, { timeout: 30_000 }).toBeGreaterThan(5);
+    await stack.adminData('PUT', '/api/user/', { id: owner.user.id, models: ['another-model'] });
+    const callsAtChange = mock.requests.length;
+    const batch = await settled(openai, created.id);
+    expect(batch.status).toBe('completed');
+    const { completed, failed, total } = batch.request_counts!;
+    expect(total).toBe(100);
+    // Only lines admitted before the change, or within the second the batch worker keeps a key's
+    // limits, still ran: about 20 lines a second here.
+    expect(mock.requests.length - callsAtChange).toBeLessThan(40);
+    expect(completed).toBe(mock.requests.length);
+    const errors = await fileLines(openai, batch.error_file_id);
+    expect(errors.length).toBe(failed);
+    expect(errors.length).toBeGreaterThan(50);
+    expect(errors[0]).toMatchObject({ response: { status_code: 403 }, error: { message: expect.stringContaining(model) } });
+  });
+
   it('withdraws at a cancel the lines still waiting for their channel: only those calling it finish, and only they are charged', async ({ stack, upstream, channel }) => {
     // 40 lines in flight (the window) on a 2-slot channel of 1 s calls: 2 calling, 38 waiting.
     const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 1000 }, { max_concurrency: 2 });

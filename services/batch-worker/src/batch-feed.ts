@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { batchEndpoints, clientCancelled, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
-import { callerOf, type KeyHolder, type ModelAdmission } from '@gateway/admission';
+import { batchEndpoints, clientCancelled, forbidden, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
+import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
@@ -314,6 +314,9 @@ export class BatchFeed {
         if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
         try {
           holder = await deps.holderOf(this.batch);
+          // The models its key and user may use now: an administrator may have narrowed them
+          // since the batch was validated.
+          if (!mayUseModel(holder, request.model)) throw forbidden(`this API key may not use the model "${request.model}"`, 'model');
           admitted = await deps.admission.admit({ 'x-priority': 'batch' }, holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true });
           break;
         } catch (error) {
