@@ -316,9 +316,17 @@ describe('limits an administrator sets on a user', () => {
     expect(tooLong.body.message).toMatch(/models/);
     const few = await stack.admin('POST', '/api/token/', { name: 'big', models: ['x'.repeat(5000)] }, access_token);
     expect(few.status).toBe(400);
-    // Made in parallel, they still stop at the count (one key already exists).
+    // Counted as stored, not in characters: 64 names of 64 characters that each take 3 bytes
+    // (€), or 6 once escaped (a control character), are refused; 64 of 60 ASCII ones are kept.
+    for (const char of ['€', '\u0001']) {
+      const wide = await stack.admin('POST', '/api/token/', { name: 'wide', models: Array.from({ length: 64 }, (_, i) => `${i}`.padEnd(64, char)) }, access_token);
+      expect(wide.status, JSON.stringify(char)).toBe(400);
+    }
+    const ascii = await stack.admin('POST', '/api/token/', { name: 'ascii', models: Array.from({ length: 64 }, (_, i) => `${i}`.padEnd(60, 'm')) }, access_token);
+    expect(ascii.status).toBe(200);
+    // Made in parallel, they still stop at the count (two keys already exist).
     const made = await Promise.all(Array.from({ length: 20 }, (_, i) => stack.admin('POST', '/api/token/', { name: `p${i}` }, access_token)));
-    expect(made.filter((m) => m.status === 200)).toHaveLength(4);
-    expect(made.filter((m) => m.status === 409)).toHaveLength(16);
+    expect(made.filter((m) => m.status === 200)).toHaveLength(3);
+    expect(made.filter((m) => m.status === 409)).toHaveLength(17);
   });
 });

@@ -22,10 +22,14 @@ const nameList = z.union([
  * store by more than their count times this).
  */
 export const MAX_MODEL_LIST_ENTRIES = 64;
-export const MAX_MODEL_LIST_CHARACTERS = 4096;
+/**
+ * Counted as the list is stored (its JSON, in UTF-8 bytes), not in characters: 4,096 characters
+ * of `€` were 12 KB in Redis, and of control characters (stored escaped, six bytes each) 24 KB.
+ */
+export const MAX_MODEL_LIST_BYTES = 4096;
 const modelList = nameList.refine(
-  (names) => names.length <= MAX_MODEL_LIST_ENTRIES && names.reduce((n, name) => n + name.length, 0) <= MAX_MODEL_LIST_CHARACTERS,
-  `must name at most ${MAX_MODEL_LIST_ENTRIES} models, ${MAX_MODEL_LIST_CHARACTERS} characters in all`,
+  (names) => names.length <= MAX_MODEL_LIST_ENTRIES && Buffer.byteLength(JSON.stringify(names), 'utf8') <= MAX_MODEL_LIST_BYTES,
+  `must name at most ${MAX_MODEL_LIST_ENTRIES} models, ${MAX_MODEL_LIST_BYTES} bytes in all as stored (JSON, UTF-8)`,
 );
 
 /** Text that is valid Unicode (no lone UTF-16 surrogate), for what is parsed from a JSON string. */
