@@ -255,4 +255,35 @@ describe('a client that leaves at once', () => {
     await expect.poll(() => mock.inFlight, { timeout: 5000 }).toBe(0);
     mock.setBehaviour({});
   });
+
+  it('never ends the gateway by leaving part-way through a body no route reads', async ({ stack }) => {
+    // Behind a slow request on the same connection (pipelined), so their answers are not yet
+    // sent when the client resets: a GET with a chunked body, a body Fastify has no parser for
+    // (415), and a GET with a Content-Encoding, each left half sent.
+    mock.setBehaviour({ delayMs: 500 });
+    const url = new URL(stack.gateway.url);
+    const slow = JSON.stringify({ model: 'm', prompt: 'slow' });
+    const first = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${slow.length}\r\n\r\n${slow}`;
+    const unread = [
+      `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n`,
+      `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n`,
+      `GET /v1beta/models HTTP/1.1\r\nHost: x\r\nx-goog-api-key: ${key}\r\nContent-Encoding: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n`,
+    ];
+    for (const second of unread) {
+      await new Promise<void>((resolve) => {
+        const socket = connect(Number(url.port), url.hostname, () => {
+          socket.write(first + second);
+          setTimeout(() => {
+            socket.resetAndDestroy();
+            resolve();
+          }, 150);
+        });
+        socket.on('error', () => resolve());
+      });
+    }
+    await new Promise((r) => setTimeout(r, 700));
+    mock.setBehaviour({});
+    expect(stack.gateway.child.exitCode, stack.gateway.output.filter((l) => /uncaught/.test(l)).join('\n')).toBeNull();
+    expect((await fetch(`${stack.gateway.url}/healthz`)).status).toBe(200);
+  });
 });

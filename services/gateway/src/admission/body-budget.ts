@@ -61,6 +61,9 @@ export class BodyBudget {
   }
 }
 
+/** Methods whose bodies Fastify never parses. */
+const UNREAD_METHODS = new Set(['GET', 'HEAD']);
+
 /**
  * A `preParsing` hook (after the API-key hook): charges the body to the key's and the gateway's
  * budgets, and gives it back when the response is over.
@@ -69,7 +72,8 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
   return async (request, reply, payload) => {
     const keyId = request.keyHolder?.tokenId;
     const length = request.headers['content-length'];
-    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined)) return payload;
+    // A GET or HEAD body is never read (Fastify parses none): nothing to hold for it.
+    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNREAD_METHODS.has(request.method)) return payload;
     let held = 0;
     reply.raw.once('close', () => {
       budget.give(keyId, held);
@@ -113,6 +117,10 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     // And a body refused while it comes (it inflates past the limit, or is not what its coding
     // says) fails the request with its own error: `pipe` alone would leave it waiting.
     source.once('error', (error) => counted.destroy(error));
+    // A route that answers without reading the body (a 415 for its Content-Type) leaves nobody
+    // listening: its refusal, or the client's reset, must not become an uncaught error that ends
+    // the gateway. A route that reads it hears the error itself.
+    counted.on('error', () => {});
     return source.pipe(counted);
   };
 }
