@@ -14,9 +14,9 @@ export interface DatabaseOptions {
 }
 
 /**
- * A pool of connections to the PostgreSQL named by `url`. An idle connection that breaks (the
- * server restarted) is dropped from the pool, never thrown at the process: the next query opens
- * a new one, and fails with a clear error while the server is away.
+ * A pool of connections to the PostgreSQL named by `url`. A connection that breaks (the server
+ * restarted), idle or taken out for a transaction, is dropped from the pool, never thrown at the
+ * process: the next query opens a new one, and fails with a clear error while the server is away.
  */
 export function createDatabase(url: string, options: DatabaseOptions = {}): Database {
   const pool = new pg.Pool({
@@ -30,7 +30,14 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     query_timeout: 60_000,
   });
   pool.on('error', () => {});
-  pool.on('connect', storableParameters);
+  pool.on('connect', (client) => {
+    storableParameters(client);
+    // The pool listens for errors only on its idle connections: one taken out of it
+    // (`pool.connect()`, held for a transaction) that breaks (the server restarted, the
+    // connection was reset or killed) would throw its 'error' at the process. Its query in
+    // progress fails on its own, and the pool drops the broken connection when it is released.
+    client.on('error', () => {});
+  });
   return pool;
 }
 
