@@ -54,6 +54,12 @@ describe('encodeSpeech', () => {
     }
   });
 
+  it('fails the encode, not the process, when FFmpeg cannot be started', async () => {
+    const pcm = (async function* () { yield Buffer.alloc(4800); })();
+    const chunks = encodeSpeech(pcm, { format: 'mp3', ffmpeg: '/nonexistent/ffmpeg' });
+    await expect((async () => { for await (const _ of chunks); })()).rejects.toThrow(/could not be started to encode mp3: .*ENOENT/);
+  });
+
   it('stops its FFmpeg process when the signal aborts', async () => {
     const controller = new AbortController();
     async function* endless(): AsyncGenerator<Buffer> {

@@ -75,6 +75,8 @@ export interface EncodeOptions {
   speed?: number;
   /** Stops the encode (and its process) when the request is given up. */
   signal?: AbortSignal;
+  /** The FFmpeg to run: the one the package ships unless set. */
+  ffmpeg?: string;
 }
 
 /**
@@ -100,12 +102,19 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, options: EncodeO
     '-flush_packets', '1',
     'pipe:1',
   ];
-  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(options.ffmpeg ?? ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  // FFmpeg could not be started (missing, or no process or file left under load): the job's
+  // error, never an 'error' thrown at the audio worker.
+  let startFailure: Error | undefined;
+  const failedToStart = new Promise<null>((resolve) => child.once('error', (error) => {
+    startFailure = error;
+    resolve(null);
+  }));
   let said = '';
   child.stderr.on('data', (data: Buffer) => {
     if (said.length < 2000) said += data.toString('utf8');
   });
-  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  const exited = Promise.race([new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))), failedToStart]);
   const kill = () => child.kill('SIGKILL');
   options.signal?.addEventListener('abort', kill, { once: true });
   // The PCM is written as FFmpeg takes it; a failure to write ends in FFmpeg's own error.
@@ -118,6 +127,7 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, options: EncodeO
     for await (const chunk of child.stdout) yield chunk as Buffer;
     await feeding;
     const code = await exited;
+    if (startFailure) throw new Error(`FFmpeg could not be started to encode ${options.format}: ${startFailure.message}`);
     if (code !== 0 && !options.signal?.aborted) throw new Error(`FFmpeg could not encode ${options.format}: exit ${code}${said ? `: ${said.trim()}` : ''}`);
   } finally {
     options.signal?.removeEventListener('abort', kill);
@@ -145,7 +155,11 @@ export async function decodeToPcm(audio: Buffer, inputFormat?: string): Promise<
   child.stderr.on('data', (d: Buffer) => (said += d.toString('utf8')));
   child.stdin.on('error', () => {});
   child.stdin.end(audio);
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  const code = await new Promise<number | null | Error>((resolve) => {
+    child.once('close', resolve);
+    child.once('error', resolve);
+  });
+  if (code instanceof Error) throw new Error(`FFmpeg could not be started to decode: ${code.message}`);
   if (code !== 0) throw new Error(`FFmpeg could not decode: ${said.trim()}`);
   return Buffer.concat(out);
 }
