@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { GatewayError, overloaded, type ErrorReply } from '@gateway/contracts';
+import { GatewayError, internalError, overloaded, type ErrorReply } from '@gateway/contracts';
 import type { Redis } from './redis-connection.ts';
 import { INGRESS_HEARTBEAT_MS, INGRESS_TTL_MS, ReplyType, ingressKey, replyStreamKey } from './reply-keys.ts';
 
@@ -135,12 +135,24 @@ export class ReplyInbox {
         // Field: the reply's type (one character) and job id; value: its data (see replyField).
         for (let f = 0; f + 1 < fields.length; f += 2) {
           const field = fields[f]!;
-          this.dispatch(field.slice(1), field[0]!, fields[f + 1]!);
+          try {
+            this.dispatch(field.slice(1), field[0]!, fields[f + 1]!);
+          } catch (error) {
+            // One entry that cannot be read (written by another version, damaged) fails its own
+            // request, never the loop that reads every other request's replies.
+            this.fail(field.slice(1), error);
+          }
         }
       }
       this.lastId = ids[ids.length - 1]!;
       if (!this.durable) this.writer.xdel(this.key, ...ids).catch(() => {});
     }
+  }
+
+  private fail(jobId: string, error: unknown): void {
+    const waiter = this.waiters.get(jobId);
+    this.waiters.delete(jobId);
+    waiter?.reject(error instanceof GatewayError ? error : internalError());
   }
 
   private dispatch(jobId: string, type: string, data: string): void {
@@ -150,8 +162,10 @@ export class ReplyInbox {
       waiter.onChunk?.(data);
       return;
     }
+    // Read before the waiter is let go: an error reply that cannot be read fails it (`fail`).
+    const failure = type === ReplyType.result ? undefined : new GatewayError(JSON.parse(data) as ErrorReply);
     this.waiters.delete(jobId);
-    if (type === ReplyType.result) waiter.resolve(data);
-    else waiter.reject(new GatewayError(JSON.parse(data) as ErrorReply));
+    if (failure) waiter.reject(failure);
+    else waiter.resolve(data);
   }
 }

@@ -50,6 +50,19 @@ describe('the reply path', () => {
     await expect(request(1)).rejects.toMatchObject({ status: 409, message: 'taken' });
   });
 
+  it('fails only its own request for a reply it cannot read, and goes on reading every other', async () => {
+    // Entries written by something else than this version's ReplySender: an error reply that is
+    // not JSON, beside a good result for another job, in one entry.
+    const broken = q.inbox.expect('broken-job');
+    const fine = q.inbox.expect('fine-job');
+    await q.redis.xadd(replyStreamKey('test-ingress'), '*', 'ebroken-job', 'not json', 'rfine-job', '"ok"');
+    await expect(broken).rejects.toMatchObject({ status: 500 });
+    await expect(fine).resolves.toBe('"ok"');
+    await runWorker();
+    handler = async ({ payload }) => payload.n;
+    await expect(request(7)).resolves.toBe(7);
+  });
+
   it('relays stream chunks in order before the result', async () => {
     handler = async ({ payload, sendChunk }) => {
       for (let i = 0; i < payload.chunks!; i++) await sendChunk(`chunk-${i}`);
