@@ -308,6 +308,23 @@ describe('limits an administrator sets on a user', () => {
     expect(third.body.message).toMatch(/max_keys/);
   });
 
+  it("counts a common user's changes through the management API (MANAGEMENT_CHANGES_PER_MINUTE, 60), not its reads nor an administrator's", async ({ stack }) => {
+    const { user } = await tenant(stack);
+    const { access_token } = await stack.adminData('POST', '/api/user/login', { username: user.username, password: 'tenant-password' });
+    const own = await stack.adminData('POST', '/api/token/', { name: 'mine' }, access_token);
+    // A key made and deleted again and again: each change leaves its job's record in Redis.
+    const answers = [];
+    for (let i = 0; i < 70; i++) answers.push(await stack.admin('PUT', '/api/token/', { id: own.id, name: `mine-${i}` }, access_token));
+    const refused = answers.filter((a) => a.status === 429);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(59); // 60 with the key's creation
+    expect(refused).toHaveLength(11);
+    expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((refused[0]!.body as { message: string }).message).toMatch(/changes through the management API: 60 changes per minute/);
+    // Reading goes on, and an administrator's changes to the same key too.
+    expect((await stack.admin('GET', `/api/token/${own.id}`, undefined, access_token)).status).toBe(200);
+    expect((await stack.admin('PUT', '/api/token/', { id: own.id, name: 'renamed-by-root' })).status).toBe(200);
+  });
+
   it('keeps what one user can hold in Redis bounded: a key count, and a bounded models list', async ({ stack }) => {
     const { user } = await tenant(stack, { max_keys: 5 });
     const { access_token } = await stack.adminData('POST', '/api/user/login', { username: user.username, password: 'tenant-password' });

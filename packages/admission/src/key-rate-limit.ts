@@ -32,7 +32,12 @@ export class KeyRateLimit {
     return this.count(`user:${userId}`, rpmLimit, 'your account', now);
   }
 
-  private async count(scope: string, rpmLimit: number, whose: string, now: number): Promise<void> {
+  /** The same for a user's changes through the management API (`perMinute` of them). */
+  checkChanges(userId: number, perMinute: number, now = Date.now()): Promise<void> {
+    return this.count(`changes:${userId}`, perMinute, 'your changes through the management API', now, 'changes');
+  }
+
+  private async count(scope: string, rpmLimit: number, whose: string, now: number, what = 'requests'): Promise<void> {
     if (!rpmLimit) return;
     const minute = Math.floor(now / 60_000);
     const elapsed = (now % 60_000) / 60_000;
@@ -42,7 +47,7 @@ export class KeyRateLimit {
     );
     if (refused) {
       throw rateLimited(
-        `rate limit reached for ${whose}: ${rpmLimit} requests per minute`,
+        `rate limit reached for ${whose}: ${rpmLimit} ${what} per minute`,
         Math.max(1, Math.ceil(((1 - elapsed) * 60_000) / Math.max(1, rpmLimit) / 1000)),
       );
     }

@@ -116,6 +116,13 @@ export const configSchema = z.object({
   REDIS_DATA_DIR: z.string().min(1).default('.data/redis'),
   /** Management, login and dashboard bodies are small; only model requests may be large. */
   MANAGEMENT_BODY_LIMIT_BYTES: integer(64 * 1024, 1024, 16 * 1024 * 1024),
+  /**
+   * Changes (creates, updates, deletes) a common user may make through the management API in a
+   * minute, together: each leaves a record of its job in Redis for ten minutes (so a job run
+   * again after its worker died writes once), which is what this bounds. Administrators are not
+   * counted.
+   */
+  MANAGEMENT_CHANGES_PER_MINUTE: integer(60, 1, 1_000_000),
   /** A client must send its request headers within this time, and the whole request within BODY_TIMEOUT_MS. */
   HEADERS_TIMEOUT_MS: integer(10_000, 1000, 600_000),
   BODY_TIMEOUT_MS: integer(30_000, 1000, 3_600_000),

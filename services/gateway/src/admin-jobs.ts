@@ -8,7 +8,8 @@
  * keys are encrypted here, with a mask made for display.
  */
 import { adminOperation, type AdminJobPayload, type AdminOperationName, type AdminResult, type PrepareTools } from '@gateway/admin-operations';
-import { badRequest, parseOrThrow, QueueName, type Actor } from '@gateway/contracts';
+import type { KeyRateLimit } from '@gateway/admission';
+import { badRequest, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
 import type { JobClient } from '@gateway/queue';
 import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
@@ -22,6 +23,9 @@ export interface AdminJobsOptions {
   addressPolicy: AddressPolicy;
   jobs: JobClient;
   timeoutMs: number;
+  /** A common user's changes a minute (MANAGEMENT_CHANGES_PER_MINUTE), counted with `rateLimit`. */
+  changesPerMinute: number;
+  rateLimit: KeyRateLimit;
 }
 
 /** Who asks for an operation, and for which request. */
@@ -60,8 +64,11 @@ export class AdminJobs {
    * (a token, a key, a session) joined to it here, having never left the gateway.
    */
   async run(operation: AdminOperationName, rawInput: unknown, call: AdminCall): Promise<unknown> {
-    const { input: schema, prepare } = adminOperation(operation);
+    const { input: schema, prepare, route } = adminOperation(operation);
     const input = parseOrThrow(schema, rawInput);
+    // A common user's changes are counted (each leaves its job's record in Redis a while);
+    // reading is not, and administrators are not.
+    if (call.actor && call.actor.role < Role.admin && route?.method !== 'GET') await this.options.rateLimit.checkChanges(call.actor.id, this.options.changesPerMinute);
     const prepared = prepare ? await prepare(input, this.tools, call.address) : { input, reveal: undefined };
     const payload: AdminJobPayload = { operation, actor: call.actor, input: prepared.input };
     const result = await this.options.jobs.request<AdminJobPayload, AdminResult>(QueueName.admin, payload, {

@@ -56,6 +56,8 @@ export interface GatewayDeps {
   trustProxy?: boolean | string;
   /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
   managementBodyLimitBytes: number;
+  /** MANAGEMENT_CHANGES_PER_MINUTE. */
+  managementChangesPerMinute: number;
   /** A client's headers must arrive within this time, and its whole request within bodyTimeoutMs. */
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
@@ -193,6 +195,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
   const adminJobs = new AdminJobs({
     signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
+    changesPerMinute: deps.managementChangesPerMinute, rateLimit: new KeyRateLimit(deps.redis),
   });
   const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);

@@ -56,6 +56,7 @@ const gateway = buildGateway({
   requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
   bodyLimitBytes: config.BODY_LIMIT_BYTES,
   managementBodyLimitBytes: config.MANAGEMENT_BODY_LIMIT_BYTES,
+  managementChangesPerMinute: config.MANAGEMENT_CHANGES_PER_MINUTE,
   headersTimeoutMs: config.HEADERS_TIMEOUT_MS,
   bodyTimeoutMs: config.BODY_TIMEOUT_MS,
   keepAliveTimeoutMs: config.KEEP_ALIVE_TIMEOUT_MS,
