@@ -5,7 +5,7 @@
  * HTTP client could not misbehave enough.
  */
 import { connect } from 'node:net';
-import { describe, expect } from 'vitest';
+import { describe, expect, onTestFinished } from 'vitest';
 import { startMockOpenAIUpstream, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -261,6 +261,7 @@ describe('a client that leaves at once', () => {
     // sent when the client resets: a GET with a chunked body, a body Fastify has no parser for
     // (415), and a GET with a Content-Encoding, each left half sent.
     mock.setBehaviour({ delayMs: 500 });
+    onTestFinished(() => mock.setBehaviour({}));
     const url = new URL(stack.gateway.url);
     const slow = JSON.stringify({ model: 'm', prompt: 'slow' });
     const first = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${slow.length}\r\n\r\n${slow}`;
@@ -281,8 +282,9 @@ describe('a client that leaves at once', () => {
         socket.on('error', () => resolve());
       });
     }
-    await new Promise((r) => setTimeout(r, 700));
-    mock.setBehaviour({});
+    // The slow requests end (the crash came as the gateway let go of each reset request).
+    await expect.poll(() => mock.inFlight, { timeout: 5000 }).toBe(0);
+    await new Promise((r) => setTimeout(r, 200));
     expect(stack.gateway.child.exitCode, stack.gateway.output.filter((l) => /uncaught/.test(l)).join('\n')).toBeNull();
     expect((await fetch(`${stack.gateway.url}/healthz`)).status).toBe(200);
   });

@@ -312,11 +312,13 @@ describe('limits an administrator sets on a user', () => {
     const { user } = await tenant(stack);
     const { access_token } = await stack.adminData('POST', '/api/user/login', { username: user.username, password: 'tenant-password' });
     const own = await stack.adminData('POST', '/api/token/', { name: 'mine' }, access_token);
-    // A key made and deleted again and again: each change leaves its job's record in Redis.
+    // A key renamed again and again. The count is a sliding minute (the last minute's weighted
+    // in): crossing into a new minute lets a few more through, so the test starts early in one.
+    if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000)));
     const answers = [];
     for (let i = 0; i < 70; i++) answers.push(await stack.admin('PUT', '/api/token/', { id: own.id, name: `mine-${i}` }, access_token));
     const refused = answers.filter((a) => a.status === 429);
-    expect(answers.filter((a) => a.status === 200)).toHaveLength(59); // 60 with the key's creation
+    expect(answers.slice(0, 59).every((a) => a.status === 200)).toBe(true); // 60 with the key's creation
     expect(refused).toHaveLength(11);
     expect(Number(refused[0]!.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((refused[0]!.body as { message: string }).message).toMatch(/changes through the management API: 60 changes per minute/);

@@ -110,6 +110,11 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, options: EncodeO
     startFailure = error;
     resolve(null);
   }));
+  // Out of files (EMFILE), Node gives the child no pipes at all before it says why.
+  if (!(child.stdin as Writable | null) || !(child.stdout as Readable | null) || !(child.stderr as Readable | null)) {
+    await failedToStart;
+    throw new Error(`FFmpeg could not be started to encode ${options.format}: ${startFailure?.message ?? 'no pipes'}`);
+  }
   let said = '';
   child.stderr.on('data', (data: Buffer) => {
     if (said.length < 2000) said += data.toString('utf8');
@@ -149,16 +154,15 @@ export async function decodeToPcm(audio: Buffer, inputFormat?: string): Promise<
   const { sampleRate, channels } = GEMINI_PCM_FORMAT;
   const input = inputFormat ? ['-f', inputFormat, ...(inputFormat === 's16le' ? ['-ar', String(sampleRate), '-ac', '1'] : [])] : [];
   const child = spawn(ffmpegPath, ['-hide_banner', '-loglevel', 'error', ...input, '-i', 'pipe:0', '-f', 's16le', '-ar', String(sampleRate), '-ac', String(channels), 'pipe:1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const failed = new Promise<Error>((resolve) => child.once('error', resolve));
+  if (!(child.stdin as Writable | null) || !(child.stdout as Readable | null) || !(child.stderr as Readable | null)) throw new Error(`FFmpeg could not be started to decode: ${(await failed).message}`);
   const out: Buffer[] = [];
   let said = '';
   child.stdout.on('data', (d: Buffer) => out.push(d));
   child.stderr.on('data', (d: Buffer) => (said += d.toString('utf8')));
   child.stdin.on('error', () => {});
   child.stdin.end(audio);
-  const code = await new Promise<number | null | Error>((resolve) => {
-    child.once('close', resolve);
-    child.once('error', resolve);
-  });
+  const code = await Promise.race([new Promise<number | null>((resolve) => child.once('close', resolve)), failed]);
   if (code instanceof Error) throw new Error(`FFmpeg could not be started to decode: ${code.message}`);
   if (code !== 0) throw new Error(`FFmpeg could not decode: ${said.trim()}`);
   return Buffer.concat(out);

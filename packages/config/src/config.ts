@@ -118,9 +118,9 @@ export const configSchema = z.object({
   MANAGEMENT_BODY_LIMIT_BYTES: integer(64 * 1024, 1024, 16 * 1024 * 1024),
   /**
    * Changes (creates, updates, deletes) a common user may make through the management API in a
-   * minute, together: each leaves a record of its job in Redis for ten minutes (so a job run
-   * again after its worker died writes once), which is what this bounds. Administrators are not
-   * counted.
+   * minute, together: a create or a delete leaves a record of its job in Redis for its deadline
+   * and ten minutes more (so a job run again after its worker died writes once), which is what
+   * this bounds. Reads and administrators are not counted.
    */
   MANAGEMENT_CHANGES_PER_MINUTE: integer(60, 1, 1_000_000),
   /** A client must send its request headers within this time, and the whole request within BODY_TIMEOUT_MS. */

@@ -88,6 +88,8 @@ export const invalidApiKey = (message: string) => new GatewayError({ status: 401
 export const forbidden = (message: string, param: string | null = null) => new GatewayError({ status: 403, code: 'permission_denied', message, param });
 /** 404: no such thing (a record, a file, a batch, a path). */
 export const notFound = (message: string, param: string | null = null) => new GatewayError({ status: 404, code: 'not_found', message, param });
+/** 403: the key (or its user) is limited to models that do not include this one. */
+export const modelNotAllowed = (model: string) => forbidden(`this API key may not use the model "${model}"`, 'model');
 /** 404: no such model, or none this key may use or a channel serves. */
 export const modelNotFound = (message: string, param: string | null = 'model') => new GatewayError({ status: 404, code: 'model_not_found', message, param });
 /** 409: the change contradicts what is stored. */

@@ -126,22 +126,23 @@ function contentTokensAtMost(content: unknown): number {
 }
 
 /**
- * A chat request's fields no upstream reads as prompt: its settings, counted by their own rules
- * (the output) or not at all. Every other field (tools, functions, response_format, prediction,
- * tool_choice, and any the gateway passes through) counts at a token a byte of its JSON.
+ * A chat request's fields counted by rules of their own (`messages`, and the output's settings)
+ * or not at all (settings no upstream reads as prompt). Every other field (tools, functions,
+ * response_format, prediction, tool_choice, function_call, and any the gateway passes through,
+ * so a field added to the schema later too) counts at a token a byte of its JSON.
  */
-const CHAT_SETTINGS = new Set([
+const CHAT_FIELDS_NOT_PROMPT = new Set([
   'model', 'messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'presence_penalty', 'frequency_penalty',
   'logit_bias', 'logprobs', 'top_logprobs', 'stop', 'seed', 'stream', 'stream_options', 'parallel_tool_calls', 'reasoning_effort',
   'modalities', 'audio', 'service_tier', 'store', 'metadata', 'user',
 ]);
 
 /**
- * Every message's content by its parts, and everything else a message carries (its role and
- * name, an assistant's tool calls, function call and refusal, a tool's call id, fields passed
- * through) by its JSON: an assistant's `function_call.arguments` is prompt as much as its content.
- * Then the request's other prompt-bearing fields (CHAT_SETTINGS), and the output for each of the
- * `n` choices.
+ * Every message's content by its parts (text by bytes, other parts flat), and everything else a
+ * message carries (its role and name, an assistant's tool calls, function call and refusal, a
+ * tool's call id, fields passed through) by its JSON: an assistant's `function_call.arguments` is
+ * prompt as much as its content. Then every request field not in CHAT_FIELDS_NOT_PROMPT by its
+ * JSON, and the output for each of the `n` choices.
  */
 export function chatWorstCase(request: ChatRequest): number {
   let prompt = 0;
@@ -152,7 +153,7 @@ export function chatWorstCase(request: ChatRequest): number {
   const around: Record<string, unknown> = {};
   let anyAround = false;
   for (const [field, value] of Object.entries(request)) {
-    if (CHAT_SETTINGS.has(field) || value === undefined) continue;
+    if (CHAT_FIELDS_NOT_PROMPT.has(field) || value === undefined) continue;
     around[field] = value;
     anyAround = true;
   }

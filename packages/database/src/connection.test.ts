@@ -26,7 +26,14 @@ describe('a connection the server ends while it is taken out of the pool', () =>
       expect(rows.length).toBeGreaterThan(0);
       await db.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
       killed = true;
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the 'error' arrives meanwhile
+      // Gone on the server's side; then a moment for its FATAL to reach the connection, which
+      // emits 'error' while nothing of it is in progress.
+      for (let i = 0; i < 50; i++) {
+        const left = await db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid]);
+        if (left.rowCount === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
       for (let i = 2; i <= 2000; i++) yield { line: i, content: `{"custom_id":"${i}"}` };
     };
     await expect(files.upload(91, 'in.jsonl', lines(), async () => ({ bytes: 100, purpose: 'batch' }))).rejects.toThrow();

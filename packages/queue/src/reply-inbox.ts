@@ -163,9 +163,16 @@ export class ReplyInbox {
       return;
     }
     // Read before the waiter is let go: an error reply that cannot be read fails it (`fail`).
-    const failure = type === ReplyType.result ? undefined : new GatewayError(JSON.parse(data) as ErrorReply);
+    const failure = type === ReplyType.result ? undefined : errorOf(JSON.parse(data));
     this.waiters.delete(jobId);
     if (failure) waiter.reject(failure);
     else waiter.resolve(data);
   }
+}
+
+/** An error reply as the worker wrote it; anything else (not this version's, damaged) throws. */
+function errorOf(reply: unknown): GatewayError {
+  const { status, message } = (reply ?? {}) as Partial<ErrorReply>;
+  if (typeof status !== 'number' || typeof message !== 'string') throw new Error('an error reply without a status and a message');
+  return new GatewayError(reply as ErrorReply);
 }

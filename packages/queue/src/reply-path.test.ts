@@ -52,12 +52,14 @@ describe('the reply path', () => {
 
   it('fails only its own request for a reply it cannot read, and goes on reading every other', async () => {
     // Entries written by something else than this version's ReplySender: an error reply that is
-    // not JSON, beside a good result for another job, in one entry.
+    // not JSON and one that is JSON but no error, beside a good result for another job, in one entry.
     // Its failure taken at once: it may come before the XADD's own answer.
     const broken = q.inbox.expect('broken-job').then(() => 'answered', (error: unknown) => error);
+    const shapeless = q.inbox.expect('shapeless-job').then(() => 'answered', (error: unknown) => error);
     const fine = q.inbox.expect('fine-job');
-    await q.redis.xadd(replyStreamKey('test-ingress'), '*', 'ebroken-job', 'not json', 'rfine-job', '"ok"');
+    await q.redis.xadd(replyStreamKey('test-ingress'), '*', 'ebroken-job', 'not json', 'eshapeless-job', '{}', 'rfine-job', '"ok"');
     expect(await broken).toMatchObject({ status: 500 });
+    expect(await shapeless).toMatchObject({ status: 500 });
     await expect(fine).resolves.toBe('"ok"');
     await runWorker();
     handler = async ({ payload }) => payload.n;

@@ -1,5 +1,6 @@
 import { Cluster } from 'ioredis';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
+import { conflict } from '@gateway/contracts';
 import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
@@ -96,5 +97,7 @@ export async function withRetry<T>(attempt: () => Promise<T | 'stale'>, tries = 
     const result = await attempt();
     if (result !== 'stale') return result;
   }
-  throw new Error('record changed concurrently too many times');
+  // Another writer won every time (a key whose quota its requests keep settling): a 409 to send
+  // the change again, not a fault of the gateway's.
+  throw conflict('the record changed while it was being written, again and again: send the change again');
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { batchEndpoints, clientCancelled, forbidden, GatewayError, openaiErrorBody, type QueueName } from '@gateway/contracts';
+import { batchEndpoints, clientCancelled, GatewayError, modelNotAllowed, openaiErrorBody, type QueueName } from '@gateway/contracts';
 import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
@@ -316,7 +316,7 @@ export class BatchFeed {
           holder = await deps.holderOf(this.batch);
           // The models its key and user may use now: an administrator may have narrowed them
           // since the batch was validated.
-          if (!mayUseModel(holder, request.model)) throw forbidden(`this API key may not use the model "${request.model}"`, 'model');
+          if (!mayUseModel(holder, request.model)) throw modelNotAllowed(request.model);
           admitted = await deps.admission.admit({ 'x-priority': 'batch' }, holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true });
           break;
         } catch (error) {

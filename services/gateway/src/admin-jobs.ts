@@ -66,7 +66,7 @@ export class AdminJobs {
   async run(operation: AdminOperationName, rawInput: unknown, call: AdminCall): Promise<unknown> {
     const { input: schema, prepare, route } = adminOperation(operation);
     const input = parseOrThrow(schema, rawInput);
-    // A common user's changes are counted (each leaves its job's record in Redis a while);
+    // A common user's changes are counted (a create or a delete leaves its job's record in Redis a while);
     // reading is not, and administrators are not.
     if (call.actor && call.actor.role < Role.admin && route?.method !== 'GET') await this.options.rateLimit.checkChanges(call.actor.id, this.options.changesPerMinute);
     const prepared = prepare ? await prepare(input, this.tools, call.address) : { input, reveal: undefined };

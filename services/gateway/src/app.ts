@@ -193,9 +193,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.register(metricsRoutes, { metrics: deps.metrics, jobs: deps.jobs, inbox: deps.inbox, users: deps.store.users, operations });
   const lane = new PasswordLane({ concurrency: deps.passwordHashConcurrency });
   const signIn = new PasswordSignIn(deps.store.users, lane, new LoginThrottle(deps.redis, deps.loginThrottle));
+  // Requests a minute of keys and users, and users' management changes a minute: one counter.
+  const rateLimit = new KeyRateLimit(deps.redis);
   const adminJobs = new AdminJobs({
     signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
-    changesPerMinute: deps.managementChangesPerMinute, rateLimit: new KeyRateLimit(deps.redis),
+    changesPerMinute: deps.managementChangesPerMinute, rateLimit,
   });
   const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);
@@ -215,7 +217,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       jobs: deps.jobs,
       apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
       admission: new ModelAdmission({
-        rateLimit: new KeyRateLimit(deps.redis), backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
+        rateLimit, backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
       }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       turns: new FairTurns(),

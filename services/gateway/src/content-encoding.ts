@@ -28,8 +28,8 @@ export const ACCEPTED_ENCODINGS = Object.keys(DECODERS).filter((c) => c !== 'x-g
 const unsupported = (header: string) =>
   unsupportedMediaType(`Content-Encoding "${header}" is not accepted: send the body uncompressed, or with one of ${ACCEPTED_ENCODINGS}`);
 
-const uncompressedOnly = (coding: string) =>
-  Object.assign(unsupportedMediaType(`Content-Encoding "${coding}" is not accepted for an upload (multipart/form-data): send it uncompressed`), { identityOnly: true });
+const uncompressedOnly = (header: string) =>
+  unsupportedMediaType(`Content-Encoding "${header}" is not accepted for an upload (multipart/form-data): send it uncompressed`);
 
 const tooLarge = (limit: number) =>
   payloadTooLarge(`the request body decompresses to more than ${limit} bytes, the limit of this route (BODY_LIMIT_BYTES for model requests, MANAGEMENT_BODY_LIMIT_BYTES elsewhere)`);
@@ -37,12 +37,15 @@ const tooLarge = (limit: number) =>
 const corrupt = (coding: string) =>
   badRequest(`the request body is not valid ${coding} data, as its Content-Encoding says`);
 
+/** The codings a Content-Encoding names, `identity` (no coding) left out. */
+const codingsIn = (header: string | undefined) =>
+  header === undefined ? [] : header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+
 /** The one coding to undo, or undefined for none; throws 415 for what the gateway cannot undo. */
 function codingOf(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const codings = header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
+  const codings = codingsIn(header);
   if (codings.length === 0) return undefined;
-  if (codings.length > 1 || !DECODERS[codings[0]!]) throw unsupported(header);
+  if (codings.length > 1 || !DECODERS[codings[0]!]) throw unsupported(header!);
   return codings[0];
 }
 
@@ -77,20 +80,24 @@ function decoded(payload: Readable, coding: string, limit: number): Readable {
 }
 
 /** Methods whose bodies Fastify never parses: a body sent with one is left unread, not decoded. */
-const UNPARSED_METHODS = new Set(['GET', 'HEAD']);
+export const UNPARSED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
 export function registerContentDecoding(app: FastifyInstance): void {
   app.addHook('preParsing', async (request, reply, payload) => {
     const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
     if (!hasBody || UNPARSED_METHODS.has(request.method)) return payload;
+    const header = request.headers['content-encoding'];
+    // A multipart upload is read from the request as it came (@fastify/multipart reads the raw
+    // stream, not this hook's), so a compressed one, in any coding, is refused rather than misread.
+    if (codingsIn(header).length > 0 && request.headers['content-type']?.toLowerCase().startsWith('multipart/')) {
+      reply.header('accept-encoding', 'identity');
+      throw uncompressedOnly(header!);
+    }
     let coding: string | undefined;
     try {
-      coding = codingOf(request.headers['content-encoding']);
-      // A multipart upload is read from the request as it came (@fastify/multipart reads the
-      // raw stream, not this hook's), so a compressed one is refused rather than misread.
-      if (coding !== undefined && request.headers['content-type']?.toLowerCase().startsWith('multipart/')) throw uncompressedOnly(coding);
+      coding = codingOf(header);
     } catch (error) {
-      reply.header('accept-encoding', (error as { identityOnly?: boolean }).identityOnly ? 'identity' : ACCEPTED_ENCODINGS);
+      reply.header('accept-encoding', ACCEPTED_ENCODINGS);
       throw error;
     }
     if (coding === undefined) return payload;

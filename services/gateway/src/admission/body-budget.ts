@@ -12,6 +12,7 @@
 import { Transform, type Readable } from 'node:stream';
 import type { preParsingAsyncHookHandler } from 'fastify';
 import { overloaded, rateLimited } from '@gateway/contracts';
+import { UNPARSED_METHODS } from '../content-encoding.ts';
 
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
@@ -61,9 +62,6 @@ export class BodyBudget {
   }
 }
 
-/** Methods whose bodies Fastify never parses. */
-const UNREAD_METHODS = new Set(['GET', 'HEAD']);
-
 /**
  * A `preParsing` hook (after the API-key hook): charges the body to the key's and the gateway's
  * budgets, and gives it back when the response is over.
@@ -73,7 +71,7 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     const keyId = request.keyHolder?.tokenId;
     const length = request.headers['content-length'];
     // A GET or HEAD body is never read (Fastify parses none): nothing to hold for it.
-    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNREAD_METHODS.has(request.method)) return payload;
+    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNPARSED_METHODS.has(request.method)) return payload;
     let held = 0;
     reply.raw.once('close', () => {
       budget.give(keyId, held);

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 export type { KeyHolder } from '@gateway/admission';
-import { forbidden, invalidApiKey, TokenStatus, UserStatus } from '@gateway/contracts';
+import { invalidApiKey, modelNotAllowed, TokenStatus, UserStatus } from '@gateway/contracts';
 import { holderOf, mayUseModel, type KeyHolder } from '@gateway/admission';
 import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
 
@@ -82,7 +82,7 @@ export class ApiKeyAuth {
   /** 403 when the key (or its user) is limited to models that do not include `model`. */
   authorizeModel(holder: KeyHolder, model: string): void {
     if (!mayUseModel(holder, model)) {
-      throw forbidden(`this API key may not use the model "${model}"`, 'model');
+      throw modelNotAllowed(model);
     }
   }
 

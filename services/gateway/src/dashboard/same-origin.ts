@@ -35,6 +35,7 @@ export function crossOriginProblem(request: FastifyRequest): string | undefined 
   } catch {
     return 'a change through the dashboard must come from its own pages (the Origin header is not a URL)';
   }
-  if (!PAGE_SCHEMES[request.protocol]!.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
+  // A proxy's X-Forwarded-Proto comes as it was sent (`HTTPS`, or a scheme no page has).
+  if (!PAGE_SCHEMES[request.protocol.toLowerCase()]?.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
   return undefined;
 }
