@@ -235,6 +235,26 @@ describe('the Batch API', () => {
     expect(errors[0]).toMatchObject({ response: { status_code: 403 }, error: { message: expect.stringContaining(model) } });
   });
 
+  it("stops admitting a batch's lines once its key is disabled: only those already in flight run", async ({ stack, upstream, channel }) => {
+    const { mock, model } = await servedModel({ upstream, channel });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const created = await submit(openai, Array.from({ length: 1000 }, (_, i) => line(model, i)));
+    await expect.poll(async () => (await openai.batches.retrieve(created.id)).request_counts?.completed ?? 0, { timeout: 30_000, interval: 20 }).toBeGreaterThan(20);
+    await stack.adminData('PUT', '/api/token/', { id: owner.tokenId, status: 2 });
+    const callsAtChange = mock.requests.length;
+    // Read through root: the key itself is refused now.
+    const deadline = Date.now() + 60_000;
+    let batch = await stack.adminData('GET', `/api/batch/${created.id}`);
+    while (!['completed', 'failed', 'cancelled', 'expired'].includes(batch.status) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      batch = await stack.adminData('GET', `/api/batch/${created.id}`);
+    }
+    // The lines in flight (at most the window, 128) end; no new one reaches the upstream.
+    expect(mock.requests.length - callsAtChange).toBeLessThan(160);
+    expect(batch.request_counts.failed).toBeGreaterThan(700);
+  });
+
   it('withdraws at a cancel the lines still waiting for their channel: only those calling it finish, and only they are charged', async ({ stack, upstream, channel }) => {
     // 40 lines in flight (the window) on a 2-slot channel of 1 s calls: 2 calling, 38 waiting.
     const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 1000 }, { max_concurrency: 2 });

@@ -5,7 +5,7 @@ import { BatchRuns, createDatabase, migrate, type BatchRow } from '@gateway/data
 import { createLogger } from '@gateway/log';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
-import { createStore, QuotaHolds } from '@gateway/store';
+import { createStore, InvalidationFeed, QuotaHolds } from '@gateway/store';
 import { BatchRunner } from './batch-runner.ts';
 
 const config = loadServiceConfig('batch-worker');
@@ -22,18 +22,27 @@ const store = createStore(redis);
 
 /**
  * The key that created the batch, with its and its user's limits as they are now: read at most
- * once a second per key, not for every line.
+ * once a second per key, not for every line, and again at once when the key or its user changes
+ * (the store's change feed). A key disabled or deleted, or a user's models narrowed, had the
+ * batch's lines admitted for a second more: 700 of them against a fast upstream.
  */
-const holders = new Map<number, { at: number; holder: Promise<KeyHolder> }>();
+const holders = new Map<number, { at: number; userId: number; holder: Promise<KeyHolder> }>();
 function batchHolder(batch: BatchRow): Promise<KeyHolder> {
   const cached = holders.get(batch.token_id);
   if (cached && Date.now() - cached.at < 1000) return cached.holder;
   const holder = readHolder(batch);
   holder.catch(() => holders.delete(batch.token_id));
   if (holders.size > 10_000) holders.clear();
-  holders.set(batch.token_id, { at: Date.now(), holder });
+  holders.set(batch.token_id, { at: Date.now(), userId: batch.user_id, holder });
   return holder;
 }
+const changes = InvalidationFeed.beside(redis, 'batch-worker-invalidations');
+changes.on((change) => {
+  if (change.kind === 'everything') holders.clear();
+  else if (change.kind === 'token') holders.delete(change.id);
+  else if (change.kind === 'user') for (const [tokenId, cached] of holders) if (cached.userId === change.id) holders.delete(tokenId);
+});
+await changes.start();
 
 async function readHolder(batch: BatchRow): Promise<KeyHolder> {
   const token = await store.tokens.get(batch.token_id);
@@ -74,6 +83,7 @@ const http = await serveWorkerPort({ port: config.METRICS_PORT, host: config.HOS
 onShutdown(async () => {
   await runner.stop(); // gives its batches back; their lines in flight are followed by the next holder
   await database.end();
+  changes.close();
   http?.close();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
