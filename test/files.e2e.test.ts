@@ -201,6 +201,26 @@ describe('the Files API', () => {
     }
   });
 
+  it('answers a form it cannot read with a 400 saying so, and keeps a name without control or format characters', async ({ stack }) => {
+    const { key, openai } = await tenant(stack);
+    const send = (body: string, contentType = 'multipart/form-data; boundary=XB') =>
+      fetch(`${stack.gateway.url}/v1/files`, { method: 'POST', body, headers: { authorization: `Bearer ${key}`, 'content-type': contentType } });
+    const purpose = '--XB\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n';
+    const file = (name: string) => `--XB\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\n\r\n{"custom_id":"x1","method":"POST","url":"/v1/completions","body":{}}\n\r\n`;
+    for (const [what, answer] of [
+      ['cut off before its last boundary', await send(purpose + file('a.jsonl'))],
+      ['no boundary', await send('x', 'multipart/form-data')],
+      ['two files', await send(purpose + file('a.jsonl') + file('b.jsonl') + '--XB--\r\n')],
+    ] as const) {
+      expect(answer.status, what).toBe(400);
+      expect(((await answer.json()) as { error: { type: string; param: string } }).error, what).toMatchObject({ type: 'invalid_request_error', param: 'file' });
+    }
+    const named = await send(purpose + file('../x\u0001\u001b[31m\u202egpj.jsonl') + '--XB--\r\n');
+    expect(named.status).toBe(200);
+    const { id } = (await named.json()) as { id: string };
+    expect((await openai.files.retrieve(id)).filename).toBe('x[31mgpj.jsonl');
+  });
+
   it('refuses a compressed upload with a 415 saying to send it uncompressed, decided before it is read', async ({ stack }) => {
     const { key } = await tenant(stack);
     const boundary = 'gw-test-boundary';

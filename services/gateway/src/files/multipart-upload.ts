@@ -1,8 +1,34 @@
 import type { FastifyRequest } from 'fastify';
-import { badRequest, type FileObject } from '@gateway/contracts';
+import { badRequest, GatewayError, type FileObject } from '@gateway/contracts';
 import { fileCapRefusal, type FileStore } from '@gateway/database';
 import type { FileLimits } from '../routes/batch-api-options.ts';
 import { jsonlLines } from './jsonl-lines.ts';
+
+/**
+ * Why a form could not be read, as the client's error: a form cut short or with no boundary
+ * (busboy's plain errors) was a 500, and a second file a 413 "reach files limit".
+ */
+function formProblem(error: unknown): unknown {
+  if (error instanceof GatewayError || !(error instanceof Error)) return error;
+  const { code, message } = error as Error & { code?: string };
+  if (code === 'FST_FILES_LIMIT') return badRequest('send one file, in the multipart field "file"', 'file');
+  if (code === 'FST_FIELDS_LIMIT' || code === 'FST_PARTS_LIMIT') return badRequest('the form has more fields than an upload needs: send file and purpose', 'file');
+  // The multipart reader's own (FST_…) and busboy's (plain errors about the form); anything
+  // else (PostgreSQL away) is answered as it is.
+  if (code?.startsWith('FST_') || (error.constructor === Error && /form|part|boundary|multipart/i.test(message))) {
+    return badRequest(`the multipart form could not be read: ${message.slice(0, 200)}`, 'file');
+  }
+  return error;
+}
+
+/**
+ * A file's name as it is kept and listed: without control and format characters (an escape
+ * sequence for whoever lists it in a terminal, a right-to-left override that spoofs its
+ * extension), and `upload.jsonl` when nothing is left.
+ */
+export function storedFilename(name: string | undefined): string {
+  return (name ?? '').replace(/[\p{Cc}\p{Cf}]/gu, '').trim() || 'upload.jsonl';
+}
 
 /** The purposes this gateway stores files for: batch input files only. */
 const PURPOSES = new Set(['batch']);
@@ -53,7 +79,7 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
       // Sent before the file, a wrong purpose is refused before a line is written. Not awaited
       // here: the form's fields after the file are read while its lines are written.
       const early = purpose === undefined ? undefined : purposeRefusal(purpose);
-      uploading = early ? Promise.reject(early) : store.upload(userId, part.filename || 'upload.jsonl', jsonlLines(part.file, lineLimits, (n) => (bytes += n)), async () => {
+      uploading = early ? Promise.reject(early) : store.upload(userId, storedFilename(part.filename), jsonlLines(part.file, lineLimits, (n) => (bytes += n)), async () => {
         await formRead.promise;
         const refusal = purposeRefusal(purpose);
         if (refusal) throw refusal;
@@ -65,10 +91,11 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
   } catch (error) {
     formRead.reject(error);
     // The upload's own refusal (a bad line, past a limit) says more than the form's end.
-    await uploading?.then(() => {}, (refusal: unknown) => { throw refusal; });
-    throw error;
+    await uploading?.then(() => {}, (refusal: unknown) => { throw formProblem(refusal); });
+    throw formProblem(error);
   }
   formRead.resolve();
   if (!uploading) throw badRequest('no file: send it in the multipart field "file"', 'file');
-  return uploading;
+  // Its lines are read from the form as it comes: a form cut short fails the upload itself.
+  return uploading.catch((refusal: unknown) => { throw formProblem(refusal); });
 }
