@@ -5,7 +5,7 @@
  * the field.
  */
 import type { FastifyInstance } from 'fastify';
-import { badRequest, jsonShapeProblem } from '@gateway/contracts';
+import { badRequest, jsonShapeProblem, type GatewayError } from '@gateway/contracts';
 import { PAYLOAD_INLINE_MAX_CHARS } from '@gateway/queue';
 
 declare module 'fastify' {
@@ -29,10 +29,24 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     // Kept only for a body large enough to go beside its job (the only use of the bytes).
     if (text.length > PAYLOAD_INLINE_MAX_CHARS) request.jsonBytes = body as Buffer;
     parse(request, text, (error, value) => {
-      if (error) return done(error, undefined);
+      if (error) return done(prototypeRefusal(text) ?? error, undefined);
       const problem = jsonShapeProblem(value);
       if (problem) return done(badRequest(problem.message, problem.field), undefined);
       done(null, value);
     });
   });
+}
+
+/**
+ * A body Fastify's parser refused though it is JSON: it holds `__proto__` or
+ * `constructor.prototype`, which the parser refuses rather than let them reach an object's
+ * prototype. Said so, instead of "malformed JSON". Only looked at for a body already refused.
+ */
+function prototypeRefusal(text: string): GatewayError | undefined {
+  try {
+    JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return badRequest('the body may not hold a "__proto__" field, nor a "constructor" with a "prototype"');
 }
