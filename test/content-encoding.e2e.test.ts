@@ -82,6 +82,11 @@ test('another coding is a 415 naming those accepted, in each API format', async 
   const gemini = await post(`${stack.gateway.url}/v1beta/models/m:generateContent`, 'xx', { 'x-goog-api-key': key, 'content-encoding': 'gzip, gzip' });
   expect(gemini.status).toBe(415);
   expect(((await gemini.json()) as any).error.status).toBeTruthy();
+  // Names every object has are no codings either (Content-Encoding: constructor was a 500).
+  for (const coding of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+    const inherited = await post(`${stack.gateway.url}/v1/completions`, 'xx', { authorization: `Bearer ${key}`, 'content-encoding': coding });
+    expect(inherited.status, coding).toBe(415);
+  }
   const corrupt = await post(`${stack.gateway.url}/v1/completions`, 'not gzip at all', { authorization: `Bearer ${key}`, 'content-encoding': 'gzip' });
   expect(corrupt.status).toBe(400);
   expect(((await corrupt.json()) as any).error.message).toMatch(/not valid gzip/);

@@ -192,6 +192,10 @@ describe('cross-site requests and the cookie', () => {
       expect((await signIn(proxied.url, { ...behindTls, origin: 'https://evil.example' })).status).toBe(403);
       const fromPlainHttp = await signIn(proxied.url, { ...behindTls, origin: 'http://gateway.example' });
       expect(fromPlainHttp.status).toBe(403);
+      // A scheme from the proxy in capitals is read as it is meant; one no page has (or a name
+      // every object has) is a 403, not a 500.
+      expect((await signIn(proxied.url, { ...behindTls, 'x-forwarded-proto': 'HTTPS' })).status).toBe(303);
+      for (const proto of ['constructor', '__proto__', 'wss']) expect((await signIn(proxied.url, { ...behindTls, 'x-forwarded-proto': proto })).status, proto).toBe(403);
       expect(sessionOf(fromPlainHttp)).toBeUndefined();
     } finally {
       await proxied.stop();

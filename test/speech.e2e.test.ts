@@ -115,6 +115,12 @@ describe('speech from a gemini channel, encoded by the audio worker', () => {
     const error = await caught(client(key.key).audio.speech.create({ model, input: 'hi', voice: 'no-such-voice' }));
     expect(error).toMatchObject({ status: 400 });
     expect(error.message).toMatch(/no-such-voice/);
+    // Names every object has (not voices of either table): refused the same, in OpenAI's format.
+    for (const voice of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const inherited = await caught(client(key.key).audio.speech.create({ model, input: 'hi', voice }));
+      expect(inherited, voice).toMatchObject({ status: 400, error: { type: 'invalid_request_error' } });
+      expect(inherited.message, voice).toContain(voice);
+    }
     expect(mock.received).toHaveLength(0);
     expect(await usedQuota(stack, key.id)).toBe(0);
   });

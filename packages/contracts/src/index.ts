@@ -4,6 +4,7 @@
  * travels back on the reply path.
  */
 export * from './errors.ts';
+export { ownValue } from './own-value.ts';
 export * from './validation.ts';
 export { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_OBJECT_KEYS } from './json-shape.ts';
 export * from './queues.ts';

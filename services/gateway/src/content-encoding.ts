@@ -9,7 +9,7 @@
 import { Transform, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
-import { badRequest, payloadTooLarge, unsupportedMediaType } from '@gateway/contracts';
+import { badRequest, ownValue, payloadTooLarge, unsupportedMediaType } from '@gateway/contracts';
 
 type Decoder = () => Transform;
 
@@ -45,7 +45,7 @@ const codingsIn = (header: string | undefined) =>
 function codingOf(header: string | undefined): string | undefined {
   const codings = codingsIn(header);
   if (codings.length === 0) return undefined;
-  if (codings.length > 1 || !DECODERS[codings[0]!]) throw unsupported(header!);
+  if (codings.length > 1 || !ownValue(DECODERS, codings[0]!)) throw unsupported(header!);
   return codings[0];
 }
 

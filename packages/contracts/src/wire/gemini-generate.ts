@@ -9,6 +9,7 @@
  * to the upstream as they are; an unknown field is refused with a 400 naming it, as Gemini does.
  */
 import { z } from 'zod';
+import { ownValue } from '../own-value.ts';
 
 /** "required: …" for a missing field, instead of zod's "expected object, received undefined". */
 const whenMissing = (message: string) => ({
@@ -169,7 +170,7 @@ function camelizeFields(value: unknown, tree: FieldTree): unknown {
     const camel = camelCase(key);
     // When both spellings are present keep both, so the strict schema reports the duplicate.
     const name = camel !== key && camel in source ? key : camel;
-    const subtree = tree[name];
+    const subtree = ownValue(tree, name);
     renamed[name] = subtree ? camelizeFields(field, subtree) : field;
   }
   return renamed;

@@ -4,7 +4,7 @@
  * status (Anthropic's errors page); the body is handed on in OpenAI's shape, because what the
  * client of a chat completion reads is an OpenAI error.
  */
-import { UpstreamError } from '@gateway/contracts';
+import { ownValue, UpstreamError } from '@gateway/contracts';
 
 /** Anthropic's own status for an overloaded API: no standard HTTP status says it. */
 export const OVERLOADED_STATUS = 529;
@@ -40,7 +40,7 @@ export function errorDetail(body: unknown): AnthropicErrorDetail | undefined {
 }
 
 /** The status an error type stands for; a type Anthropic may add later is a bad gateway. */
-export const statusOfErrorType = (type: string): number => STATUS_OF_TYPE[type] ?? 502;
+export const statusOfErrorType = (type: string): number => ownValue(STATUS_OF_TYPE, type) ?? 502;
 
 /** The error as an OpenAI client reads it, its Anthropic type kept as the type. */
 export const openaiShapedBody = (detail: AnthropicErrorDetail) => ({ error: { message: detail.message, type: detail.type, param: null, code: null } });

@@ -5,7 +5,7 @@
  * Gemini's documentation phrases style prompts. The reply is Gemini's 24 kHz PCM, which the
  * audio worker encodes into the format asked for (and to the speed asked for).
  */
-import { UpstreamError, voiceName, type GeminiGenerateResponse, type SpeechRequest } from '@gateway/contracts';
+import { ownValue, UpstreamError, voiceName, type GeminiGenerateResponse, type SpeechRequest } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { fromUpstreamResponse } from './generate.ts';
 
@@ -37,7 +37,7 @@ const byLowerCase = new Map(geminiVoices.map((v) => [v.toLowerCase(), v]));
 
 /** The Gemini voice for an OpenAI or Gemini voice name; an unknown one is the caller's 400. */
 export function geminiVoiceFor(voice: string): string {
-  const found = openaiVoices[voice.toLowerCase()] ?? byLowerCase.get(voice.toLowerCase());
+  const found = ownValue(openaiVoices, voice.toLowerCase()) ?? byLowerCase.get(voice.toLowerCase());
   if (found) return found;
   throw new UpstreamError({
     kind: 'http',

@@ -8,6 +8,7 @@
  * a browser always sends one, and a script has the API's access tokens instead.
  */
 import type { FastifyRequest } from 'fastify';
+import { ownValue } from '@gateway/contracts';
 
 /** `host:port` with the scheme's default port dropped, in lower case. */
 function bareHost(host: string, scheme?: string): string {
@@ -36,6 +37,6 @@ export function crossOriginProblem(request: FastifyRequest): string | undefined 
     return 'a change through the dashboard must come from its own pages (the Origin header is not a URL)';
   }
   // A proxy's X-Forwarded-Proto comes as it was sent (`HTTPS`, or a scheme no page has).
-  if (!PAGE_SCHEMES[request.protocol.toLowerCase()]?.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
+  if (!ownValue(PAGE_SCHEMES, request.protocol.toLowerCase())?.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
   return undefined;
 }
