@@ -102,24 +102,11 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, options: EncodeO
     '-flush_packets', '1',
     'pipe:1',
   ];
-  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(options.ffmpeg ?? ffmpegPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
-  // FFmpeg could not be started (missing, or no process or file left under load): the job's
-  // error, never an 'error' thrown at the audio worker.
-  let startFailure: Error | undefined;
-  const failedToStart = new Promise<null>((resolve) => child.once('error', (error) => {
-    startFailure = error;
-    resolve(null);
-  }));
-  // Out of files (EMFILE), Node gives the child no pipes at all before it says why.
-  if (!(child.stdin as Writable | null) || !(child.stdout as Readable | null) || !(child.stderr as Readable | null)) {
-    await failedToStart;
-    throw new Error(`FFmpeg could not be started to encode ${options.format}: ${startFailure?.message ?? 'no pipes'}`);
-  }
+  const { child, exited } = await startFfmpeg(options.ffmpeg ?? ffmpegPath, args, `encode ${options.format}`);
   let said = '';
   child.stderr.on('data', (data: Buffer) => {
     if (said.length < 2000) said += data.toString('utf8');
   });
-  const exited = Promise.race([new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))), failedToStart]);
   const kill = () => child.kill('SIGKILL');
   options.signal?.addEventListener('abort', kill, { once: true });
   // The PCM is written as FFmpeg takes it; a failure to write ends in FFmpeg's own error.
@@ -132,7 +119,6 @@ export async function* encodeSpeech(pcm: AsyncIterable<Buffer>, options: EncodeO
     for await (const chunk of child.stdout) yield chunk as Buffer;
     await feeding;
     const code = await exited;
-    if (startFailure) throw new Error(`FFmpeg could not be started to encode ${options.format}: ${startFailure.message}`);
     if (code !== 0 && !options.signal?.aborted) throw new Error(`FFmpeg could not encode ${options.format}: exit ${code}${said ? `: ${said.trim()}` : ''}`);
   } finally {
     options.signal?.removeEventListener('abort', kill);
@@ -149,21 +135,38 @@ async function feed(pcm: AsyncIterable<Buffer>, stdin: Writable): Promise<void> 
   stdin.end();
 }
 
+/**
+ * FFmpeg started with pipes on every side, and its exit code once it closes. One that cannot be
+ * started (missing, or no process or file left under load) throws "could not be started to
+ * `what`": the caller's error, never an 'error' thrown at the process. Out of files (EMFILE),
+ * Node gives the child no pipes at all before it says why; otherwise the failure is thrown when
+ * `exited` settles.
+ */
+async function startFfmpeg(path: string, args: string[], what: string): Promise<{ child: ChildProcessByStdio<Writable, Readable, Readable>; exited: Promise<number | null> }> {
+  const child: ChildProcessByStdio<Writable, Readable, Readable> = spawn(path, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  const failed = new Promise<Error>((resolve) => child.once('error', resolve));
+  const cannotStart = (error: Error) => new Error(`FFmpeg could not be started to ${what}: ${error.message}`);
+  if (!(child.stdin as Writable | null) || !(child.stdout as Readable | null) || !(child.stderr as Readable | null)) throw cannotStart(await failed);
+  const exited = Promise.race([
+    new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code))),
+    failed.then((error) => { throw cannotStart(error); }),
+  ]);
+  exited.catch(() => {}); // heard by whoever awaits it
+  return { child, exited };
+}
+
 /** Decodes audio of any format FFmpeg reads into 24 kHz mono 16-bit PCM (for tests and checks). */
 export async function decodeToPcm(audio: Buffer, inputFormat?: string): Promise<Buffer> {
   const { sampleRate, channels } = GEMINI_PCM_FORMAT;
   const input = inputFormat ? ['-f', inputFormat, ...(inputFormat === 's16le' ? ['-ar', String(sampleRate), '-ac', '1'] : [])] : [];
-  const child = spawn(ffmpegPath, ['-hide_banner', '-loglevel', 'error', ...input, '-i', 'pipe:0', '-f', 's16le', '-ar', String(sampleRate), '-ac', String(channels), 'pipe:1'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const failed = new Promise<Error>((resolve) => child.once('error', resolve));
-  if (!(child.stdin as Writable | null) || !(child.stdout as Readable | null) || !(child.stderr as Readable | null)) throw new Error(`FFmpeg could not be started to decode: ${(await failed).message}`);
+  const { child, exited } = await startFfmpeg(ffmpegPath, ['-hide_banner', '-loglevel', 'error', ...input, '-i', 'pipe:0', '-f', 's16le', '-ar', String(sampleRate), '-ac', String(channels), 'pipe:1'], 'decode');
   const out: Buffer[] = [];
   let said = '';
   child.stdout.on('data', (d: Buffer) => out.push(d));
   child.stderr.on('data', (d: Buffer) => (said += d.toString('utf8')));
   child.stdin.on('error', () => {});
   child.stdin.end(audio);
-  const code = await Promise.race([new Promise<number | null>((resolve) => child.once('close', resolve)), failed]);
-  if (code instanceof Error) throw new Error(`FFmpeg could not be started to decode: ${code.message}`);
+  const code = await exited;
   if (code !== 0) throw new Error(`FFmpeg could not decode: ${said.trim()}`);
   return Buffer.concat(out);
 }

@@ -96,6 +96,10 @@ export const modelNotFound = (message: string, param: string | null = 'model') =
 export const conflict = (message: string) => new GatewayError({ status: 409, code: 'conflict', message });
 /** 413: a body or a file larger than its limit. */
 export const payloadTooLarge = (message: string, param: string | null = null) => new GatewayError({ status: 413, code: 'payload_too_large', message, param });
+/** 408: the request did not arrive in time (its headers, or all of it). */
+export const requestTimedOut = (message: string) => new GatewayError({ status: 408, code: 'timeout', message });
+/** 431: the request's headers are larger than the gateway reads. */
+export const headersTooLarge = (message: string) => new GatewayError({ status: 431, code: 'invalid_request', message });
 /** 415: a Content-Type or Content-Encoding the route does not take. */
 export const unsupportedMediaType = (message: string) => new GatewayError({ status: 415, code: 'unsupported_media_type', message });
 /** 429 that waiting cures: a rate limit, a cap on requests in flight, quota held by requests in flight. */

@@ -151,14 +151,11 @@ export function chatWorstCase(request: ChatRequest): number {
     prompt += contentTokensAtMost(content) + tokensAtMost(JSON.stringify(rest));
   }
   const around: Record<string, unknown> = {};
-  let anyAround = false;
   for (const [field, value] of Object.entries(request)) {
-    if (CHAT_FIELDS_NOT_PROMPT.has(field) || value === undefined) continue;
-    around[field] = value;
-    anyAround = true;
+    if (!CHAT_FIELDS_NOT_PROMPT.has(field) && value !== undefined) around[field] = value;
   }
   const output = request.max_completion_tokens ?? request.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS;
-  return prompt + (anyAround ? tokensAtMost(JSON.stringify(around)) : 0) + output * (request.n ?? 1);
+  return prompt + (Object.keys(around).length > 0 ? tokensAtMost(JSON.stringify(around)) : 0) + output * (request.n ?? 1);
 }
 
 /** Every input, text by bytes and token ids one each: embeddings have no output. */

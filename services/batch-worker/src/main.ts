@@ -5,7 +5,7 @@ import { BatchRuns, createDatabase, migrate, type BatchRow } from '@gateway/data
 import { createLogger } from '@gateway/log';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
-import { createStore, InvalidationFeed, QuotaHolds } from '@gateway/store';
+import { createStore, InvalidationFeed, QuotaHolds, touchesCallers } from '@gateway/store';
 import { BatchRunner } from './batch-runner.ts';
 
 const config = loadServiceConfig('batch-worker');
@@ -26,21 +26,20 @@ const store = createStore(redis);
  * (the store's change feed). A key disabled or deleted, or a user's models narrowed, had the
  * batch's lines admitted for a second more: 700 of them against a fast upstream.
  */
-const holders = new Map<number, { at: number; userId: number; holder: Promise<KeyHolder> }>();
+const holders = new Map<number, { at: number; holder: Promise<KeyHolder> }>();
 function batchHolder(batch: BatchRow): Promise<KeyHolder> {
   const cached = holders.get(batch.token_id);
   if (cached && Date.now() - cached.at < 1000) return cached.holder;
   const holder = readHolder(batch);
   holder.catch(() => holders.delete(batch.token_id));
   if (holders.size > 10_000) holders.clear();
-  holders.set(batch.token_id, { at: Date.now(), userId: batch.user_id, holder });
+  holders.set(batch.token_id, { at: Date.now(), holder });
   return holder;
 }
 const changes = InvalidationFeed.beside(redis, 'batch-worker-invalidations');
+// As the gateway's key cache does: any key or user changed, every holder is read again.
 changes.on((change) => {
-  if (change.kind === 'everything') holders.clear();
-  else if (change.kind === 'token') holders.delete(change.id);
-  else if (change.kind === 'user') for (const [tokenId, cached] of holders) if (cached.userId === change.id) holders.delete(tokenId);
+  if (touchesCallers(change)) holders.clear();
 });
 await changes.start();
 

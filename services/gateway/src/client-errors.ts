@@ -11,9 +11,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { ConnectionError, FastifyInstance } from 'fastify';
-import { badRequest, GatewayError } from '@gateway/contracts';
+import { badRequest, headersTooLarge, requestTimedOut, type GatewayError } from '@gateway/contracts';
 import { formatForUrl } from './error-formats.ts';
-
 
 /** The path of the request each connection carries now (the last whose headers were read). */
 const pathOfConnection = new WeakMap<Socket, string>();
@@ -34,8 +33,8 @@ function requestPathOf(error: ConnectionError, socket: Socket): string {
 
 function failureOf(error: ConnectionError): GatewayError {
   // Node raises this for the headers' time-out and the whole request's alike.
-  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new GatewayError({ status: 408, code: 'timeout', message: 'the request did not arrive in time (its headers within HEADERS_TIMEOUT_MS, all of it within BODY_TIMEOUT_MS)' });
-  if (error.code === 'HPE_HEADER_OVERFLOW') return new GatewayError({ status: 431, code: 'invalid_request', message: "the request's headers are larger than the gateway accepts" });
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return requestTimedOut('the request did not arrive in time (its headers within HEADERS_TIMEOUT_MS, all of it within BODY_TIMEOUT_MS)');
+  if (error.code === 'HPE_HEADER_OVERFLOW') return headersTooLarge("the request's headers are larger than the gateway accepts");
   return badRequest(`the request is not valid HTTP/1.1 (${error.code ?? 'parse error'})`);
 }
 

@@ -41,9 +41,8 @@ const corrupt = (coding: string) =>
 const codingsIn = (header: string | undefined) =>
   header === undefined ? [] : header.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c && c !== 'identity');
 
-/** The one coding to undo, or undefined for none; throws 415 for what the gateway cannot undo. */
-function codingOf(header: string | undefined): string | undefined {
-  const codings = codingsIn(header);
+/** The one coding to undo (of `codings`, from `header`), or undefined for none; throws 415 for what the gateway cannot undo. */
+function codingOf(codings: string[], header: string | undefined): string | undefined {
   if (codings.length === 0) return undefined;
   if (codings.length > 1 || !ownValue(DECODERS, codings[0]!)) throw unsupported(header!);
   return codings[0];
@@ -87,15 +86,16 @@ export function registerContentDecoding(app: FastifyInstance): void {
     const hasBody = request.headers['content-length'] !== undefined ? request.headers['content-length'] !== '0' : request.headers['transfer-encoding'] !== undefined;
     if (!hasBody || UNPARSED_METHODS.has(request.method)) return payload;
     const header = request.headers['content-encoding'];
+    const codings = codingsIn(header);
     // A multipart upload is read from the request as it came (@fastify/multipart reads the raw
     // stream, not this hook's), so a compressed one, in any coding, is refused rather than misread.
-    if (codingsIn(header).length > 0 && request.headers['content-type']?.toLowerCase().startsWith('multipart/')) {
+    if (codings.length > 0 && request.headers['content-type']?.toLowerCase().startsWith('multipart/')) {
       reply.header('accept-encoding', 'identity');
       throw uncompressedOnly(header!);
     }
     let coding: string | undefined;
     try {
-      coding = codingOf(header);
+      coding = codingOf(codings, header);
     } catch (error) {
       reply.header('accept-encoding', ACCEPTED_ENCODINGS);
       throw error;
