@@ -50,6 +50,49 @@ describe('a burst from one address', () => {
   }, 120_000);
 });
 
+/** Answers on `socket` so far, counted by their status lines as they stream in. */
+function countAnswers(socket: Socket): { readonly count: number } {
+  const counter = { count: 0 };
+  let tail = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => {
+    const text = tail + chunk;
+    counter.count += text.split('HTTP/1.1 ').length - 1;
+    tail = text.slice(-8);
+  });
+  return counter;
+}
+
+describe('one key\'s flood of requests read at once', () => {
+  it("begins another key's request within a few turns of the event loop, not after the flood's thousands", async ({ stack, apiKey }) => {
+    const hog = (await apiKey()).key;
+    const other = (await apiKey()).key;
+    const url = new URL(stack.gateway.url);
+    const open = () => new Promise<Socket>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => resolve(socket));
+      socket.once('error', reject);
+    });
+    const [flood, single] = [await open(), await open()];
+    const ask = (key: string) => `GET /v1/models HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    // Both keys known to the gateway (its key cache), as a tenant's are between its requests.
+    for (const key of [hog, other]) expect((await fetch(`${stack.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+    const flooded = 5000;
+    const floodAnswers = countAnswers(flood);
+    const answeredBefore = new Promise<number>((resolve) => single.once('data', () => resolve(floodAnswers.count)));
+    // 5,000 requests pipelined on one connection (600 KB, read by the gateway in a few turns),
+    // and right behind them one request of another key on a connection of its own.
+    flood.write(ask(hog).repeat(flooded));
+    single.write(ask(other));
+    const before = await answeredBefore;
+    await expect.poll(() => floodAnswers.count, { timeout: 60_000 }).toBe(flooded);
+    flood.destroy();
+    single.destroy();
+    console.log(`[front door] another key's request answered after ${before} of one key's ${flooded} pipelined requests`);
+    // Begun as each request was read, it waited for every one read before it (thousands).
+    expect(before).toBeLessThan(500);
+  }, 90_000);
+});
+
 describe('connections that hold without asking', () => {
   it('closes connections that send nothing, trickle their headers or sit idle, while real requests keep working', async ({ stack, upstream, channel, apiKey }) => {
     const gateway = await stack.add('gateway', { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '1500' });

@@ -15,6 +15,7 @@ import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
 import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { FairTurns } from './admission/fair-turns.ts';
+import { takeRequestsInTurns } from './request-turns.ts';
 import { KeyRateLimit } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -143,6 +144,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     },
   });
 
+  // Fastify begins the requests read in a loop turn a few at a time, round robin between credentials.
+  takeRequestsInTurns(app.server);
   closeSilentConnections(app.server, deps.headersTimeoutMs);
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 

@@ -1,11 +1,14 @@
 /**
  * Fair turns at the gateway's own event loop. A burst of thousands of requests arrives in a few
- * event-loop turns, and each then costs the loop its body's parse, validation, admission and
- * enqueue; another tenant's request read in the same turns waits behind all of them before the
- * fair shares of the queue and of the channel (which come after) can put it first. Here a request
- * takes its turn once its key is known and before its body is read: a few start per loop turn,
- * round robin between users, so one user's thousand wait behind another user's one, and the loop
- * reads its sockets again between rounds.
+ * event-loop turns, and each then costs the loop its routing, authentication, body parse,
+ * validation, admission and enqueue; another tenant's request read in the same turns waits
+ * behind all of them before the fair shares of the queue and of the channel (which come after)
+ * can put it first. Here requests take turns: a few start per loop turn, round robin between
+ * their owners, so one owner's thousand wait behind another owner's one, and the loop reads its
+ * sockets (and the answers of Redis) again between rounds.
+ *
+ * The gateway takes turns twice: by credential as each request is read, before Fastify routes it
+ * (request-turns.ts), and by user once its key is known, before its body is read (model-relay.ts).
  *
  * While nobody waits, a request starts at once: this costs a counter and one setImmediate a
  * loop turn, nothing per request.
@@ -14,9 +17,9 @@
 /** Requests that start per loop turn before the rest wait for the next round. */
 const PER_ROUND = 16;
 
-export class FairTurns {
-  /** Users with requests waiting, in round-robin order, each with its waiters in arrival order. */
-  private readonly waiting = new Map<number, (() => void)[]>();
+export class FairTurns<K = number> {
+  /** Owners with requests waiting, in round-robin order, each with its waiters in arrival order. */
+  private readonly waiting = new Map<K, (() => void)[]>();
   private startedThisRound = 0;
   private roundScheduled = false;
   private readonly perRound: number;
@@ -25,18 +28,29 @@ export class FairTurns {
     this.perRound = perRound;
   }
 
-  /** Resolves when the user's request may start: at once (undefined) while the loop is not busy. */
-  take(userId: number): Promise<void> | undefined {
+  /** Runs `start` now while the loop is not busy, or in the owner's turn of a later round. */
+  enter(owner: K, start: () => void): void {
     this.scheduleRound();
     if (this.waiting.size === 0 && this.startedThisRound < this.perRound) {
       this.startedThisRound++;
-      return undefined;
+      start();
+      return;
     }
-    const { promise, resolve } = Promise.withResolvers<void>();
-    const queue = this.waiting.get(userId);
-    if (queue) queue.push(resolve);
-    else this.waiting.set(userId, [resolve]);
-    return promise;
+    const queue = this.waiting.get(owner);
+    if (queue) queue.push(start);
+    else this.waiting.set(owner, [start]);
+  }
+
+  /** Resolves when the owner's request may start: at once (undefined) while the loop is not busy. */
+  take(owner: K): Promise<void> | undefined {
+    let now = false;
+    let resolve: (() => void) | undefined;
+    this.enter(owner, () => {
+      now = true;
+      resolve?.();
+    });
+    if (now) return undefined;
+    return new Promise<void>((r) => { resolve = r; });
   }
 
   /** Requests waiting for their turn (for tests and metrics). */
@@ -52,17 +66,18 @@ export class FairTurns {
     setImmediate(() => this.round());
   }
 
-  /** A new loop turn: up to `perRound` waiters start, one per user in turn. */
+  /** A new loop turn: up to `perRound` waiters start, one per owner in turn. */
   private round(): void {
     this.roundScheduled = false;
     this.startedThisRound = 0;
     while (this.startedThisRound < this.perRound && this.waiting.size > 0) {
-      const [userId, queue] = this.waiting.entries().next().value!;
-      queue.shift()!();
+      const [owner, queue] = this.waiting.entries().next().value!;
+      const start = queue.shift()!;
       this.startedThisRound++;
-      // A user with more waiting goes to the back of the ring: the next user is served next.
-      this.waiting.delete(userId);
-      if (queue.length > 0) this.waiting.set(userId, queue);
+      // An owner with more waiting goes to the back of the ring: the next owner is served next.
+      this.waiting.delete(owner);
+      if (queue.length > 0) this.waiting.set(owner, queue);
+      start();
     }
     if (this.waiting.size > 0) this.scheduleRound();
   }
