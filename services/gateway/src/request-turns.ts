@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { FairTurns } from './admission/fair-turns.ts';
 
 /**
@@ -22,9 +23,15 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * one turn, and another tenant's request, or the answer Redis had for it, waited out turns of
  * 100 to 400 ms (traced: the gateway's event loop stalled while the burst was read in, in
  * `parserOnHeadersComplete` and Fastify's hooks). Now a turn begins at most REQUESTS_PER_TURN of
- * them; the rest wait, parsed but not yet routed, their bodies unread (Node stops reading a
- * socket whose request body is not being taken), and another credential's request is begun in
- * the next round.
+ * them; the rest wait, parsed but not yet routed, their bodies unread, and another credential's
+ * request is begun in the next round.
+ *
+ * While a connection has a request waiting, no more of it is read (its socket is paused until
+ * its last waiting request is begun). Node stops reading a connection only when its answers
+ * back up, and a request not yet begun has none: one connection pipelining bodiless requests
+ * was parsed as fast as it sent, 20,000 requests waiting at once where 32 a turn were begun,
+ * the gateway's memory growing by hundreds of MB a second and its answers slowing to tens a
+ * second.
  *
  * Call before any other `request` listener is added: the first one is Fastify's. A request whose
  * client went away while it waited is not begun.
@@ -34,11 +41,39 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN)
   if (!fastify) throw new Error('takeRequestsInTurns: the server has no request listener yet (call it after Fastify made the server)');
   server.removeListener('request', fastify);
   const turns = new FairTurns<string>(perTurn);
+  /** Requests of each connection waiting for their turn. */
+  const waitingOn = new WeakMap<Socket, number>();
+  // Node resumes a connection after each request it parses (and as answers drain, or a body is
+  // read): while one of its requests waits, it is paused again at once, before a byte more is read.
+  const keepPaused = function (this: Socket) {
+    if (waitingOn.has(this)) this.pause();
+  };
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+    const socket = request.socket as Socket;
+    let begun = false;
+    let waited = false;
     turns.enter(credentialOf(request), () => {
-      if (request.socket.destroyed) return;
+      begun = true;
+      if (waited) {
+        const left = waitingOn.get(socket)! - 1;
+        if (left > 0) waitingOn.set(socket, left);
+        else {
+          waitingOn.delete(socket);
+          socket.off('resume', keepPaused);
+          // Node keeps its own pause (answers backed up) over this resume.
+          if (!socket.destroyed) socket.resume();
+        }
+      }
+      if (socket.destroyed) return;
       fastify.call(server, request, response);
     });
+    if (!begun) {
+      waited = true;
+      const waiting = waitingOn.get(socket) ?? 0;
+      waitingOn.set(socket, waiting + 1);
+      if (waiting === 0) socket.on('resume', keepPaused);
+      socket.pause();
+    }
   });
   return turns;
 }
