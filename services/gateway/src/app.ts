@@ -145,7 +145,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   });
 
   // Fastify begins the requests read in a loop turn a few at a time, round robin between credentials.
-  takeRequestsInTurns(app.server);
+  const requestTurns = takeRequestsInTurns(app.server);
   closeSilentConnections(app.server, deps.headersTimeoutMs);
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 
@@ -241,6 +241,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   return {
     app,
     beginShutdown() {
+      // Requests already read and waiting for their turn are begun as they came, before the close.
+      requestTurns.startAll();
       stopping = true;
       // Connections that fall idle after the close began would otherwise hold it open.
       const sweep = setInterval(() => app.server.closeIdleConnections(), 100);

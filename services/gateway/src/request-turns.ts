@@ -11,6 +11,8 @@ import { FairTurns } from './admission/fair-turns.ts';
  */
 export const REQUESTS_PER_TURN = 32;
 
+const BEARER = /^\s*bearer\s+/i;
+
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
 /**
@@ -78,10 +80,14 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN)
   return turns;
 }
 
-/** The credential a request carries, as the turn's owner: not checked here, only told apart. */
+/**
+ * The credential a request carries, as the turn's owner: not checked here, only told apart, as
+ * the key check reads it (`Bearer` in any case, the spaces around the key ignored), so one key
+ * spelt several ways holds one place.
+ */
 function credentialOf(request: IncomingMessage): string {
   const { authorization } = request.headers;
-  if (authorization) return authorization;
+  if (authorization) return authorization.replace(BEARER, '').trim();
   const google = request.headers['x-goog-api-key'];
   return typeof google === 'string' ? google : '';
 }

@@ -37,4 +37,14 @@ describe('fair turns of the event loop', () => {
     await Promise.all(waits);
     expect(started).toEqual([1, 2, 3, 1, 2, 1, 2]);
   });
+
+  it('starts every waiting request at once when told to (a shutdown), still in turn order', () => {
+    const turns = new FairTurns(1);
+    const started: number[] = [];
+    for (const user of [1, 1, 1, 2, 2, 3]) turns.enter(user, () => started.push(user));
+    expect(started).toEqual([1]);
+    turns.startAll();
+    expect(started).toEqual([1, 1, 2, 3, 1, 2]);
+    expect(turns.size).toBe(0);
+  });
 });

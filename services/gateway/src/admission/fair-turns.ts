@@ -53,6 +53,17 @@ export class FairTurns<K = number> {
     return new Promise<void>((r) => { resolve = r; });
   }
 
+  /** Starts every waiting request now, in turn order (a gateway beginning its shutdown). */
+  startAll(): void {
+    while (this.waiting.size > 0) {
+      for (const [owner, queue] of this.waiting) {
+        const start = queue.shift()!;
+        if (queue.length === 0) this.waiting.delete(owner);
+        start();
+      }
+    }
+  }
+
   /** Requests waiting for their turn (for tests and metrics). */
   get size(): number {
     let n = 0;
