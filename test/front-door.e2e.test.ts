@@ -88,8 +88,9 @@ describe('one key\'s flood of requests read at once', () => {
     flood.destroy();
     single.destroy();
     console.log(`[front door] another key's request answered after ${before} of one key's ${flooded} pipelined requests`);
-    // Begun as each request was read, it waited for every one read before it (thousands).
-    expect(before).toBeLessThan(500);
+    // Begun as each request was read, it waited for every one read before it (1,564 of them);
+    // in turns of 128, a few turns' worth (258).
+    expect(before).toBeLessThan(1000);
   }, 90_000);
 });
 

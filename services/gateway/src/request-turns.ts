@@ -4,12 +4,15 @@ import { FairTurns } from './admission/fair-turns.ts';
 
 /**
  * Requests that Fastify begins per event-loop turn, round robin between credentials. Measured
- * with `BENCH_ONLY=tenants npm run bench` (a user bursting 5,000 at once beside a steady one),
- * paired runs on one evening: the steady user's pooled p99 was +251, +174, +172, +218, +257 and
- * +254 ms over its baseline with turns of 32, against +238, +325 and +374 without them; turns of
- * 8 and 16 measured no better (+226, +223; +272, +253).
+ * with `BENCH_ONLY=tenants npm run bench` (a user bursting 5,000 at once beside a steady one)
+ * and `BENCH_ONLY=burst` (one key's 5,000 batch requests with that key's interactive load
+ * beside them), one evening: with 32 a turn the steady user's pooled p99 was +225 ms over its
+ * baseline on average over 16 runs, against +296 without turns, but one key's burst drained in
+ * 9.1 s against 7.9 and its own interactive p99 rose from 123 to 165 ms; with 128, +236, +214
+ * and +217 (without, in the same half hour: +242 and +521), and the one-key burst as without
+ * (7.8 to 7.9 s, interactive p99 112 and 131 ms).
  */
-export const REQUESTS_PER_TURN = 32;
+export const REQUESTS_PER_TURN = 128;
 
 const BEARER = /^\s*bearer\s+/i;
 
