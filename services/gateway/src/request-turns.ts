@@ -34,7 +34,7 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * While a connection has a request waiting, no more of it is read (its socket is paused until
  * its last waiting request is begun). Node stops reading a connection only when its answers
  * back up, and a request not yet begun has none: one connection pipelining bodiless requests
- * was parsed as fast as it sent, 20,000 requests waiting at once where 32 a turn were begun,
+ * was parsed as fast as it sent, 20,000 requests waiting at once while a turn's worth were begun,
  * the gateway's memory growing by hundreds of MB a second and its answers slowing to tens a
  * second.
  *

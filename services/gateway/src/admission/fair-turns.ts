@@ -30,27 +30,14 @@ export class FairTurns<K = number> {
 
   /** Runs `start` now while the loop is not busy, or in the owner's turn of a later round. */
   enter(owner: K, start: () => void): void {
-    this.scheduleRound();
-    if (this.waiting.size === 0 && this.startedThisRound < this.perRound) {
-      this.startedThisRound++;
-      start();
-      return;
-    }
-    const queue = this.waiting.get(owner);
-    if (queue) queue.push(start);
-    else this.waiting.set(owner, [start]);
+    if (this.startsNow()) start();
+    else this.wait(owner, start);
   }
 
   /** Resolves when the owner's request may start: at once (undefined) while the loop is not busy. */
   take(owner: K): Promise<void> | undefined {
-    let now = false;
-    let resolve: (() => void) | undefined;
-    this.enter(owner, () => {
-      now = true;
-      resolve?.();
-    });
-    if (now) return undefined;
-    return new Promise<void>((r) => { resolve = r; });
+    if (this.startsNow()) return undefined;
+    return new Promise<void>((resolve) => this.wait(owner, resolve));
   }
 
   /** Starts every waiting request now, in turn order (a gateway beginning its shutdown). */
@@ -69,6 +56,20 @@ export class FairTurns<K = number> {
     let n = 0;
     for (const queue of this.waiting.values()) n += queue.length;
     return n;
+  }
+
+  /** Whether a request arriving now starts at once: nobody waits and the round has room. */
+  private startsNow(): boolean {
+    this.scheduleRound();
+    if (this.waiting.size > 0 || this.startedThisRound >= this.perRound) return false;
+    this.startedThisRound++;
+    return true;
+  }
+
+  private wait(owner: K, start: () => void): void {
+    const queue = this.waiting.get(owner);
+    if (queue) queue.push(start);
+    else this.waiting.set(owner, [start]);
   }
 
   private scheduleRound(): void {
