@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the gateway under load, side by side with the upstream called directly, in
  * one run. Starts a private Redis, the mock OpenAI upstream (its own process), and the gateway
- * and workers as separate processes; drives load with autocannon from child processes; prints
+ * and workers as separate processes; drives load from child processes (bench/load-process.ts); prints
  * one table and writes the same figures as JSON under bench/results/.
  *
  *   npm run bench                 # everything (about four minutes)
@@ -59,6 +59,16 @@ interface LoadResult {
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10; // clock ticks of 10 ms (CLK_TCK 100)
+}
+
+/**
+ * Reads and writes a process has asked the kernel for so far (/proc/<pid>/io: read(2), write(2)
+ * and their kin, sockets included): a count that does not move with the machine's speed, where
+ * CPU time does.
+ */
+function ioCalls(pid: number): number {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return Number(/syscr: (\d+)/.exec(io)![1]) + Number(/syscw: (\d+)/.exec(io)![1]);
 }
 
 /**
@@ -279,10 +289,12 @@ try {
     const costOf = async (run: () => Promise<LoadResult>) => {
       await resetRedisStats();
       const before = processes.map(([, pid]) => cpuMs(pid));
+      const callsBefore = processes.map(([, pid]) => ioCalls(pid));
       const result = await run();
       const spent = processes.map(([name, pid], i) => [name, (cpuMs(pid) - before[i]!) / costRequests] as const);
+      const calls = processes.map(([name, pid], i) => [name, (ioCalls(pid) - callsBefore[i]!) / costRequests] as const);
       const commands = commandTotals(await redisInfo('commandstats'), costRequests);
-      return { result, commands: commands.calls, redisUs: commands.usec, byCommand: commands.byCommand, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const] };
+      return { result, commands: commands.calls, redisUs: commands.usec, byCommand: commands.byCommand, cpuMsPerRequest: [...spent, ['load generator', result.cpuMs / costRequests] as const], ioCallsPerRequest: calls };
     };
     const cannon = (run: Record<string, unknown>) => () => load({ ...run, connections: 16, amount: costRequests }).done;
     progress(`cost per request: ${costRequests} requests at concurrency 16, upstream directly…`);
@@ -299,11 +311,12 @@ try {
     // /proc counts CPU in 10 ms ticks: 0.003 ms a request over 3,000; idle processes stay under 0.015.
     const cpuNote = (cost: typeof costGateway) => cost.cpuMsPerRequest.filter(([, ms]) => ms >= 0.015).map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ');
     const redisNote = (cost: typeof costGateway) => `${cost.commands.toFixed(1)} Redis commands, ${cost.redisUs.toFixed(0)} µs of Redis`;
+    const callsNote = (cost: typeof costGateway) => `reads and writes to the kernel a request: ${cost.ioCallsPerRequest.filter(([, n]) => n >= 0.5).map(([name, n]) => `${name} ${n.toFixed(1)}`).join(', ')}`;
     const scenario = `cost per request (${costRequests} at c=16)`;
     rows.push(
       { scenario, path: 'upstream directly', 'req/s': costDirect.result.rps, 'p50 ms': costDirect.result.p50, 'p99 ms': costDirect.result.p99, errors: costDirect.result.non2xx + costDirect.result.errors, note: `CPU ms/request: ${cpuNote(costDirect)}` },
-      { scenario, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${redisNote(costGateway)}; CPU ms/request: ${cpuNote(costGateway)}` },
-      { scenario, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}` },
+      { scenario, path: 'through the gateway', 'req/s': costGateway.result.rps, 'p50 ms': costGateway.result.p50, 'p99 ms': costGateway.result.p99, errors: costGateway.result.non2xx + costGateway.result.errors, note: `${redisNote(costGateway)}; CPU ms/request: ${cpuNote(costGateway)}; ${callsNote(costGateway)}` },
+      { scenario, path: `Portkey ${portkey.version}`, 'req/s': costPortkey.result.rps, 'p50 ms': costPortkey.result.p50, 'p99 ms': costPortkey.result.p99, errors: costPortkey.result.non2xx + costPortkey.result.errors, note: `CPU ms/request: ${cpuNote(costPortkey)}; ${callsNote(costPortkey)}` },
       { scenario, path: 'BullMQ alone (floor)', 'req/s': costFloor.result.rps, 'p50 ms': '', 'p99 ms': '', errors: 0, note: `add → process → complete, nothing else: ${redisNote(costFloor)}` },
     );
     if (cluster) {
@@ -427,7 +440,7 @@ try {
     const cpuBefore = burstProcesses.map(([, pid]) => cpuMs(pid));
     const ticksBefore = machineTicks();
     const interactive = load({ ...through('bench-model'), connections: Number(process.env.BENCH_INTERACTIVE ?? 4), duration: 600 });
-    const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+    const burstGateway = await load({ ...through('burst-model', { 'x-priority': 'batch' }), connections: burstSize, once: true, timeout: 120 }).done;
     interactive.stop();
     const interactiveResult = await interactive.done;
     // CPU seconds each process spent while the burst drained: whether two cores were the bound.
@@ -444,7 +457,7 @@ try {
     await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
     await limited.control({ cmd: 'behaviour', behaviour: { delayMs: burstUpstreamMs } });
     progress(`burst: ${burstSize} requests at once straight to the upstream…`);
-    const burstDirect = await load({ ...direct('burst-model', limited), connections: burstSize, amount: burstSize, timeout: 120 }).done;
+    const burstDirect = await load({ ...direct('burst-model', limited), connections: burstSize, once: true, timeout: 120 }).done;
     const upstreamAfterDirect = await limited.control({ cmd: 'stats' });
     await limited.control({ cmd: 'reset' });
 
@@ -626,7 +639,7 @@ try {
       progress(`two tenants: one bursting ${burstSize} at once, the other steady beside it (burst ${round} of ${tenantRounds})…`);
       const steady = steadyLoad({});
       burstStarts.push(Date.now() - besideFrom.getTime());
-      hogs.push(await load({ ...through('burst-model', {}, hogKey), connections: burstSize, amount: burstSize, timeout: 120 }).done);
+      hogs.push(await load({ ...through('burst-model', {}, hogKey), connections: burstSize, once: true, timeout: 120 }).done);
       steady.stop();
       const run = await steady.done;
       besideMicros.push(...run.samples!);
