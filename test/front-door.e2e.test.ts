@@ -94,6 +94,47 @@ describe('one key\'s flood of requests read at once', () => {
   }, 90_000);
 });
 
+describe('a flood of made-up keys, one request each', () => {
+  it("begins a known key's request within a few turns, not behind one place per made-up key", async ({ stack, apiKey }) => {
+    const known = (await apiKey()).key;
+    const url = new URL(stack.gateway.url);
+    expect((await fetch(`${stack.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${known}` } })).status).toBe(200);
+    const open = () => new Promise<Socket>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => resolve(socket));
+      socket.once('error', reject);
+    });
+    const flooded = 2000;
+    const flood = await Promise.all(Array.from({ length: flooded }, open));
+    const single = await open();
+    const ask = (key: string) => `GET /v1/models HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${key}\r\n\r\n`;
+    // Every request whole but its last byte, so the gateway reads them all in one go below.
+    const asks = flood.map((_, i) => ask(`sk-made-up-${i}-${'x'.repeat(40)}`));
+    flood.forEach((socket, i) => socket.write(asks[i]!.slice(0, -1)));
+    single.write(ask(known).slice(0, -1));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    let answered = 0;
+    const refused: string[] = [];
+    for (const socket of flood) {
+      socket.setEncoding('latin1');
+      socket.once('data', (chunk: string) => {
+        answered++;
+        refused.push(chunk.slice(9, 12));
+      });
+    }
+    const answeredBefore = new Promise<number>((resolve) => single.once('data', () => resolve(answered)));
+    for (const socket of flood) socket.write('\n');
+    single.write('\n');
+    const before = await answeredBefore;
+    await expect.poll(() => answered, { timeout: 60_000 }).toBe(flooded);
+    for (const socket of [...flood, single]) socket.destroy();
+    console.log(`[front door] a known key's request answered after ${before} of ${flooded} requests with made-up keys`);
+    expect(new Set(refused)).toEqual(new Set(['401']));
+    // Each made-up key held a place of its own in the round robin: the known key's request waited
+    // for nearly every one read before it (after 1,845 of 2,000); they share 16 places now (257).
+    expect(before).toBeLessThan(1000);
+  }, 90_000);
+});
+
 describe('connections that hold without asking', () => {
   it('closes connections that send nothing, trickle their headers or sit idle, while real requests keep working', async ({ stack, upstream, channel, apiKey }) => {
     const gateway = await stack.add('gateway', { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '1500' });

@@ -15,7 +15,8 @@ import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
 import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { FairTurns } from './admission/fair-turns.ts';
-import { takeRequestsInTurns } from './request-turns.ts';
+import { REQUESTS_PER_TURN, takeRequestsInTurns } from './request-turns.ts';
+import { CredentialPlaces } from './credential-places.ts';
 import { KeyRateLimit } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -144,8 +145,11 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     },
   });
 
-  // Fastify begins the requests read in a loop turn a few at a time, round robin between credentials.
-  const requestTurns = takeRequestsInTurns(app.server);
+  // Fastify begins the requests read in a loop turn a few at a time, round robin between
+  // credentials (those its hooks accepted each in a place of their own).
+  const credentialPlaces = new CredentialPlaces();
+  app.decorate('credentialPlaces', credentialPlaces);
+  const requestTurns = takeRequestsInTurns(app.server, REQUESTS_PER_TURN, credentialPlaces);
   closeSilentConnections(app.server, deps.headersTimeoutMs);
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { FairTurns } from './admission/fair-turns.ts';
+import { CredentialPlaces } from './credential-places.ts';
 
 /**
  * Requests that Fastify begins per event-loop turn, round robin between credentials. Measured
@@ -14,14 +15,12 @@ import { FairTurns } from './admission/fair-turns.ts';
  */
 export const REQUESTS_PER_TURN = 128;
 
-const BEARER = /^\s*bearer\s+/i;
-
 type RequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
 /**
  * Puts Fastify's handling of each request read by `server` in fair turns (fair-turns.ts), keyed by
- * its credential as sent (the Authorization or x-goog-api-key header; requests with neither
- * share one turn).
+ * its credential's place (credential-places.ts: its own once the gateway has accepted it, else
+ * one of a few places that made-up and new credentials share).
  *
  * Node parses every request readable in a loop turn and hands each to Fastify at once: its
  * routing, its child logger and its key's authentication ran for all of a burst's thousands in
@@ -41,11 +40,11 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * Call before any other `request` listener is added: the first one is Fastify's. A request whose
  * client went away while it waited is not begun.
  */
-export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN): FairTurns<string> {
+export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN, places = new CredentialPlaces()): FairTurns<number> {
   const [fastify] = server.listeners('request') as RequestListener[];
   if (!fastify) throw new Error('takeRequestsInTurns: the server has no request listener yet (call it after Fastify made the server)');
   server.removeListener('request', fastify);
-  const turns = new FairTurns<string>(perTurn);
+  const turns = new FairTurns<number>(perTurn);
   /** Requests of each connection waiting for their turn. */
   const waitingOn = new WeakMap<Socket, number>();
   // Node resumes a connection after each request it parses (and as answers drain, or a body is
@@ -57,7 +56,7 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN)
     const socket = request.socket as Socket;
     let begun = false;
     let waited = false;
-    turns.enter(credentialOf(request), () => {
+    turns.enter(places.placeOf(request), () => {
       begun = true;
       if (waited) {
         const left = waitingOn.get(socket)! - 1;
@@ -81,16 +80,4 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN)
     }
   });
   return turns;
-}
-
-/**
- * The credential a request carries, as the turn's owner: not checked here, only told apart, as
- * the key check reads it (`Bearer` in any case, the spaces around the key ignored), so one key
- * spelt several ways holds one place.
- */
-function credentialOf(request: IncomingMessage): string {
-  const { authorization } = request.headers;
-  if (authorization) return authorization.replace(BEARER, '').trim();
-  const google = request.headers['x-goog-api-key'];
-  return typeof google === 'string' ? google : '';
 }

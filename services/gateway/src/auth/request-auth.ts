@@ -9,8 +9,13 @@ import { forbidden, Role, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from './access-token.ts';
 import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
+import type { CredentialPlaces } from '../credential-places.ts';
 
 declare module 'fastify' {
+  interface FastifyInstance {
+    /** Where requests take their turns as they are read, by credential (request-turns.ts). */
+    credentialPlaces?: CredentialPlaces;
+  }
   interface FastifyRequest {
     /** The API key's holder, on the model routes. */
     keyHolder: KeyHolder | null;
@@ -23,13 +28,16 @@ declare module 'fastify' {
 export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolean } = {}): onRequestAsyncHookHandler {
   return async (request) => {
     request.keyHolder = await apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: options.googleHeader });
+    vouchedFor(request);
   };
 }
 
 /** An access token, for management routes whose operation needs a signed-in caller. */
 export function accessTokenHook(users: UserStore, needsActor: (request: FastifyRequest) => boolean): onRequestAsyncHookHandler {
   return async (request) => {
-    if (needsActor(request)) request.actor = await authenticateAccessToken(users, request.headers);
+    if (!needsActor(request)) return;
+    request.actor = await authenticateAccessToken(users, request.headers);
+    vouchedFor(request);
   };
 }
 
@@ -40,9 +48,15 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
 export function administratorHook(users: UserStore): onRequestAsyncHookHandler {
   return async (request) => {
     const actor = await authenticateAccessToken(users, request.headers);
+    vouchedFor(request);
     if (actor.role < Role.admin) throw forbidden('insufficient privileges for this operation');
     request.actor = actor;
   };
+}
+
+/** The request's credential was accepted: its requests take turns in a place of their own. */
+function vouchedFor(request: FastifyRequest): void {
+  request.server.credentialPlaces?.vouchFor(request.raw);
 }
 
 /** The key holder an `apiKeyHook` found; a route without the hook is a programming error. */

@@ -1,0 +1,74 @@
+import type { IncomingMessage } from 'node:http';
+
+const BEARER = /^\s*bearer\s+/i;
+
+/** Places in the turns as requests are read that credentials not yet vouched for share. */
+export const UNVOUCHED_PLACES = 16;
+/** Credentials vouched for that a gateway remembers (the oldest forgotten first). */
+export const VOUCHED_CREDENTIALS = 100_000;
+/** The place of requests that carry no credential at all (health checks, sign-in, pages). */
+const NO_CREDENTIAL = -1 - UNVOUCHED_PLACES;
+
+/**
+ * Where a request takes its turn as it is read (request-turns.ts), from the credential it
+ * carries, before the gateway has checked it.
+ *
+ * A credential the gateway has accepted before (an API key or access token its hooks checked)
+ * holds a place of its own. Any other shares one of UNVOUCHED_PLACES places, chosen by the
+ * credential: so 5,000 requests each with a made-up key hold 16 places in the round robin, not
+ * 5,000 (another tenant's request waited behind all of them), while one new key's requests still
+ * keep together in one place, usually not the place of another new key.
+ *
+ * Credentials are remembered by a 53-bit hash (cyrb53), never as sent; two colliding share a place.
+ */
+export class CredentialPlaces {
+  private readonly vouched = new Set<number>();
+  private readonly capacity: number;
+
+  constructor(capacity = VOUCHED_CREDENTIALS) {
+    this.capacity = capacity;
+  }
+
+  placeOf(request: IncomingMessage): number {
+    const credential = credentialOf(request);
+    if (credential === '') return NO_CREDENTIAL;
+    const hash = cyrb53(credential);
+    return this.vouched.has(hash) ? hash : -1 - (hash % UNVOUCHED_PLACES);
+  }
+
+  /** The request's credential was checked and accepted: it holds a place of its own from now on. */
+  vouchFor(request: IncomingMessage): void {
+    const credential = credentialOf(request);
+    if (credential === '') return;
+    const hash = cyrb53(credential);
+    if (this.vouched.has(hash)) return;
+    this.vouched.add(hash);
+    if (this.vouched.size > this.capacity) this.vouched.delete(this.vouched.values().next().value!);
+  }
+}
+
+/**
+ * The credential a request carries: the Authorization header (`Bearer` in any case and the
+ * spaces around the key ignored, as the key check reads it, so one key spelt several ways is one
+ * credential), else `x-goog-api-key`, else ''.
+ */
+function credentialOf(request: IncomingMessage): string {
+  const { authorization } = request.headers;
+  if (authorization) return authorization.replace(BEARER, '').trim();
+  const google = request.headers['x-goog-api-key'];
+  return typeof google === 'string' ? google.trim() : '';
+}
+
+/** cyrb53 (bryc, public domain): a fast 53-bit string hash, not a cryptographic one. */
+function cyrb53(text: string): number {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
