@@ -66,7 +66,9 @@ function countAnswers(socket: Socket): { readonly count: number } {
 describe('one key\'s flood of requests read at once', () => {
   it("begins another key's request within a few turns of the event loop, not after the flood's thousands", async ({ stack, apiKey }) => {
     const hog = (await apiKey()).key;
-    const other = (await apiKey()).key;
+    // Another user's: one user's keys take their turns in one place.
+    const user = await stack.adminData('POST', '/api/user/', { username: 'front-door-other', password: 'front-door-password' });
+    const other = (await apiKey({ user_id: user.id })).key;
     const url = new URL(stack.gateway.url);
     const open = () => new Promise<Socket>((resolve, reject) => {
       const socket = connect(Number(url.port), url.hostname, () => resolve(socket));
@@ -96,7 +98,8 @@ describe('one key\'s flood of requests read at once', () => {
 
 describe('a flood of made-up keys, one request each', () => {
   it("begins a known key's request within a few turns, not behind one place per made-up key", async ({ stack, apiKey }) => {
-    const known = (await apiKey()).key;
+    const user = await stack.adminData('POST', '/api/user/', { username: 'front-door-known', password: 'front-door-password' });
+    const known = (await apiKey({ user_id: user.id })).key;
     const url = new URL(stack.gateway.url);
     expect((await fetch(`${stack.gateway.url}/v1/models`, { headers: { authorization: `Bearer ${known}` } })).status).toBe(200);
     const open = () => new Promise<Socket>((resolve, reject) => {

@@ -17,22 +17,30 @@ describe('credential places', () => {
     expect(seen.size).toBeLessThanOrEqual(UNVOUCHED_PLACES);
   });
 
-  it('gives an accepted credential a place of its own, however its Bearer is spelt', () => {
+  it("puts an accepted credential in its user's place, however its Bearer is spelt, apart from made-up ones and requests without one", () => {
     const places = new CredentialPlaces();
     const before = places.placeOf(bearer('sk-real'));
-    places.vouchFor(bearer('sk-real'));
+    places.vouchFor(bearer('sk-real'), 1);
     const own = places.placeOf(carrying({ authorization: '  BEARER   sk-real ' }));
     expect(own).not.toBe(before);
     expect(own).toBe(places.placeOf(bearer('sk-real')));
     const madeUp = new Set(Array.from({ length: 1000 }, (_, i) => places.placeOf(bearer(`sk-fake-${i}`))));
-    expect(madeUp.has(own)).toBe(false);
-    // No credential at all: one place of its own, neither a made-up one's nor a real one's.
     const none = places.placeOf(carrying({}));
-    expect(madeUp.has(none)).toBe(false);
-    expect(none).not.toBe(own);
+    expect(new Set([...madeUp, none, own]).size).toBe(madeUp.size + 2);
   });
 
-  it('keeps one new credential\'s requests together, apart from most other new ones', () => {
+  it("holds one place for all of a user's credentials, however many it was accepted with", () => {
+    // A user signing in again and again gets a new access token each time (the last one revoked),
+    // and can make and delete keys: each accepted once, then refused.
+    const places = new CredentialPlaces();
+    const tokens = Array.from({ length: 1000 }, (_, i) => bearer(`token-${i}`));
+    for (const token of tokens) places.vouchFor(token, 7);
+    places.vouchFor(bearer('sk-other-tenant'), 8);
+    expect(new Set(tokens.map((token) => places.placeOf(token)))).toEqual(new Set([places.placeOf(tokens[0]!)]));
+    expect(places.placeOf(bearer('sk-other-tenant'))).not.toBe(places.placeOf(tokens[0]!));
+  });
+
+  it("keeps one new credential's requests together, apart from most other new ones", () => {
     const places = new CredentialPlaces();
     expect(places.placeOf(bearer('sk-new'))).toBe(places.placeOf(bearer('sk-new')));
     const others = Array.from({ length: 1000 }, (_, i) => places.placeOf(bearer(`sk-other-${i}`)));
@@ -40,11 +48,19 @@ describe('credential places', () => {
     expect(sharing).toBeLessThan(1000 / UNVOUCHED_PLACES * 2);
   });
 
-  it('forgets the oldest accepted credential past its capacity', () => {
-    const places = new CredentialPlaces(2);
-    const unvouched = places.placeOf(bearer('sk-a'));
-    for (const key of ['sk-a', 'sk-b', 'sk-c']) places.vouchFor(bearer(key));
-    expect(places.placeOf(bearer('sk-a'))).toBe(unvouched);
-    expect(places.placeOf(bearer('sk-c'))).toBeGreaterThanOrEqual(0);
+  it('forgets the credentials not accepted for longest past its capacity, keeping those accepted again', () => {
+    const places = new CredentialPlaces(4); // two generations of two
+    const unvouched = (key: string) => places.placeOf(bearer(key)) < 0;
+    places.vouchFor(bearer('sk-a'), 1);
+    places.vouchFor(bearer('sk-b'), 2); // the first generation full: a, b
+    places.vouchFor(bearer('sk-c'), 3);
+    places.vouchFor(bearer('sk-a'), 1); // a accepted again: the second full with c, a
+    places.vouchFor(bearer('sk-d'), 4); // b dropped with the first
+    expect(['sk-a', 'sk-b', 'sk-c', 'sk-d'].map(unvouched)).toEqual([false, true, false, false]);
+    // Never more than the capacity, however many are accepted.
+    for (let i = 0; i < 1000; i++) places.vouchFor(bearer(`sk-${i}`), i);
+    const remembered = Array.from({ length: 1000 }, (_, i) => !unvouched(`sk-${i}`)).filter(Boolean).length;
+    expect(remembered).toBeLessThanOrEqual(4);
+    expect(remembered).toBeGreaterThanOrEqual(2);
   });
 });

@@ -4,7 +4,7 @@ const BEARER = /^\s*bearer\s+/i;
 
 /** Places in the turns as requests are read that credentials not yet vouched for share. */
 export const UNVOUCHED_PLACES = 16;
-/** Credentials vouched for that a gateway remembers (the oldest forgotten first). */
+/** Credentials vouched for that a gateway remembers (those not accepted for longest forgotten first). */
 export const VOUCHED_CREDENTIALS = 100_000;
 /** The place of requests that carry no credential at all (health checks, sign-in, pages). */
 const NO_CREDENTIAL = -1 - UNVOUCHED_PLACES;
@@ -14,36 +14,46 @@ const NO_CREDENTIAL = -1 - UNVOUCHED_PLACES;
  * carries, before the gateway has checked it.
  *
  * A credential the gateway has accepted before (an API key or access token its hooks checked)
- * holds a place of its own. Any other shares one of UNVOUCHED_PLACES places, chosen by the
- * credential: so 5,000 requests each with a made-up key hold 16 places in the round robin, not
- * 5,000 (another tenant's request waited behind all of them), while one new key's requests still
- * keep together in one place, usually not the place of another new key.
+ * takes its turns in its user's place: one place a user, however many keys and access tokens it
+ * has had, as the turns after the key check are by user (model-relay.ts). Any other credential
+ * shares one of UNVOUCHED_PLACES places, chosen by the credential: so 5,000 requests each with a
+ * made-up key hold 16 places in the round robin, not 5,000 (another tenant's request waited
+ * behind all of them), while one new key's requests keep together in one place, usually not the
+ * place of another new key.
  *
- * Credentials are remembered by a 53-bit hash (cyrb53), never as sent; two colliding share a place.
+ * Credentials are remembered by a 53-bit hash (cyrb53), never as sent, in two generations of at
+ * most VOUCHED_CREDENTIALS / 2 each: a credential accepted again moves to the newer, and when the
+ * newer is full the older is dropped whole (constant time, where a Set's oldest entry is found by
+ * stepping over every one deleted before it). Two credentials that collide share a user's place.
  */
 export class CredentialPlaces {
-  private readonly vouched = new Set<number>();
-  private readonly capacity: number;
+  /** Hash of a credential accepted lately → its user. */
+  private newer = new Map<number, number>();
+  private older = new Map<number, number>();
+  private readonly generation: number;
 
   constructor(capacity = VOUCHED_CREDENTIALS) {
-    this.capacity = capacity;
+    this.generation = Math.max(1, Math.floor(capacity / 2));
   }
 
   placeOf(request: IncomingMessage): number {
     const credential = credentialOf(request);
     if (credential === '') return NO_CREDENTIAL;
     const hash = cyrb53(credential);
-    return this.vouched.has(hash) ? hash : -1 - (hash % UNVOUCHED_PLACES);
+    return this.newer.get(hash) ?? this.older.get(hash) ?? -1 - (hash % UNVOUCHED_PLACES);
   }
 
-  /** The request's credential was checked and accepted: it holds a place of its own from now on. */
-  vouchFor(request: IncomingMessage): void {
+  /** The request's credential was checked and accepted as `user`'s: its requests take their turns in that user's place. */
+  vouchFor(request: IncomingMessage, user: number): void {
     const credential = credentialOf(request);
     if (credential === '') return;
     const hash = cyrb53(credential);
-    if (this.vouched.has(hash)) return;
-    this.vouched.add(hash);
-    if (this.vouched.size > this.capacity) this.vouched.delete(this.vouched.values().next().value!);
+    if (this.newer.get(hash) === user) return;
+    this.newer.set(hash, user);
+    if (this.newer.size >= this.generation) {
+      this.older = this.newer;
+      this.newer = new Map();
+    }
   }
 }
 

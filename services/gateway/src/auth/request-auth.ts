@@ -28,7 +28,7 @@ declare module 'fastify' {
 export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolean } = {}): onRequestAsyncHookHandler {
   return async (request) => {
     request.keyHolder = await apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: options.googleHeader });
-    vouchedFor(request);
+    vouchedFor(request, request.keyHolder.userId);
   };
 }
 
@@ -37,7 +37,7 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
   return async (request) => {
     if (!needsActor(request)) return;
     request.actor = await authenticateAccessToken(users, request.headers);
-    vouchedFor(request);
+    vouchedFor(request, request.actor.id);
   };
 }
 
@@ -48,15 +48,15 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
 export function administratorHook(users: UserStore): onRequestAsyncHookHandler {
   return async (request) => {
     const actor = await authenticateAccessToken(users, request.headers);
-    vouchedFor(request);
+    vouchedFor(request, actor.id);
     if (actor.role < Role.admin) throw forbidden('insufficient privileges for this operation');
     request.actor = actor;
   };
 }
 
-/** The request's credential was accepted: its requests take turns in a place of their own. */
-function vouchedFor(request: FastifyRequest): void {
-  request.server.credentialPlaces?.vouchFor(request.raw);
+/** The request's credential was accepted as `user`'s: its requests take their turns in that user's place. */
+function vouchedFor(request: FastifyRequest, user: number): void {
+  request.server.credentialPlaces?.vouchFor(request.raw, user);
 }
 
 /** The key holder an `apiKeyHook` found; a route without the hook is a programming error. */
