@@ -260,6 +260,32 @@ describe('the Files API', () => {
     expect((await openai.files.list()).data.map((f) => f.bytes).sort()).toEqual([ten.bytes, 64 * 1024].sort());
   });
 
+  it('refuses a line larger than one request may be (BODY_LIMIT_BYTES, 413 naming the line), in bytes, not characters', async ({ stack }) => {
+    const strict = await stack.add('gateway', { BODY_LIMIT_BYTES: String(16 * 1024) });
+    try {
+      const { openai } = await tenant(stack, strict.url);
+      const line = (pad: string) => JSON.stringify({ ...request(1), pad });
+      const atLimit = line('a'.repeat(16 * 1024 - line('').length));
+      expect(Buffer.byteLength(atLimit)).toBe(16 * 1024);
+      const kept = await upload(openai, jsonl([request(0), atLimit]));
+      expect(kept.bytes).toBeGreaterThan(16 * 1024);
+      // Past it by one byte; and 6,000 characters of three bytes each (18,000 bytes), fewer
+      // characters than the limit; and one line that never ends, sent in pieces.
+      for (const [text, lineNumber] of [
+        [jsonl([request(0), line('a'.repeat(16 * 1024 - line('').length + 1))]), 2],
+        [jsonl([line('€'.repeat(6000))]), 1],
+        [`${JSON.stringify(request(0))}\n\n{"pad":"${'z'.repeat(60 * 1024)}`, 3],
+      ] as const) {
+        const refused = await refusal(upload(openai, text));
+        expect(refused?.status).toBe(413);
+        expect(refused!.message).toContain(`line ${lineNumber} of the file is larger than ${16 * 1024} bytes`);
+      }
+      expect((await openai.files.list()).data.map((f) => f.id)).toEqual([kept.id]);
+    } finally {
+      await strict.stop('SIGKILL');
+    }
+  });
+
   it('streams a 50 MB upload into PostgreSQL and back out with a 96 MB heap, the gateway\'s memory flat', async ({ stack }) => {
     // Left to itself V8 lets its old generation grow well past what is live before it collects
     // it (the stack's gateway: +50 to +90 MB of RSS over a 50 MB upload and read, +133 MB over

@@ -79,7 +79,7 @@ const gateway = buildGateway({
   adminToken: config.ADMIN_TOKEN,
   database,
   logDatabase: logReads,
-  files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES },
+  files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, maxLineBytes: config.BODY_LIMIT_BYTES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
   requestLog,

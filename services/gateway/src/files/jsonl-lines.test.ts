@@ -50,4 +50,19 @@ describe('jsonlLines', () => {
     expect(await linesOf(chunked(`{"a":"${'x'.repeat(12)}"}`, 5), tiny)).toHaveLength(1);
     expect(await refusal(linesOf(chunked(`{"a":"${'x'.repeat(13)}"}`, 5), tiny))).toMatchObject({ status: 413, code: 'payload_too_large' });
   });
+
+  it('refuses a line past maxLineBytes, counted in bytes, as soon as a line that never ends passes it', async () => {
+    const limit = { maxBytes: 1 << 20, maxLines: 100, maxLineBytes: 30 };
+    const at = `{"a":"${'x'.repeat(22)}"}`;
+    expect(Buffer.byteLength(at)).toBe(30);
+    expect(await linesOf(chunked(`{}\n${at}\n`, 7), limit)).toHaveLength(2);
+    expect(await refusal(linesOf(chunked(`{}\n{"a":"${'x'.repeat(23)}"}\n`, 7), limit))).toMatchObject({ status: 413, message: expect.stringContaining('line 2 of the file is larger than 30 bytes') });
+    // 16 characters, 32 bytes.
+    expect(await refusal(linesOf(chunked(`{"a":"${'€'.repeat(8)}"}`, 4), limit))).toMatchObject({ status: 413, message: expect.stringContaining('line 1 ') });
+    // A line that never ends is refused once 30 characters of it have come, not held to the file's end.
+    let read = 0;
+    const endless = Readable.from((function* () { for (let i = 0; i < 1000; i++) { read++; yield Buffer.from('y'.repeat(10)); } })());
+    expect(await refusal(linesOf(endless, limit))).toMatchObject({ status: 413, message: expect.stringContaining('line 1 ') });
+    expect(read).toBeLessThan(10);
+  });
 });

@@ -6,6 +6,11 @@ export interface JsonlLimits {
   maxBytes: number;
   /** Most lines, blank lines not counted (FILE_MAX_LINES): past it, a 400. */
   maxLines: number;
+  /**
+   * Most bytes of one line (BODY_LIMIT_BYTES, what one request may be sent alone): past it, a
+   * 413 naming the line, before more of it is held. Unset, only `maxBytes` bounds a line.
+   */
+  maxLineBytes?: number;
   /** The error past `maxBytes`, given the bytes read; default `fileTooLarge` (a 413). */
   tooLarge?: (bytes: number) => Error;
 }
@@ -16,7 +21,8 @@ export const fileTooLarge = (maxBytes: number) =>
 /**
  * The lines of a JSONL upload as its bytes arrive (never the whole file in memory): numbered from
  * 1 as in the file, blank lines skipped, each checked to be one JSON object (a 400 naming the line
- * otherwise), at most `maxLines` of them and `maxBytes` in all. `onBytes` counts the bytes read.
+ * otherwise), at most `maxLines` of them, `maxLineBytes` each and `maxBytes` in all. `onBytes`
+ * counts the bytes read.
  * The bytes must be UTF-8: a stray byte would otherwise be stored as U+FFFD, and the content
  * served back would not be the file sent.
  */
@@ -28,9 +34,15 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
   // The start of a line whose end has not come yet: its pieces, joined once the line ends, so a
   // long line costs its length, not its length times its chunks.
   let pending: string[] = [];
+  let pendingChars = 0;
+  const maxLineBytes = limits.maxLineBytes ?? Infinity;
+  // A line is at least as many bytes as characters, and at most three times as many.
+  const lineTooLarge = (line: number) =>
+    payloadTooLarge(`line ${line} of the file is larger than ${maxLineBytes} bytes, the most a request may be (BODY_LIMIT_BYTES)`, 'file');
   const check = (text: string) => {
     number++;
     const content = text.endsWith('\r') ? text.slice(0, -1) : text;
+    if (content.length * 3 > maxLineBytes && Buffer.byteLength(content) > maxLineBytes) throw lineTooLarge(number);
     if (content.trim() === '') return undefined;
     if (++count > limits.maxLines) throw badRequest(`the file has more than ${limits.maxLines} lines, the most a batch file may have (FILE_MAX_LINES)`, 'file');
     let value: unknown;
@@ -59,9 +71,14 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
       const piece = text.slice(start, end);
       const line = check(pending.length === 0 ? piece : [...pending, piece].join(''));
       pending = [];
+      pendingChars = 0;
       if (line) yield line;
     }
-    if (start < text.length) pending.push(text.slice(start));
+    if (start < text.length) {
+      pending.push(text.slice(start));
+      pendingChars += text.length - start;
+      if (pendingChars > maxLineBytes) throw lineTooLarge(number + 1);
+    }
   }
   pending.push(decode());
   const last = check(pending.join(''));

@@ -57,8 +57,8 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
   if (full) throw full;
   const bytesLeft = cap.maxBytes - usage.bytes;
   const lineLimits = bytesLeft < limits.maxBytes
-    ? { maxBytes: bytesLeft, maxLines: limits.maxLines, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
-    : { maxBytes: limits.maxBytes, maxLines: limits.maxLines };
+    ? { maxBytes: bytesLeft, maxLines: limits.maxLines, maxLineBytes: limits.maxLineBytes, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
+    : { maxBytes: limits.maxBytes, maxLines: limits.maxLines, maxLineBytes: limits.maxLineBytes };
   let purpose: string | undefined;
   let uploading: Promise<FileObject> | undefined;
   const formRead = Promise.withResolvers<void>();

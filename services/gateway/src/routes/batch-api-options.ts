@@ -5,6 +5,8 @@ import { notConfigured } from '@gateway/contracts';
 export interface FileLimits {
   maxBytes: number;
   maxLines: number;
+  /** The most one line may be: what one request may be sent alone (BODY_LIMIT_BYTES). */
+  maxLineBytes?: number;
   /** Bytes of uploads one user may keep, all together. */
   userMaxBytes: number;
   /** Uploads one user may keep. */
