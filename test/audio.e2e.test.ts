@@ -69,6 +69,26 @@ describe('generateContent with @google/genai', () => {
     expect(JSON.stringify(stored)).not.toContain(mock.apiKey);
   });
 
+  it('serves a model whose name holds a slash, as the model lists show it', async ({ stack, upstream, channel, apiKey, sdk }) => {
+    const mock = await upstream.gemini();
+    const model = `vendor/${uniqueModel()}`;
+    await channel(mock, ['tts-sliced'], { model_mapping: { [model]: 'tts-sliced' } });
+    const key = await apiKey();
+    const listed = [];
+    for await (const m of await sdk(key.key).models.list()) listed.push(m.name);
+    expect(listed).toContain(`models/${model}`);
+    const text = 'Say it through a slash.';
+    const reply = await sdk(key.key).models.generateContent(speech(model, text));
+    expect(pcmOf(reply).length).toBe(mockSpeech(text).pcmBytes);
+    expect(mock.received.at(-1)).toMatchObject({ model: 'tts-sliced', method: 'generateContent' });
+    // Streamed too; and a name cut at a slash is no model.
+    const events = [];
+    for await (const event of await sdk(key.key).models.generateContentStream(speech(model, text))) events.push(event);
+    expect(pcmOf(...events).length).toBe(mockSpeech(text).pcmBytes);
+    const cut = await postJson(`${stack.gateway.url}/v1beta/models/vendor/:generateContent`, body(text), { 'x-goog-api-key': key.key });
+    expect(cut.status).toBe(404);
+  });
+
   it('two speakers with a language code', async ({ upstream, channel, apiKey, sdk }) => {
     const mock = await upstream.gemini();
     const model = uniqueModel();

@@ -37,13 +37,17 @@ function geminiJsonArrayStream(): EventStreamFormat {
 
 const METHODS: readonly AudioMethod[] = ['generateContent', 'streamGenerateContent'];
 
-/** `{model}:{method}` from the path's last part; a model is one path segment. */
+/**
+ * `{model}:{method}` from what follows `models/`. A model's name may hold slashes
+ * (`vendor/model`, as the model lists show it: `models/vendor/model`), which the SDKs send as
+ * they are; it is only ever looked up whole in the catalog.
+ */
 function modelAndMethod(target: string): { model: string; method: AudioMethod } | undefined {
   const colon = target.lastIndexOf(':');
   if (colon <= 0) return undefined;
   const model = target.slice(0, colon);
   const method = target.slice(colon + 1) as AudioMethod;
-  if (model.includes('/') || !METHODS.includes(method)) return undefined;
+  if (model.startsWith('/') || model.endsWith('/') || !METHODS.includes(method)) return undefined;
   return { model, method };
 }
 
