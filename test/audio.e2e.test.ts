@@ -5,7 +5,7 @@
  */
 import { describe, expect } from 'vitest';
 import { ApiError, GoogleGenAI, type GenerateContentParameters, type GenerateContentResponse } from '@google/genai';
-import { caught, freePort, mockSpeech, postJson, twoSpeakers } from '@gateway/testkit';
+import { caught, freePort, gatewayLogsCaughtUp, mockSpeech, postJson, twoSpeakers } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({ workers: ['audio-worker'], env: { REQUEST_TIMEOUT_MS: '15000', AUDIO_CONCURRENCY: '8' }, channelDefaults: { timeout_ms: 5000 } })
@@ -232,6 +232,7 @@ describe('errors, in Gemini form', () => {
     expect(both.status).toBe(401);
     expect(mock.received).toHaveLength(0);
     // Nor does it reach a log line.
+    await gatewayLogsCaughtUp(stack.gateway);
     expect(stack.gateway.output.join('\n')).not.toContain(key);
 
     // The same key in either header works.

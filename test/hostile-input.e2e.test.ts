@@ -6,7 +6,7 @@
  */
 import { connect } from 'node:net';
 import { describe, expect, onTestFinished } from 'vitest';
-import { startMockOpenAIUpstream, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
+import { gatewayLogsCaughtUp, startMockOpenAIUpstream, type MockOpenAIUpstream, type Stack } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 /** A small model-route body limit, so a body past it is quick to send. */
@@ -75,6 +75,7 @@ describe('ill-formed Unicode', () => {
     const gemini = await send(stack, 'POST', '/v1beta/models/m:generateContent', `{"contents":[{"parts":[{"text":${lone}}]}]}`, { 'x-goog-api-key': key });
     expect(gemini.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', details: [{ fieldViolations: [{ field: 'contents[0].parts[0].text' }] }] });
 
+    await gatewayLogsCaughtUp(stack.gateway);
     expect(everyLog(stack)).not.toContain(CHANNEL_KEY);
     expect(everyLog(stack)).not.toMatch(/scrypt\$|job failed unexpectedly/);
   });

@@ -50,15 +50,25 @@ export function safeError(error: unknown): { type: string; message: string; stac
  * writes to the kernel fell from 6.0 to 7.1 a request to 4.3 to 5.7, the completion worker's
  * from 8.2 to 8.3 to 6.2 to 6.8, and their CPU a request by about 5% (0.951 → 0.900 ms and
  * 0.922 → 0.872, means of four to six `BENCH_ONLY=cost` runs, within any one run's noise).
- * Whatever is still held is written when the process exits; a process killed outright loses
- * its last 100 ms of lines at most.
+ * Whatever is still held is written when the process exits. Warnings and errors are written at
+ * once, with whatever is held before them (the lines that explain a crash must not die with a
+ * process killed outright, or one out of memory), and so is a service's `ready` line
+ * (`flushLogs`), which whatever started it may be waiting for.
  */
 const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
 const LOG_HOLD_MS = 100;
-setInterval(() => {
-  // Only when something is held: SonicBoom's flush writes an empty string otherwise.
-  if ((stdout as unknown as { _len: number })._len > 0) stdout.flush();
-}, LOG_HOLD_MS).unref();
+/** Lines at this level (warn) and above are written at once. */
+const WRITTEN_AT_ONCE = 40;
+const openWrite = stdout.write;
+setInterval(flushLogs, LOG_HOLD_MS).unref();
+
+/** Writes the log lines held now (a service's `ready` line, a warning). */
+export function flushLogs(): void {
+  // Only when something is held (SonicBoom's flush writes an empty string otherwise), and not
+  // once stdout is gone (pino then swaps its write for a no-op; the held bytes stay held).
+  const held = stdout as unknown as { _len: number; destroyed: boolean };
+  if (held._len > 0 && !held.destroyed && stdout.write === openWrite) stdout.flush();
+}
 process.once('exit', () => {
   try {
     stdout.flushSync();
@@ -102,6 +112,12 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       base: { service, pid: process.pid },
       redact: { paths: redactedPaths, censor: '[redacted]' },
       serializers: { err: safeError, error: safeError },
+      hooks: {
+        logMethod(args, method, level) {
+          method.apply(this, args);
+          if (level >= WRITTEN_AT_ONCE) flushLogs();
+        },
+      },
     },
     format === 'pretty' ? prettyStdout() : stdout,
   );

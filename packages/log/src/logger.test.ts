@@ -32,3 +32,27 @@ describe('an error in a log line', () => {
     expect(shown).toMatchObject({ type: 'Error', message: 'ERR Error running script' });
   });
 });
+
+describe('lines held before they are written', () => {
+  /** Runs `body` in a process of its own logging JSON to a pipe; resolves with its stdout's lines. */
+  const run = async (body: string) => {
+    const { spawn } = await import('node:child_process');
+    const script = `import { createLogger, flushLogs } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};\nconst log = createLogger('t', 'info', 'json');\nvoid flushLogs;\n${body}`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { out += chunk; });
+    await new Promise((resolve) => child.on('close', resolve));
+    return out.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { msg: string }).msg);
+  };
+
+  it('writes a warning at once, with the lines held before it, even if the process is then killed outright', async () => {
+    const lines = await run("log.info('held'); log.warn('the reason'); process.kill(process.pid, 'SIGKILL');");
+    expect(lines).toEqual(['held', 'the reason']);
+  });
+
+  it('loses no held line when the process exits, and holds an info line no longer than the hold', async () => {
+    expect(await run("log.info('one'); log.info('two'); process.exit(0);")).toEqual(['one', 'two']);
+    // Killed 300 ms after an info line (the hold is 100 ms): written by then.
+    expect(await run("log.info('held'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 300);")).toEqual(['held']);
+  });
+});

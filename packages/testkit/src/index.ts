@@ -8,7 +8,7 @@ export { freePort } from '@gateway/config';
 export { spawnPostgres, type TestPostgres } from './postgres-harness.ts';
 export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis, type TestStore } from './redis-harness.ts';
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
-export { startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
+export { gatewayLogsCaughtUp, startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
 export {

@@ -90,3 +90,18 @@ export async function startService(
     },
   };
 }
+
+/**
+ * Resolves once every line `gateway` had logged before the call has arrived: a service holds its
+ * log lines for up to 100 ms (@gateway/log) and writes them in order, so once the line of a
+ * request sent now has come, every earlier one has. For a check that no line holds something.
+ */
+export async function gatewayLogsCaughtUp(gateway: ServiceProcess, timeoutMs = 10_000): Promise<void> {
+  const marker = `logs-caught-up-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  await fetch(`${gateway.url}/healthz`, { headers: { 'x-request-id': marker } });
+  const until = Date.now() + timeoutMs;
+  while (!gateway.logs.some((line) => line.reqId === marker)) {
+    if (Date.now() > until) throw new Error(`the gateway's log line of request ${marker} did not arrive within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -6,7 +6,7 @@
  */
 import { loadServiceConfig, onShutdown, requireSecretKey, type Config } from '@gateway/config';
 import type { QueueName } from '@gateway/contracts';
-import { createLogger } from '@gateway/log';
+import { createLogger, flushLogs } from '@gateway/log';
 import { createDatabase, startRequestLog } from '@gateway/database';
 import { countJobs, createWorkerMetrics, observeRouting, requestLogMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
@@ -86,5 +86,6 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     http?.close();
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
+  flushLogs();
 }
 export { relayModelJob, type ModelAnswer, type ModelCall, type Piece, type StreamedAnswer, type WholeAnswer } from './model-relay.ts';

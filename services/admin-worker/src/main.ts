@@ -1,7 +1,7 @@
 import { loadServiceConfig, onShutdown } from '@gateway/config';
 import type { AdminJobPayload } from '@gateway/admin-operations';
 import { QueueName } from '@gateway/contracts';
-import { createLogger } from '@gateway/log';
+import { createLogger, flushLogs } from '@gateway/log';
 import { countJobs, createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis } from '@gateway/queue';
 import { createStore, migrateKeyLayout } from '@gateway/store';
@@ -40,3 +40,4 @@ onShutdown(async () => {
   http?.close();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 log.info({ concurrency: config.ADMIN_CONCURRENCY, metricsPort: config.METRICS_PORT || undefined }, 'ready');
+flushLogs();

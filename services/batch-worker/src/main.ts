@@ -2,7 +2,7 @@ import { holderOf, KeyRateLimit, ModelAdmission, type KeyHolder } from '@gateway
 import { loadServiceConfig, onShutdown } from '@gateway/config';
 import { invalidApiKey, TokenStatus, UserStatus } from '@gateway/contracts';
 import { BatchRuns, createDatabase, migrate, type BatchRow } from '@gateway/database';
-import { createLogger } from '@gateway/log';
+import { createLogger, flushLogs } from '@gateway/log';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
 import { createStore, InvalidationFeed, QuotaHolds, touchesCallers } from '@gateway/store';
@@ -87,3 +87,4 @@ onShutdown(async () => {
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 log.info({ runner: runner.id, window: config.BATCH_WINDOW, batches: config.BATCH_WORKER_BATCHES }, 'ready');
+flushLogs();

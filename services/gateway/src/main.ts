@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config';
-import { createLogger } from '@gateway/log';
+import { createLogger, flushLogs } from '@gateway/log';
 import { createGatewayMetrics, requestLogMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
 import { ownAddresses, redisAddresses } from '@gateway/providers';
@@ -102,3 +102,4 @@ onShutdown(async () => {
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 
 log.info({ port, host: config.HOST, ingressId }, 'ready');
+flushLogs();

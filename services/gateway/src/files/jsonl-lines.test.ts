@@ -65,4 +65,14 @@ describe('jsonlLines', () => {
     expect(await refusal(linesOf(endless, limit))).toMatchObject({ status: 413, message: expect.stringContaining('line 1 ') });
     expect(read).toBeLessThan(10);
   });
+
+  it('keeps a CRLF line of exactly maxLineBytes whose \\r ends a chunk and whose \\n starts the next', async () => {
+    const limit = { maxBytes: 1 << 20, maxLines: 100, maxLineBytes: 30 };
+    const at = `{"a":"${'x'.repeat(22)}"}`;
+    // "{}\r\n" is 4 bytes and the line 30, so its \r is byte 35: the last of the fifth 7-byte chunk.
+    for (const size of [7, 31, 35]) {
+      expect(await linesOf(chunked(`{}\r\n${at}\r\n{}\r\n`, size), limit), `chunks of ${size}`).toHaveLength(3);
+    }
+    expect(await refusal(linesOf(chunked(`{}\r\n{"a":"${'x'.repeat(23)}"}\r\n`, 7), limit))).toMatchObject({ status: 413, message: expect.stringContaining('line 2 ') });
+  });
 });

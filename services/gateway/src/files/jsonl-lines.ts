@@ -77,7 +77,8 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
     if (start < text.length) {
       pending.push(text.slice(start));
       pendingChars += text.length - start;
-      if (pendingChars > maxLineBytes) throw lineTooLarge(number + 1);
+      // A \r that ends the chunk may be the first half of a CRLF, which is not the line's.
+      if (pendingChars - (text.endsWith('\r') ? 1 : 0) > maxLineBytes) throw lineTooLarge(number + 1);
     }
   }
   pending.push(decode());
