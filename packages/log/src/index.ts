@@ -50,10 +50,10 @@ export function safeError(error: unknown): { type: string; message: string; stac
  * writes to the kernel fell from 6.0 to 7.1 a request to 4.3 to 5.7, the completion worker's
  * from 8.2 to 8.3 to 6.2 to 6.8, and their CPU a request by about 5% (0.951 → 0.900 ms and
  * 0.922 → 0.872, means of four to six `BENCH_ONLY=cost` runs, within any one run's noise).
- * Whatever is still held is written when the process exits. Warnings and errors are written at
- * once, with whatever is held before them (the lines that explain a crash must not die with a
- * process killed outright, or one out of memory), and so is a service's `ready` line
- * (`flushLogs`), which whatever started it may be waiting for.
+ * Whatever is still held is written when the process exits. Warnings and errors go out at once,
+ * with whatever is held before them, as every line did before the hold (the lines that explain a
+ * crash must not wait out the hold in a process then killed outright, or out of memory), and so
+ * does a service's `ready` line (`flushLogs`), which whatever started it may be waiting for.
  */
 const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
 const LOG_HOLD_MS = 100;
