@@ -55,7 +55,7 @@ export function administratorHook(users: UserStore): onRequestAsyncHookHandler {
 }
 
 /** The request's credential was accepted as `user`'s: its requests take their turns in that user's place. */
-function vouchedFor(request: FastifyRequest, user: number): void {
+export function vouchedFor(request: FastifyRequest, user: number): void {
   request.server.credentialPlaces?.vouchFor(request.raw, user);
 }
 

@@ -12,6 +12,7 @@ import { forbidden, GatewayError, Role, unauthenticated, type Actor } from '@gat
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import { vouchedFor } from '../auth/request-auth.ts';
 import { setRetryHeaders } from '../error-formats.ts';
 import { escapeHtml } from './html.ts';
 import { crossOriginProblem } from './same-origin.ts';
@@ -60,7 +61,11 @@ async function actorOf(request: FastifyRequest, store: Store, what: string): Pro
     // A session outlives neither a new password nor a disabled or deleted user.
     if (user && user.status === 1 && user.session_epoch === owner!.epoch) return { id: user.id, role: user.role };
   }
-  if (request.headers.authorization) return authenticateAccessToken(store.users, request.headers);
+  if (request.headers.authorization) {
+    const actor = await authenticateAccessToken(store.users, request.headers);
+    vouchedFor(request, actor.id);
+    return actor;
+  }
   throw unauthenticated(`sign in to see the ${what}`);
 }
 

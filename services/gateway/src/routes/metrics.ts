@@ -4,6 +4,7 @@ import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, ReplyInbox } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from '../auth/access-token.ts';
+import { vouchedFor } from '../auth/request-auth.ts';
 import type { OperationsSnapshot } from '../operations-snapshot.ts';
 
 export interface MetricsOptions {
@@ -21,6 +22,7 @@ const CONDITIONS = ['enabled', 'cooling_down', 'disabled', 'auto_disabled'] as c
 export async function metricsRoutes(app: FastifyInstance, options: MetricsOptions): Promise<void> {
   app.get('/metrics', async (request, reply) => {
     const actor = await authenticateAccessToken(options.users, request.headers);
+    vouchedFor(request, actor.id);
     if (actor.role < Role.admin) throw forbidden('only administrators may read the metrics');
     const states = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
     await Promise.all(
