@@ -44,23 +44,43 @@ export function safeError(error: unknown): { type: string; message: string; stac
  * Log lines go to stdout through an asynchronous destination: lines written while an earlier
  * write is still in flight are coalesced into one write, instead of one blocking write(2) per
  * line (measured: a tenth of the gateway's CPU at load went to synchronous log writes). They are
- * held until 4 KiB have gathered, or for 100 ms at most: at load each process wrote its lines a
+ * held until 4 KiB have gathered, or for LOG_HOLD_MS at most: at load each process wrote its lines a
  * write or so a request (the gateway's line per request, the worker's per job), each an
- * asynchronous write's round trip through libuv's thread pool; held, the gateway's reads and
- * writes to the kernel fell from 6.0 to 7.1 a request to 4.3 to 5.7, the completion worker's
- * from 8.2 to 8.3 to 6.2 to 6.8, and their CPU a request by about 5% (0.951 → 0.900 ms and
- * 0.922 → 0.872, means of four to six `BENCH_ONLY=cost` runs, within any one run's noise).
+ * asynchronous write's round trip through libuv's thread pool. Held for up to 100 ms, the
+ * gateway's reads and writes to the kernel fell from 6.0 to 7.1 a request to 4.3 to 5.7, the
+ * completion worker's from 8.2 to 8.3 to 6.2 to 6.8, and their CPU a request by about 5% (0.951
+ * → 0.900 ms and 0.922 → 0.872, means of four to six `BENCH_ONLY=cost` runs, within any one run's
+ * noise); for up to 10 ms, the default, 6.3 and 6.8 to 7.0 (at 3,000 requests at c=16).
  * Whatever is still held is written when the process exits. Warnings and errors go out at once,
  * with whatever is held before them, as every line did before the hold (the lines that explain a
  * crash must not wait out the hold in a process then killed outright, or out of memory), and so
  * does a service's `ready` line (`flushLogs`), which whatever started it may be waiting for.
  */
 const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-const LOG_HOLD_MS = 100;
+/**
+ * The longest a line is held (LOG_HOLD_MS, 0 to 1,000; default 10): 10 ms keeps most of the
+ * saving (a few lines a write at a few hundred requests a second) while a line is still on its
+ * way within a few ms of its request's answer, as a reader of the logs expects.
+ */
+export const LOG_HOLD_MS = holdOf(process.env.LOG_HOLD_MS);
+
+function holdOf(setting: string | undefined): number {
+  const ms = Number(setting ?? 10);
+  return Number.isInteger(ms) && ms >= 0 && ms <= 1000 ? ms : 10;
+}
 /** Lines at this level (warn) and above are written at once. */
 const WRITTEN_AT_ONCE = 40;
 const openWrite = stdout.write;
-setInterval(flushLogs, LOG_HOLD_MS).unref();
+/** A flush is due (armed by the first line held, so an idle process never wakes for its logs). */
+let flushDue: NodeJS.Timeout | undefined;
+
+function holdLogs(): void {
+  if (LOG_HOLD_MS === 0) return flushLogs();
+  flushDue ??= setTimeout(() => {
+    flushDue = undefined;
+    flushLogs();
+  }, LOG_HOLD_MS);
+}
 
 /** Writes the log lines held now (a service's `ready` line, a warning). */
 export function flushLogs(): void {
@@ -116,6 +136,7 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
         logMethod(args, method, level) {
           method.apply(this, args);
           if (level >= WRITTEN_AT_ONCE) flushLogs();
+          else holdLogs();
         },
       },
     },

@@ -35,27 +35,27 @@ describe('an error in a log line', () => {
 
 describe('lines held before they are written', () => {
   /** Runs `body` in a process of its own logging JSON to a pipe; resolves with its stdout's lines. */
-  const run = async (body: string) => {
+  const run = async (body: string, holdMs = 10) => {
     const { spawn } = await import('node:child_process');
     const script = `import { createLogger, flushLogs } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};\nconst log = createLogger('t', 'info', 'json');\nvoid flushLogs;\n${body}`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_HOLD_MS: String(holdMs) } });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => { out += chunk; });
     await new Promise((resolve) => child.on('close', resolve));
     return out.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { msg: string }).msg);
   };
 
-  it('writes a warning at once, with the lines held before it, before a process killed outright 30 ms later dies', async () => {
-    // Held, an info line killed 30 ms after it is lost (the hold is 100 ms); a warning goes out at
-    // once, as every line did before lines were held (an asynchronous write, done within the 30 ms).
-    expect(await run("log.info('held'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 30);")).toEqual([]);
-    const lines = await run("log.info('held'); log.warn('the reason'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 30);");
-    expect(lines).toEqual(['held', 'the reason']);
+  it('writes a warning at once, with the lines held before it, before a process killed outright just after dies', async () => {
+    // Held for a second here: an info line is lost with a process killed 100 ms after it; a warning
+    // goes out at once, as every line did before lines were held (an asynchronous write).
+    const killedIn = (ms: number) => `setTimeout(() => process.kill(process.pid, 'SIGKILL'), ${ms});`;
+    expect(await run(`log.info('held'); ${killedIn(100)}`, 1000)).toEqual([]);
+    expect(await run(`log.info('held'); log.warn('the reason'); ${killedIn(100)}`, 1000)).toEqual(['held', 'the reason']);
   });
 
   it('loses no held line when the process exits, and holds an info line no longer than the hold', async () => {
     expect(await run("log.info('one'); log.info('two'); process.exit(0);")).toEqual(['one', 'two']);
-    // Killed 300 ms after an info line (the hold is 100 ms): written by then.
-    expect(await run("log.info('held'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 300);")).toEqual(['held']);
+    // Killed 100 ms after an info line (the hold is 10 ms): written by then.
+    expect(await run("log.info('held'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100);")).toEqual(['held']);
   });
 });
