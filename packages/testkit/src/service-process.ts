@@ -93,7 +93,7 @@ export async function startService(
 
 /**
  * Resolves once every line `gateway` had logged before the call has arrived: a service holds its
- * log lines for up to 100 ms (@gateway/log) and writes them in order, so once the line of a
+ * log lines for up to LOG_HOLD_MS (@gateway/log) and writes them in order, so once the line of a
  * request sent now has come, every earlier one has. For a check that no line holds something.
  */
 export async function gatewayLogsCaughtUp(gateway: ServiceProcess, timeoutMs = 10_000): Promise<void> {
