@@ -56,11 +56,11 @@ export function safeError(error: unknown): { type: string; message: string; stac
  * crash must not wait out the hold in a process then killed outright, or out of memory), and so
  * does a service's `ready` line (`flushLogs`), which whatever started it may be waiting for.
  */
-const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
 /**
  * The longest a line is held (LOG_HOLD_MS, 0 to 1,000; default 10): 10 ms keeps most of the
  * saving (a few lines a write at a few hundred requests a second) while a line is still on its
- * way within a few ms of its request's answer, as a reader of the logs expects.
+ * way within a few ms of its request's answer, as a reader of the logs expects. 0: each line is
+ * written as soon as no write is in flight, as before lines were held.
  */
 export const LOG_HOLD_MS = holdOf(process.env.LOG_HOLD_MS);
 
@@ -68,26 +68,41 @@ function holdOf(setting: string | undefined): number {
   const ms = Number(setting ?? 10);
   return Number.isInteger(ms) && ms >= 0 && ms <= 1000 ? ms : 10;
 }
+
+const stdout = pino.destination({ dest: 1, sync: false, minLength: LOG_HOLD_MS > 0 ? 4096 : 0 });
 /** Lines at this level (warn) and above are written at once. */
 const WRITTEN_AT_ONCE = 40;
 const openWrite = stdout.write;
-/** A flush is due (armed by the first line held, so an idle process never wakes for its logs). */
+const buffered = stdout as unknown as { _len: number; destroyed: boolean };
+/** A flush is due (armed by a line held, so an idle process never wakes for its logs). */
 let flushDue: NodeJS.Timeout | undefined;
 
 function holdLogs(): void {
-  if (LOG_HOLD_MS === 0) return flushLogs();
+  if (LOG_HOLD_MS === 0) return;
   flushDue ??= setTimeout(() => {
     flushDue = undefined;
     flushLogs();
   }, LOG_HOLD_MS);
 }
 
+/** Lines that must not wait came while a write was in flight: written as soon as it is done. */
+let urgent = false;
+// Emitted as a write completes, before SonicBoom has taken it off its buffer: flush after that.
+stdout.on('write', () => {
+  if (urgent) setImmediate(() => {
+    urgent = false;
+    flushLogs();
+  });
+});
+
 /** Writes the log lines held now (a service's `ready` line, a warning). */
 export function flushLogs(): void {
-  // Only when something is held (SonicBoom's flush writes an empty string otherwise), and not
-  // once stdout is gone (pino then swaps its write for a no-op; the held bytes stay held).
-  const held = stdout as unknown as { _len: number; destroyed: boolean };
-  if (held._len > 0 && !held.destroyed && stdout.write === openWrite) stdout.flush();
+  // Not once stdout is gone (pino then swaps its write for a no-op; the held bytes stay held).
+  if (LOG_HOLD_MS === 0 || buffered._len === 0 || buffered.destroyed || stdout.write !== openWrite) return;
+  // A no-op while a write is in flight, and SonicBoom writes what came meanwhile only once it
+  // reaches minLength: a warning among none but warnings would wait for the process's exit.
+  stdout.flush();
+  urgent = true;
 }
 process.once('exit', () => {
   try {

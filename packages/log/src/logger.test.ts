@@ -59,3 +59,19 @@ describe('lines held before they are written', () => {
     expect(await run("log.info('held'); setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100);")).toEqual(['held']);
   });
 });
+
+describe('warnings only', () => {
+  it('writes every one of a run of warnings promptly, those logged while a write is in flight too', async () => {
+    const { spawn } = await import('node:child_process');
+    // 40 warnings at once, then nothing: the process stays alive, and only its own flushes write them.
+    const script = `import { createLogger } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};\nconst log = createLogger('t', 'info', 'json');\nfor (let i = 0; i < 40; i++) log.warn({ i }, 'dropped');\nsetTimeout(() => {}, 5000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_HOLD_MS: '1000' } });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { out += chunk; });
+    try {
+      await expect.poll(() => out.split('\n').filter(Boolean).length, { timeout: 900 }).toBe(40);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
