@@ -47,8 +47,11 @@ export async function spawnRedis(): Promise<TestRedis> {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes',
     '--appendfsync', 'everysec', '--maxmemory-policy', 'noeviction', '--protected-mode', 'no'];
   const start = async () => {
+    redisPid = 0;
     child = spawn('sh', ['-c', LEASH, 'redis-server', ...args], { stdio: ['pipe', 'ignore', 'ignore'] });
-    await waitUntilAnswering(url);
+    // A restart loads the AOF first: tens of MB after a batch, slow on a loaded machine (a
+    // fresh-clone CI run took more than 10 s).
+    await waitUntilAnswering(url, 60_000);
     const probe = new Redis(url);
     redisPid = Number(/process_id:(\d+)/.exec(await probe.info('server'))?.[1]);
     probe.disconnect();
@@ -57,12 +60,19 @@ export async function spawnRedis(): Promise<TestRedis> {
     const running = child;
     if (!running || running.exitCode !== null) return;
     const exited = new Promise((r) => running.once('exit', r));
+    let signalled = false;
     try {
-      process.kill(redisPid, hard ? 'SIGKILL' : 'SIGTERM');
+      if (redisPid > 0) signalled = process.kill(redisPid, hard ? 'SIGKILL' : 'SIGTERM');
     } catch {
       /* already gone */
     }
+    // Its pid unknown (a start that failed before it answered), or the signal not heeded: the
+    // leash kills it. Before, a restart that timed out left the old pid here, the signal went
+    // nowhere, and the test file's teardown waited for good.
+    if (!signalled) running.stdin?.destroy();
+    const leashed = setTimeout(() => running.stdin?.destroy(), 15_000);
     await exited;
+    clearTimeout(leashed);
     running.stdin?.destroy();
   };
   await start();
