@@ -20,6 +20,9 @@ interface SequentialOptions { url: string; method: 'POST'; body: string; headers
 const options = JSON.parse(process.argv[2]!) as autocannon.Options & Partial<SequentialOptions>;
 const cpuBefore = process.cpuUsage();
 
+/** The q-quantile of sorted values (undefined when there are none). */
+const quantile = (sorted: number[], q: number): number | undefined => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
 async function sequential(run: SequentialOptions) {
   const dispatcher = new Agent({ connections: 1 });
   const micros: number[] = [];
@@ -40,7 +43,7 @@ async function sequential(run: SequentialOptions) {
   const durationMs = performance.now() - started;
   const samples = run.samples ? [...micros] : undefined;
   micros.sort((a, b) => a - b);
-  const at = (q: number) => micros[Math.min(micros.length - 1, Math.floor(q * micros.length))]!;
+  const at = (q: number) => quantile(micros, q)!;
   await dispatcher.close();
   return {
     requests: micros.length, rps: micros.length / (durationMs / 1000), p50: at(0.5) / 1000, p99: at(0.99) / 1000, max: at(1) / 1000,
@@ -94,7 +97,11 @@ async function once(run: { url: string; method: string; body: string; headers: R
     let received: Buffer = Buffer.alloc(0);
     let status = 0;
     let ends = -1; // where the answer's last byte is, once its head is in
+    let finished = false;
     const finish = (outcome: 'ok' | 'error' | 'timeout') => {
+      // Once: a destroyed socket still closes, and a chunked answer's close follows its 'ok'.
+      if (finished) return;
+      finished = true;
       if (outcome === 'ok') {
         millis.push(performance.now() - t0);
         statusCodes[status] = (statusCodes[status] ?? 0) + 1;
@@ -123,7 +130,7 @@ async function once(run: { url: string; method: string; body: string; headers: R
   await Promise.all(Array.from({ length: run.connections }, one));
   const durationMs = performance.now() - started;
   millis.sort((a, b) => a - b);
-  const at = (q: number) => Math.round(millis[Math.min(millis.length - 1, Math.floor(q * millis.length))] ?? 0);
+  const at = (q: number) => Math.round(quantile(millis, q) ?? 0);
   const ok = Object.entries(statusCodes).reduce((n, [code, count]) => (code.startsWith('2') ? n + count : n), 0);
   return {
     requests: millis.length, rps: millis.length / (durationMs / 1000), p50: at(0.5), p99: at(0.99), max: at(1),

@@ -62,16 +62,12 @@ export function safeError(error: unknown): { type: string; message: string; stac
  * way within a few ms of its request's answer, as a reader of the logs expects. 0: each line is
  * written as soon as no write is in flight, as before lines were held.
  */
-export const LOG_HOLD_MS = holdOf(process.env.LOG_HOLD_MS);
-
-function holdOf(setting: string | undefined): number {
-  const ms = Number(setting ?? 10);
-  return Number.isInteger(ms) && ms >= 0 && ms <= 1000 ? ms : 10;
-}
+const holdSetting = Number(process.env.LOG_HOLD_MS ?? 10);
+const LOG_HOLD_MS = Number.isInteger(holdSetting) && holdSetting >= 0 && holdSetting <= 1000 ? holdSetting : 10;
 
 const stdout = pino.destination({ dest: 1, sync: false, minLength: LOG_HOLD_MS > 0 ? 4096 : 0 });
 /** Lines at this level (warn) and above are written at once. */
-const WRITTEN_AT_ONCE = 40;
+const WRITTEN_AT_ONCE = pino.levels.values.warn!;
 const openWrite = stdout.write;
 const buffered = stdout as unknown as { _len: number; destroyed: boolean };
 /** A flush is due (armed by a line held, so an idle process never wakes for its logs). */
@@ -83,6 +79,13 @@ function holdLogs(): void {
     flushDue = undefined;
     flushLogs();
   }, LOG_HOLD_MS);
+}
+
+/** pino's logMethod hook for `stdout`: a line is held, or written at once with what is held before it. */
+function holdingLogMethod(this: Logger, args: Parameters<Logger['info']>, method: Logger['info'], level: number): void {
+  method.apply(this, args);
+  if (level >= WRITTEN_AT_ONCE) flushLogs();
+  else holdLogs();
 }
 
 /** Lines that must not wait came while a write was in flight: written as soon as it is done. */
@@ -147,13 +150,8 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       base: { service, pid: process.pid },
       redact: { paths: redactedPaths, censor: '[redacted]' },
       serializers: { err: safeError, error: safeError },
-      hooks: {
-        logMethod(args, method, level) {
-          method.apply(this, args);
-          if (level >= WRITTEN_AT_ONCE) flushLogs();
-          else holdLogs();
-        },
-      },
+      // Held lines are `stdout`'s (json); pino-pretty writes its own way.
+      ...(format === 'pretty' ? {} : { hooks: { logMethod: holdingLogMethod } }),
     },
     format === 'pretty' ? prettyStdout() : stdout,
   );

@@ -98,9 +98,10 @@ export async function startService(
  */
 export async function gatewayLogsCaughtUp(gateway: ServiceProcess, timeoutMs = 10_000): Promise<void> {
   const marker = `logs-caught-up-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  await fetch(`${gateway.url}/healthz`, { headers: { 'x-request-id': marker } });
+  const from = gateway.logs.length;
+  await (await fetch(`${gateway.url}/healthz`, { headers: { 'x-request-id': marker } })).arrayBuffer();
   const until = Date.now() + timeoutMs;
-  while (!gateway.logs.some((line) => line.reqId === marker)) {
+  while (!gateway.logs.slice(from).some((line) => line.reqId === marker)) {
     if (Date.now() > until) throw new Error(`the gateway's log line of request ${marker} did not arrive within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

@@ -15,7 +15,7 @@ import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
 import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { FairTurns } from './admission/fair-turns.ts';
-import { REQUESTS_PER_TURN, takeRequestsInTurns } from './request-turns.ts';
+import { takeRequestsInTurns } from './request-turns.ts';
 import { CredentialPlaces } from './credential-places.ts';
 import { KeyRateLimit } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
@@ -149,7 +149,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // credentials (those its hooks accepted each in a place of their own).
   const credentialPlaces = new CredentialPlaces();
   app.decorate('credentialPlaces', credentialPlaces);
-  const requestTurns = takeRequestsInTurns(app.server, REQUESTS_PER_TURN, credentialPlaces);
+  const requestTurns = takeRequestsInTurns(app.server, { places: credentialPlaces });
   closeSilentConnections(app.server, deps.headersTimeoutMs);
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 

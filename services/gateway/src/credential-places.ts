@@ -1,6 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-
-const BEARER = /^\s*bearer\s+/i;
+import { bearerToken } from './auth/access-token.ts';
 
 /** Places in the turns as requests are read that credentials not yet vouched for share. */
 export const UNVOUCHED_PLACES = 16;
@@ -8,6 +7,8 @@ export const UNVOUCHED_PLACES = 16;
 export const VOUCHED_CREDENTIALS = 100_000;
 /** The place of requests that carry no credential at all (health checks, sign-in, pages). */
 const NO_CREDENTIAL = -1 - UNVOUCHED_PLACES;
+/** Each request's credential hash as it was read (undefined: none), for its vouching after the key check. */
+const hashOfRequest = new WeakMap<IncomingMessage, number | undefined>();
 
 /**
  * Where a request takes its turn as it is read (request-turns.ts), from the credential it
@@ -37,24 +38,30 @@ export class CredentialPlaces {
   }
 
   placeOf(request: IncomingMessage): number {
-    const credential = credentialOf(request);
-    if (credential === '') return NO_CREDENTIAL;
-    const hash = cyrb53(credential);
+    const hash = credentialHash(request);
+    if (hash === undefined) return NO_CREDENTIAL;
     return this.newer.get(hash) ?? this.older.get(hash) ?? -1 - (hash % UNVOUCHED_PLACES);
   }
 
   /** The request's credential was checked and accepted as `user`'s: its requests take their turns in that user's place. */
   vouchFor(request: IncomingMessage, user: number): void {
-    const credential = credentialOf(request);
-    if (credential === '') return;
-    const hash = cyrb53(credential);
-    if (this.newer.get(hash) === user) return;
+    const hash = credentialHash(request);
+    if (hash === undefined || this.newer.get(hash) === user) return;
     this.newer.set(hash, user);
     if (this.newer.size >= this.generation) {
       this.older = this.newer;
       this.newer = new Map();
     }
   }
+}
+
+/** The hash of a request's credential, computed once a request. */
+function credentialHash(request: IncomingMessage): number | undefined {
+  if (hashOfRequest.has(request)) return hashOfRequest.get(request);
+  const credential = credentialOf(request);
+  const hash = credential === '' ? undefined : cyrb53(credential);
+  hashOfRequest.set(request, hash);
+  return hash;
 }
 
 /**
@@ -64,9 +71,9 @@ export class CredentialPlaces {
  */
 function credentialOf(request: IncomingMessage): string {
   const { authorization } = request.headers;
-  if (authorization) return authorization.replace(BEARER, '').trim();
+  if (authorization) return bearerToken(authorization);
   const google = request.headers['x-goog-api-key'];
-  return typeof google === 'string' ? google.trim() : '';
+  return typeof google === 'string' ? google : '';
 }
 
 /** cyrb53 (bryc, public domain): a fast 53-bit string hash, not a cryptographic one. */

@@ -10,7 +10,7 @@ import { takeRequestsInTurns } from './request-turns.ts';
 describe('requests begun in turns', () => {
   it('reads no more of a connection pipelining bodiless requests while its requests wait their turn', async () => {
     const server = createServer((_request, response) => response.end('ok'));
-    const turns = takeRequestsInTurns(server, 32);
+    const turns = takeRequestsInTurns(server, { perTurn: 32 });
     // The most requests waiting at once, seen as each is read.
     let mostWaiting = 0;
     server.on('request', () => { mostWaiting = Math.max(mostWaiting, turns.size); });

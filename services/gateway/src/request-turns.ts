@@ -40,7 +40,7 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  * Call before any other `request` listener is added: the first one is Fastify's. A request whose
  * client went away while it waited is not begun.
  */
-export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN, places = new CredentialPlaces()): FairTurns<number> {
+export function takeRequestsInTurns(server: Server, { perTurn = REQUESTS_PER_TURN, places = new CredentialPlaces() }: { perTurn?: number; places?: CredentialPlaces } = {}): FairTurns<number> {
   const [fastify] = server.listeners('request') as RequestListener[];
   if (!fastify) throw new Error('takeRequestsInTurns: the server has no request listener yet (call it after Fastify made the server)');
   server.removeListener('request', fastify);
@@ -54,10 +54,8 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN,
   };
   server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
     const socket = request.socket as Socket;
-    let begun = false;
     let waited = false;
-    turns.enter(places.placeOf(request), () => {
-      begun = true;
+    const begunNow = turns.enter(places.placeOf(request), () => {
       if (waited) {
         const left = waitingOn.get(socket)! - 1;
         if (left > 0) waitingOn.set(socket, left);
@@ -71,7 +69,7 @@ export function takeRequestsInTurns(server: Server, perTurn = REQUESTS_PER_TURN,
       if (socket.destroyed) return;
       fastify.call(server, request, response);
     });
-    if (!begun) {
+    if (!begunNow) {
       waited = true;
       const waiting = waitingOn.get(socket) ?? 0;
       waitingOn.set(socket, waiting + 1);

@@ -28,10 +28,14 @@ export class FairTurns<K = number> {
     this.perRound = perRound;
   }
 
-  /** Runs `start` now while the loop is not busy, or in the owner's turn of a later round. */
-  enter(owner: K, start: () => void): void {
-    if (this.startsNow()) start();
-    else this.wait(owner, start);
+  /** Runs `start` now while the loop is not busy (true), or in the owner's turn of a later round (false). */
+  enter(owner: K, start: () => void): boolean {
+    if (!this.startsNow()) {
+      this.wait(owner, start);
+      return false;
+    }
+    start();
+    return true;
   }
 
   /** Resolves when the owner's request may start: at once (undefined) while the loop is not busy. */

@@ -36,8 +36,7 @@ export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolea
 export function accessTokenHook(users: UserStore, needsActor: (request: FastifyRequest) => boolean): onRequestAsyncHookHandler {
   return async (request) => {
     if (!needsActor(request)) return;
-    request.actor = await authenticateAccessToken(users, request.headers);
-    vouchedFor(request, request.actor.id);
+    request.actor = await actorOfRequest(users, request);
   };
 }
 
@@ -47,15 +46,24 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
  */
 export function administratorHook(users: UserStore): onRequestAsyncHookHandler {
   return async (request) => {
-    const actor = await authenticateAccessToken(users, request.headers);
-    vouchedFor(request, actor.id);
+    const actor = await actorOfRequest(users, request);
     if (actor.role < Role.admin) throw forbidden('insufficient privileges for this operation');
     request.actor = actor;
   };
 }
 
+/**
+ * The caller of a request's access token (authenticateAccessToken); the token, accepted, takes
+ * its turns as requests are read in its user's place from then on.
+ */
+export async function actorOfRequest(users: UserStore, request: FastifyRequest): Promise<Actor> {
+  const actor = await authenticateAccessToken(users, request.headers);
+  vouchedFor(request, actor.id);
+  return actor;
+}
+
 /** The request's credential was accepted as `user`'s: its requests take their turns in that user's place. */
-export function vouchedFor(request: FastifyRequest, user: number): void {
+function vouchedFor(request: FastifyRequest, user: number): void {
   request.server.credentialPlaces?.vouchFor(request.raw, user);
 }
 

@@ -11,8 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import { forbidden, GatewayError, Role, unauthenticated, type Actor } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
 import type { AdminJobs } from '../admin-jobs.ts';
-import { authenticateAccessToken } from '../auth/access-token.ts';
-import { vouchedFor } from '../auth/request-auth.ts';
+import { actorOfRequest } from '../auth/request-auth.ts';
 import { setRetryHeaders } from '../error-formats.ts';
 import { escapeHtml } from './html.ts';
 import { crossOriginProblem } from './same-origin.ts';
@@ -61,11 +60,7 @@ async function actorOf(request: FastifyRequest, store: Store, what: string): Pro
     // A session outlives neither a new password nor a disabled or deleted user.
     if (user && user.status === 1 && user.session_epoch === owner!.epoch) return { id: user.id, role: user.role };
   }
-  if (request.headers.authorization) {
-    const actor = await authenticateAccessToken(store.users, request.headers);
-    vouchedFor(request, actor.id);
-    return actor;
-  }
+  if (request.headers.authorization) return actorOfRequest(store.users, request);
   throw unauthenticated(`sign in to see the ${what}`);
 }
 

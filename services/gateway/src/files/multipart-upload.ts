@@ -56,9 +56,10 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
   const full = fileCapRefusal({ files: usage.files + 1, bytes: usage.bytes }, cap);
   if (full) throw full;
   const bytesLeft = cap.maxBytes - usage.bytes;
+  const perLine = { maxLines: limits.maxLines, maxLineBytes: limits.maxLineBytes };
   const lineLimits = bytesLeft < limits.maxBytes
-    ? { maxBytes: bytesLeft, maxLines: limits.maxLines, maxLineBytes: limits.maxLineBytes, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
-    : { maxBytes: limits.maxBytes, maxLines: limits.maxLines, maxLineBytes: limits.maxLineBytes };
+    ? { ...perLine, maxBytes: bytesLeft, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
+    : { ...perLine, maxBytes: limits.maxBytes };
   let purpose: string | undefined;
   let uploading: Promise<FileObject> | undefined;
   const formRead = Promise.withResolvers<void>();

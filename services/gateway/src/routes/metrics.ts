@@ -3,8 +3,7 @@ import { forbidden, QueueName, Role } from '@gateway/contracts';
 import type { GatewayMetrics } from '@gateway/observability';
 import type { JobClient, ReplyInbox } from '@gateway/queue';
 import type { UserStore } from '@gateway/store';
-import { authenticateAccessToken } from '../auth/access-token.ts';
-import { vouchedFor } from '../auth/request-auth.ts';
+import { actorOfRequest } from '../auth/request-auth.ts';
 import type { OperationsSnapshot } from '../operations-snapshot.ts';
 
 export interface MetricsOptions {
@@ -21,8 +20,7 @@ const CONDITIONS = ['enabled', 'cooling_down', 'disabled', 'auto_disabled'] as c
 /** `GET /metrics` (Prometheus text), for administrators: send an admin's access token. */
 export async function metricsRoutes(app: FastifyInstance, options: MetricsOptions): Promise<void> {
   app.get('/metrics', async (request, reply) => {
-    const actor = await authenticateAccessToken(options.users, request.headers);
-    vouchedFor(request, actor.id);
+    const actor = await actorOfRequest(options.users, request);
     if (actor.role < Role.admin) throw forbidden('only administrators may read the metrics');
     const states = ['waiting', 'active', 'delayed', 'failed', 'prioritized'] as const;
     await Promise.all(
