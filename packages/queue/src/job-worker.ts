@@ -102,8 +102,6 @@ export interface JobWorkerOptions<P> {
   onJobDone?: (outcome: JobOutcome, seconds: number) => void;
   /** Told of every job's end, with what its handler learned, for the request log. Never awaited. */
   onJobEnd?: (end: JobEnd<P>) => void;
-  /** How long a crashed worker's job stays locked before another worker takes it over. */
-  lockDurationMs?: number;
   /** Most jobs one lane (BullMQ Worker) runs at once, not counting those that wait (`JobContext.idle`). Default LANE_CONCURRENCY. */
   laneConcurrency?: number;
   /** Jobs that wait for room elsewhere a lane holds beyond its concurrency, per job of it. Default WAITING_PER_SLOT. */
@@ -293,7 +291,6 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   // BullMQ fetches a worker's jobs one at a time. Past LANE_CONCURRENCY, several Workers
   // ("lanes") fetch side by side; below it, one lane wastes fewer fetches (see LANE_CONCURRENCY).
   // A queue split into shards gets lanes on every shard, the concurrency shared between them.
-  const lockDuration = options.lockDurationMs ?? 5_000;
   const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
   const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
@@ -308,8 +305,6 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
       concurrency: laneConcurrency,
-      lockDuration,
-      stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)),
       maxStalledCount: 1,
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,

@@ -13,8 +13,28 @@ import { DEFAULT_FAILOVER_WAIT_MS, type RedisTarget } from '@gateway/config';
  *   connection was measured to leave the dead master's shard unserved for 20 s after the
  *   failover. So on a cluster it outlasts the failover wait (REDIS_FAILOVER_WAIT_MS); a job added
  *   wakes the lane at once either way.
+ * - `lockDuration`: how long a job's lock lasts unrenewed (5 s). A lock is renewed every
+ *   LOCK_RENEW_MS; one that lapses makes its job stalled, run again by the next worker to take
+ *   it. On a cluster, the renewals of a master failing over wait the failover out, and the
+ *   promoted replica expires a lock its master had set 5 s before: every job in flight on that
+ *   master was run a second time by its stalled check while its first run was finishing (3
+ *   upstream calls of 32 made twice, test/redis-cluster.e2e.test.ts with 1.5 s calls). So on a
+ *   cluster a lock outlasts the failover wait, as every other command does; the stalled check
+ *   keeps its pace, so a worker that died has its jobs run again after about that long.
  */
-export function laneTimingOf(target: RedisTarget): { runRetryDelay: number; drainDelay: number } {
+export function laneTimingOf(target: RedisTarget): { runRetryDelay: number; drainDelay: number; lockDuration: number; lockRenewTime: number; stalledInterval: number } {
   const failoverWaitMs = typeof target === 'string' ? 0 : (target.failoverWaitMs ?? DEFAULT_FAILOVER_WAIT_MS);
-  return { runRetryDelay: 500, drainDelay: Math.max(5, Math.ceil(failoverWaitMs / 1000)) };
+  return {
+    runRetryDelay: 500,
+    drainDelay: Math.max(5, Math.ceil(failoverWaitMs / 1000)),
+    // Renewed every LOCK_RENEW_MS, a lock has at least lockDuration - LOCK_RENEW_MS left when its master goes.
+    lockDuration: LOCK_DURATION_MS + failoverWaitMs,
+    lockRenewTime: LOCK_RENEW_MS,
+    stalledInterval: LOCK_RENEW_MS,
+  };
 }
+
+/** A job's lock on one Redis: a worker killed has its jobs run again 5-7.5 s later. */
+const LOCK_DURATION_MS = 5_000;
+/** How often a worker renews its jobs' locks, and looks for stalled ones. */
+const LOCK_RENEW_MS = 2_500;
