@@ -63,6 +63,17 @@ describe('the gateway on a Redis Cluster', () => {
     expect(login.status).toBe(200);
   });
 
+  it("refuses a channel aimed at any node of the cluster or at its bus port", async ({ stack, cluster }) => {
+    for (const address of cluster!.seeds.split(',')) {
+      const port = Number(address.split(':')[1]);
+      for (const base_url of [`http://127.0.0.1:${port}`, `http://localhost:${port + 10_000}`]) {
+        const answer = await stack.admin('POST', '/api/channel/', { name: 'aimed', type: 'openai', key: 'sk-x', base_url, models: ['m'] });
+        expect(answer.status, base_url).toBe(400);
+        expect(answer.body.message, base_url).toMatch(/own Redis/);
+      }
+    }
+  });
+
   it('answers completions, whole and streamed, and charges them', async ({ stack }) => {
     const whole = await openai(stack).completions.create({ model: 'text-model', prompt: 'Say this is a test' });
     expect(whole.choices[0]?.text).toBe('This is a mock completion.');

@@ -56,6 +56,31 @@ describe('upstream error text', () => {
     expect(answer.json.error.message).toMatch(/quota exceeded for \[redacted\]/);
   });
 
+  it("takes the key out of a successful reply too, whole or streamed, in every form an upstream may reflect it in", async ({ stack }) => {
+    const forms = [CHANNEL_KEY, Buffer.from(CHANNEL_KEY).toString('base64'), encodeURIComponent(`${CHANNEL_KEY}/+=`).slice(0, -9)];
+    // A 200 that is a completion and also carries an error, and fields no wire format defines.
+    openai.next({ okBody: {
+      id: 'cmpl-1', object: 'text_completion', created: 1, model: 'text', choices: [{ index: 0, text: `ok ${CHANNEL_KEY}`, finish_reason: 'stop', logprobs: null }],
+      error: { message: `your key Bearer ${CHANNEL_KEY}` }, note: forms.join(' '), usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    } });
+    const whole = await complete(stack);
+    expect(whole.status).toBe(200);
+    for (const form of forms) expect(whole.text).not.toContain(form);
+    expect(whole.json.choices[0].text).toBe('ok [redacted]');
+    // Streamed: the text of each chunk.
+    openai.next({ text: `echo ${forms.join(' ')} done` });
+    const streamed = await complete(stack, { stream: true });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toContain('data: [DONE]');
+    for (const form of forms) expect(streamed.text).not.toContain(form);
+    expect(streamed.text).toContain('[redacted]');
+    // And an error that carries it encoded, or in another case.
+    openai.next({ status: 401, body: { error: { message: `Incorrect API key provided: ${forms[1]} ${encodeURIComponent(CHANNEL_KEY)} ${CHANNEL_KEY.toUpperCase()}`, type: 'invalid_request_error', param: null, code: 'invalid_api_key' } } });
+    const failed = await complete(stack);
+    expect(failed.text).not.toContain(forms[1]);
+    expect(failed.text).not.toContain(CHANNEL_KEY.toUpperCase());
+  });
+
   it('turns an HTML page into a plain message that names the status', async ({ stack }) => {
     openai.setBehaviour({ status: 502, rawBody: `<!doctype html><html><body><h1>502 Bad Gateway</h1>${CHANNEL_KEY}</body></html>` });
     const answer = await complete(stack);

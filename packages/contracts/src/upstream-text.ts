@@ -14,6 +14,38 @@ const KEY_SHAPES = [
 const HTML = /<\s*(?:!doctype|html|head|body|div|p|h\d|title|pre)\b/i;
 const MAX_MESSAGE = 500;
 
+/**
+ * The forms a channel's key may come back in from an upstream that reflects what it was sent: as
+ * it is, URL-encoded, in base64 and base64url, escaped in JSON; for an error also upper- and
+ * lower-cased. A key shorter than 8 characters has none (it would match ordinary text).
+ */
+export function secretForms(secret: string, { anyCase = false } = {}): readonly string[] {
+  if (secret.length < 8) return [];
+  const memo = anyCase ? formsAnyCase : formsAsIs;
+  let forms = memo.get(secret);
+  if (!forms) {
+    const all = [secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64'), Buffer.from(secret).toString('base64url'), JSON.stringify(secret).slice(1, -1)];
+    if (anyCase) all.push(secret.toUpperCase(), secret.toLowerCase());
+    forms = [...new Set(all)];
+    // Once per channel key, not per call (a process sees a handful of keys).
+    if (memo.size >= 1000) memo.clear();
+    memo.set(secret, forms);
+  }
+  return forms;
+}
+const formsAsIs = new Map<string, readonly string[]>();
+const formsAnyCase = new Map<string, readonly string[]>();
+
+/**
+ * `text` with every one of `forms` (secretForms) replaced by `[redacted]`: for what an upstream
+ * answered with success, whose text is relayed as it came. The same string when none is in it.
+ */
+export function withoutSecretForms(text: string, forms: readonly string[]): string {
+  let out = text;
+  for (const form of forms) if (out.includes(form)) out = out.split(form).join('[redacted]');
+  return out;
+}
+
 /** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */
 export function redactUpstreamText(text: string, secrets: readonly string[]): string {
   let out = text;

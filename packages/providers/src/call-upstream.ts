@@ -2,8 +2,11 @@
  * The one piece that calls an operation of any provider, whole or streamed: the URL, headers and
  * body from the provider's definition, the HTTP from `upstream-request.ts`, the reply and each
  * stream event mapped back, and every failure an `UpstreamError` in the provider's reading.
+ * What a successful reply says goes to the client as the upstream wrote it, fields unknown to
+ * the wire format too, so the channel's key is taken out of it first, in every form an upstream
+ * may reflect it in (the router does the same, and more, for a failure's).
  */
-import { UpstreamError } from '@gateway/contracts';
+import { secretForms, UpstreamError, withoutSecretForms } from '@gateway/contracts';
 import type { ProviderOperation, UpstreamTarget } from './provider.ts';
 import { readServerSentEvents } from './server-sent-events.ts';
 import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
@@ -16,7 +19,7 @@ export function operationUrl(operation: ProviderOperation<unknown, unknown, unkn
 /** One call, answered whole. */
 export async function callUpstream<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
   try {
-    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false));
+    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false), secretForms(target.key));
     return operation.mapping.fromReply(raw, request);
   } catch (error) {
     throw providerFailure(operation, error);
@@ -39,7 +42,7 @@ export async function streamUpstream<Request, Reply, Event>(
   } catch (error) {
     throw providerFailure(operation, error);
   }
-  return events(operation, reply, request);
+  return events(operation, reply, request, secretForms(target.key));
 }
 
 /**
@@ -78,7 +81,8 @@ function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown,
   };
 }
 
-async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request): AsyncGenerator<Event> {
+/** `keyForms`: the channel key's forms (secretForms), taken out of each event before it is read. */
+async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request, keyForms: readonly string[]): AsyncGenerator<Event> {
   const { fromEvent, streamEnd } = operation.mapping;
   let finished = false;
   const state: Record<string, unknown> = {};
@@ -88,7 +92,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
         finished = true;
         break;
       }
-      const mapped = fromEvent(parseEvent(data), request, state);
+      const mapped = fromEvent(parseEvent(withoutSecretForms(data, keyForms)), request, state);
       for (const event of mapped === undefined ? [] : Array.isArray(mapped) ? mapped : [mapped]) {
         if (streamEnd.isLast?.(event)) finished = true;
         yield event;

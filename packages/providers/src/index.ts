@@ -13,4 +13,4 @@ export { gemini } from './gemini/index.ts';
 export { anthropic } from './anthropic/index.ts';
 export { channelTypesFor, operationFor, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
-export { baseUrlProblem, addressProblem, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
+export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';

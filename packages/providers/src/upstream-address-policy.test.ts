@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalAddress, canonicalHost } from './address-forms.ts';
-import { addressProblem, baseUrlProblem, type AddressPolicy } from './upstream-address-policy.ts';
+import { addressProblem, baseUrlProblem, clusterNodeAddresses, forbidClusterNodes, type AddressPolicy } from './upstream-address-policy.ts';
 
 const policy: AddressPolicy = { allowPrivate: true, forbidden: [{ host: '127.0.0.1', port: 6390 }] };
 
@@ -42,5 +42,31 @@ describe('the own-Redis refusal', () => {
     expect(addressProblem('::ffff:a00:1', 80, strict)).toMatch(/private/);
     expect(addressProblem('::ffff:c0a8:1', 80, strict)).toMatch(/private/);
     expect(addressProblem('::ffff:808:808', 80, strict)).toBeUndefined();
+  });
+});
+
+describe("a Redis Cluster's nodes", () => {
+  it('are every node CLUSTER NODES lists, with its bus port, IPv6 and hostnames included', () => {
+    const listed = [
+      '07c37dfeb235213a872192d90877d0cd55635b91 127.0.0.1:30004@31004,node-4 slave e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 1426238317239 4 connected',
+      '67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@31002 master - 0 1426238316232 2 connected 5461-10922',
+      '292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 2001:db8::1:30001@31001 myself,master - 0 0 1 connected 0-5460',
+      'e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca :0@0 handshake,noaddr - 0 0 0 disconnected',
+      '',
+    ].join('\n');
+    expect(clusterNodeAddresses(listed)).toEqual([
+      { host: '127.0.0.1', port: 30004 }, { host: '127.0.0.1', port: 31004 },
+      { host: '127.0.0.1', port: 30002 }, { host: '127.0.0.1', port: 31002 },
+      { host: '2001:db8::1', port: 30001 }, { host: '2001:db8::1', port: 31001 },
+    ]);
+  });
+
+  it('are refused once read, beside the seeds configured', async () => {
+    const seeds: AddressPolicy = { allowPrivate: true, forbidden: [{ host: '127.0.0.1', port: 7000 }] };
+    const listed = '1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-16383\n2 127.0.0.1:7001@17001 slave 1 0 0 1 connected\n';
+    const stop = forbidClusterNodes({ cluster: async () => listed }, { cluster: [{ host: '127.0.0.1', port: 7000 }], tls: false }, seeds);
+    stop();
+    await expect.poll(() => seeds.forbidden.length).toBe(4);
+    for (const port of [7001, 17000, 17001]) expect(await baseUrlProblem(`http://127.0.0.1:${port}`, seeds), String(port)).toMatch(/own Redis/);
   });
 });

@@ -115,11 +115,48 @@ export function policedLookup(policy: () => AddressPolicy, port: number): Lookup
   };
 }
 
-/** The gateway's own Redis (its URL, or every seed of its cluster) as forbidden entries: no channel may point at it. */
+/** The gateway's own Redis (its URL, or every seed of its cluster; see forbidClusterNodes for the rest) as forbidden entries: no channel may point at it. */
 export async function redisAddresses(target: RedisTarget): Promise<AddressPolicy['forbidden']> {
   if (typeof target !== 'string') return (await Promise.all(target.cluster.map((seed) => ownAddresses(seed.host, seed.port)))).flat();
   const url = new URL(target);
   return ownAddresses(url.hostname, Number(url.port) || 6379);
+}
+
+/**
+ * On a Redis Cluster, every node it has (`CLUSTER NODES`: replicas and nodes added later, not only
+ * the seeds configured) and each node's cluster bus port, added to `policy.forbidden` now and
+ * every `everyMs` after; stops with the returned function. A node answer that cannot be read
+ * leaves the list as it was. One Redis has nothing more to add.
+ */
+export function forbidClusterNodes(redis: { cluster(subcommand: 'NODES'): Promise<unknown> }, target: RedisTarget, policy: AddressPolicy, everyMs = 60_000): () => void {
+  if (typeof target === 'string') return () => {};
+  const add = async () => {
+    let listed: string;
+    try {
+      listed = String(await redis.cluster('NODES'));
+    } catch {
+      return;
+    }
+    for (const node of clusterNodeAddresses(listed)) {
+      if (!policy.forbidden.some((f) => f.host === node.host && f.port === node.port)) policy.forbidden.push(node);
+    }
+  };
+  void add();
+  const timer = setInterval(() => void add(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+/** The `host:port` of each node and of its bus, from `CLUSTER NODES` (`<id> <ip>:<port>@<bus>[,<hostname>] …`). */
+export function clusterNodeAddresses(listed: string): AddressPolicy['forbidden'] {
+  const entries: AddressPolicy['forbidden'] = [];
+  for (const line of listed.split('\n')) {
+    const match = /^\S+ \[?([^\s@\]]*?)\]?:(\d+)@(\d+)/.exec(line.trim());
+    if (!match || !match[1]) continue;
+    const host = match[1];
+    entries.push({ host, port: Number(match[2]) }, { host, port: Number(match[3]) });
+  }
+  return entries;
 }
 
 /**

@@ -13,7 +13,7 @@ import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { policedConnector } from './policed-connector.ts';
 import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
-import { NOT_JSON_BODY, parseRetryAfter, UpstreamError } from '@gateway/contracts';
+import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutSecretForms } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -70,8 +70,11 @@ export interface OpenUpstreamReply {
   failure(error: unknown): UpstreamError;
 }
 
-/** Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`), all within `timeoutMs`. */
-export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
+/**
+ * Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`),
+ * all within `timeoutMs`; `without` (secret forms) are taken out of its text before it is parsed.
+ */
+export async function postUpstreamJson(req: UpstreamRequest, without: readonly string[] = []): Promise<unknown> {
   const deadline = replyDeadline(req.timeoutMs, req.signal);
   let text: string;
   try {
@@ -85,7 +88,7 @@ export async function postUpstreamJson(req: UpstreamRequest): Promise<unknown> {
     deadline.release();
   }
   try {
-    return JSON.parse(text);
+    return JSON.parse(withoutSecretForms(text, without));
   } catch (error) {
     throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
   }

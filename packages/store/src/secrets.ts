@@ -56,9 +56,16 @@ export function issueApiKey(): { key: string; issued: IssuedKey } {
 }
 export const newAccessToken = () => randomText(32);
 
-/** Shows the first and last few characters of a secret, never enough to use it. */
+/**
+ * Shows the first and last few characters of a secret, never enough to use it: besides an `sk-`
+ * prefix, at most a quarter of it (3 and 4 characters of a long one; of a short self-hosted key
+ * of 11, the last 2, where 7 of 11 were shown before).
+ */
 export function maskSecret(secret: string): string {
   if (secret.length <= 10) return '*'.repeat(secret.length);
-  const head = secret.startsWith('sk-') ? 5 : 3;
-  return `${secret.slice(0, head)}${'*'.repeat(8)}${secret.slice(-4)}`;
+  const prefix = secret.startsWith('sk-') ? 'sk-' : '';
+  const rest = secret.slice(prefix.length);
+  const shown = Math.min(prefix ? 6 : 7, Math.floor(rest.length / 4));
+  const head = Math.max(0, shown - 4);
+  return `${prefix}${rest.slice(0, head)}${'*'.repeat(8)}${rest.slice(rest.length - (shown - head))}`;
 }

@@ -10,7 +10,7 @@ import { createLogger, flushLogs } from '@gateway/log';
 import { createDatabase, startRequestLog } from '@gateway/database';
 import { countJobs, createWorkerMetrics, observeRouting, requestLogMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gateway/queue';
-import { redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
+import { forbidClusterNodes, redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 import { requestLogRow, type ModelPayload } from './request-log-row.ts';
@@ -27,7 +27,8 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
-  setAddressPolicy({ allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.redis) });
+  const addressPolicy = { allowPrivate: config.CHANNEL_ALLOW_PRIVATE_ADDRESSES, forbidden: await redisAddresses(config.redis) };
+  setAddressPolicy(addressPolicy);
   const cipher = new ChannelKeyCipher(requireSecretKey(config, spec.service), config.SECRET_KEY_PREVIOUS);
   const log = createLogger(spec.service, config.LOG_LEVEL, config.LOG_FORMAT);
   const metrics = createWorkerMetrics(spec.service);
@@ -35,6 +36,8 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
 
   const redis = createRedis(config.redis, { name: spec.service });
   await waitForRedis(redis, 30_000);
+  // A cluster's every node, not only its seeds.
+  forbidClusterNodes(redis, config.redis, addressPolicy);
   const router = await ModelRouter.start({
     redis,
     subscriber: createRedis(config.redis, { name: `${spec.service}-invalidations`, blocking: true }),

@@ -3,7 +3,7 @@ import { loadServiceConfig, onShutdown, requireSecretKey } from '@gateway/config
 import { createLogger, flushLogs } from '@gateway/log';
 import { createGatewayMetrics, requestLogMetrics } from '@gateway/observability';
 import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue';
-import { ownAddresses, redisAddresses } from '@gateway/providers';
+import { forbidClusterNodes, ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { createDatabase, migrate, startRequestLog } from '@gateway/database';
 import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
@@ -24,6 +24,8 @@ try {
   log.fatal({ reason: (error as Error).message }, 'cannot reach Redis (REDIS_URL or REDIS_CLUSTER_NODES)');
   process.exit(1);
 }
+// A cluster's every node, not only its seeds.
+forbidClusterNodes(redis, config.redis, addressPolicy);
 // PostgreSQL keeps the Batch API's files and batches; live requests never wait on it.
 if (config.DATABASE_URL) {
   try {

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { redactUpstreamText, secretForms, withoutSecretForms } from './upstream-text.ts';
+
+describe("a channel key's forms", () => {
+  const key = 'Zx9!kQ/7+pL=mw#2uv';
+
+  it('are the key as it is, URL-encoded, in base64 and base64url, and escaped in JSON; for an error in either case too', () => {
+    const forms = secretForms(key);
+    for (const form of [key, encodeURIComponent(key), Buffer.from(key).toString('base64'), Buffer.from(key).toString('base64url')]) expect(forms).toContain(form);
+    expect(secretForms(key, { anyCase: true })).toEqual(expect.arrayContaining([key.toUpperCase(), key.toLowerCase()]));
+    expect(secretForms('a"b\\c-long-key')).toContain('a\\"b\\\\c-long-key');
+  });
+
+  it('are taken out of text wherever they stand, and leave text without them as it was', () => {
+    const text = `${key} ${encodeURIComponent(key)} ${Buffer.from(key).toString('base64')} plain`;
+    expect(withoutSecretForms(text, secretForms(key))).toBe('[redacted] [redacted] [redacted] plain');
+    const clean = 'nothing secret here';
+    expect(withoutSecretForms(clean, secretForms(key))).toBe(clean);
+    expect(redactUpstreamText(`bad key ${key.toUpperCase()}`, secretForms(key, { anyCase: true }))).toBe('bad key [redacted]');
+  });
+
+  it('are none for a key too short to tell from ordinary text', () => {
+    expect(secretForms('test')).toEqual([]);
+  });
+});
