@@ -241,6 +241,55 @@ describe('the Files API', () => {
     expect(stack.gateway.child.exitCode).toBeNull();
   });
 
+  it('refuses a body that is not a multipart form from its headers, however it is encoded, holding none of it', async ({ stack }) => {
+    const { key } = await tenant(stack);
+    // 150 MB of JSON in 150 KB of gzip: it was inflated and parsed whole (RSS +600 MB, 1.5 GB for
+    // four at once) before the handler refused it.
+    const bomb = gzipSync(Buffer.from(`{"a":"${'x'.repeat(64 * 1024 * 1024)}"}`), { level: 9 });
+    const before = memoryOf(stack.gateway).rss;
+    const answers = await Promise.all([
+      ...Array.from({ length: 4 }, () => ({ body: bomb, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })),
+      { body: Buffer.from('{"purpose":"batch"}'), headers: { 'content-type': 'application/json' } },
+      { body: Buffer.from('purpose=batch'), headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    ].map(({ body, headers }) => fetch(`${stack.gateway.url}/v1/files`, { method: 'POST', body, headers: { authorization: `Bearer ${key}`, ...headers } })
+      .then(async (answer) => ({ status: answer.status, error: ((await answer.json()) as { error: { message: string; param: string } }).error }))));
+    for (const answer of answers) expect(answer).toMatchObject({ status: 400, error: { message: expect.stringMatching(/multipart\/form-data/), param: 'file' } });
+    expect(memoryOf(stack.gateway).rss - before, 'gateway RSS, kB').toBeLessThan(50 * 1024);
+  });
+
+  it("lets one user hold at most two uploads at once (429 past them), on connections of their own: other tenants' file requests are answered at once", async ({ stack }) => {
+    const slow = await tenant(stack);
+    const other = await tenant(stack);
+    // Uploads that send their first line and then a byte every half second.
+    const boundary = 'slow-boundary';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${JSON.stringify(request(1))}\n`;
+    const stop = new AbortController();
+    const trickle = () => fetch(`${stack.gateway.url}/v1/files`, {
+      method: 'POST', duplex: 'half', signal: stop.signal,
+      headers: { authorization: `Bearer ${slow.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: new ReadableStream({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(head));
+          const timer = setInterval(() => controller.enqueue(new TextEncoder().encode(' ')), 500);
+          stop.signal.addEventListener('abort', () => clearInterval(timer));
+        },
+      }),
+    } as RequestInit).then((answer) => answer.status, () => 0);
+    const held = Array.from({ length: 12 }, trickle);
+    try {
+      // Ten of the twelve are refused at once; two trickle on.
+      await expect.poll(async () => (await Promise.all(held.map((h) => Promise.race([h, new Promise((r) => setTimeout(() => r('pending'), 50))])))).filter((s) => s === 429).length, { timeout: 10_000 }).toBe(10);
+      // Meanwhile another tenant lists and uploads at once (it waited 5 s for a connection, then 503).
+      const started = Date.now();
+      expect((await other.openai.files.list()).data).toEqual([]);
+      expect((await upload(other.openai, jsonl([request(2)]))).status).toBe('processed');
+      expect(Date.now() - started).toBeLessThan(3000);
+    } finally {
+      stop.abort();
+      await Promise.all(held);
+    }
+  });
+
   it('refuses a file past FILE_MAX_LINES (400) or FILE_MAX_BYTES (413), keeping nothing, and the gateway goes on', async ({ stack, small }) => {
     const { openai } = await tenant(stack, small.url);
     const ten = await upload(openai, jsonl(Array.from({ length: 10 }, (_, i) => request(i))));

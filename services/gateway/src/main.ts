@@ -7,6 +7,7 @@ import { forbidClusterNodes, ownAddresses, redisAddresses } from '@gateway/provi
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { createDatabase, migrate, startRequestLog } from '@gateway/database';
 import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
+import { UPLOAD_CONNECTIONS } from './routes/files.ts';
 import { buildGateway } from './app.ts';
 
 const config = loadServiceConfig('gateway');
@@ -42,6 +43,8 @@ const database = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { nam
 const logReads = config.DATABASE_URL
   ? createDatabase(config.DATABASE_URL, { name: `gateway-log-reads-${ingressId}`, max: LOG_READ_CONNECTIONS, statementTimeoutMs: config.LOG_QUERY_TIMEOUT_MS })
   : undefined;
+// Uploads, each holding a connection while its client sends, on a pool of their own (routes/files.ts).
+const uploads = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-uploads-${ingressId}`, max: UPLOAD_CONNECTIONS }) : undefined;
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
@@ -81,6 +84,7 @@ const gateway = buildGateway({
   adminToken: config.ADMIN_TOKEN,
   database,
   logDatabase: logReads,
+  uploadDatabase: uploads,
   files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, maxLineBytes: config.BODY_LIMIT_BYTES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
@@ -100,6 +104,7 @@ onShutdown(async () => {
   await requestLog?.close();
   await database?.end();
   await logReads?.end();
+  await uploads?.end();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 

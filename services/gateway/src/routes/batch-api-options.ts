@@ -17,6 +17,11 @@ export interface FileLimits {
 export interface BatchApiOptions {
   /** PostgreSQL; unset, the routes answer 503 (the gateway runs without DATABASE_URL). */
   database?: Database;
+  /**
+   * The same PostgreSQL, a pool of its own for uploads (each holds a connection for as long as
+   * its client takes to send the file); `database` when unset.
+   */
+  uploadDatabase?: Database;
   /** The largest input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
   files: FileLimits;
   /** How long a batch's "24h" window really lasts (BATCH_COMPLETION_WINDOW_MS). */

@@ -4,13 +4,14 @@
  * `GET /v1/files/{id}/content` (streamed from the rows) and `DELETE /v1/files/{id}`.
  */
 import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { z } from 'zod';
-import { notFound, parseOrThrow } from '@gateway/contracts';
+import { badRequest, notFound, parseOrThrow } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { receiveUpload } from '../files/multipart-upload.ts';
+import { PerUserLimit } from '../per-user-limit.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
 
 const listQuery = z.object({
@@ -22,14 +23,36 @@ const listQuery = z.object({
 
 const noFile = (id: string) => notFound(`No such File object: ${id}`, 'id');
 
+/** Connections of a gateway's pool for uploads (main.ts). */
+export const UPLOAD_CONNECTIONS = 4;
+/** Uploads one user may have in flight on a gateway; past it, 429. */
+const UPLOADS_PER_USER = 2;
+
+/**
+ * An upload is a multipart form, refused from its headers otherwise: the route's limit is a file's
+ * (FILE_MAX_BYTES), and a JSON body that large (150 MB, gzip-compressed to 150 KB) was inflated
+ * and parsed whole, and held in memory, only to be refused by the handler.
+ */
+const multipartOnly = async (request: FastifyRequest) => {
+  if (!/^multipart\/form-data\b/i.test(request.headers['content-type'] ?? '')) {
+    throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
+  }
+};
+
 export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions): Promise<void> {
   // The file's size is checked as its lines are read (jsonl-lines.ts), for a 413 that says so:
   // the parser's own limit only stops a byte past it.
   await app.register(multipart, { limits: { fileSize: options.files.maxBytes + 1, files: 1, fields: 8, fieldSize: 1024 }, throwFileSizeLimit: false });
   const files = () => new FileStore(databaseOf(options));
+  // An upload holds a connection while its client sends: on a pool of their own, a few per user,
+  // so slow uploads cannot take the connections every tenant's other file and batch requests use.
+  const uploads = new PerUserLimit(UPLOADS_PER_USER, 'uploads');
+  const uploadStore = () => new FileStore(options.uploadDatabase ?? databaseOf(options));
 
-  app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024 }, async (request) =>
-    orUnavailable(receiveUpload(request, files(), keyHolderOf(request).userId, options.files)));
+  app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024, onRequest: multipartOnly }, async (request) => {
+    const userId = keyHolderOf(request).userId;
+    return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files)));
+  });
 
   app.get('/files', async (request) => {
     const query = parseOrThrow(listQuery, request.query);

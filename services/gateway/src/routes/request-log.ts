@@ -5,10 +5,11 @@
  * Answered by the gateway from PostgreSQL, as the batch overview is.
  */
 import type { FastifyInstance } from 'fastify';
-import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, parseOrThrow, rateLimited, Role } from '@gateway/contracts';
+import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, parseOrThrow, Role } from '@gateway/contracts';
 import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
 import { accessTokenHook } from '../auth/request-auth.ts';
+import { PerUserLimit } from '../per-user-limit.ts';
 
 export interface RequestLogRoutesOptions {
   users: UserStore;
@@ -30,22 +31,17 @@ const READS_PER_USER = 2;
  * says why, not an internal error.
  */
 class LogReads {
-  private readonly inFlight = new Map<number, number>();
+  private readonly perUser = new PerUserLimit(READS_PER_USER, 'reads of the request log');
 
-  async run<T>(userId: number, read: () => Promise<T>): Promise<T> {
-    const now = this.inFlight.get(userId) ?? 0;
-    if (now >= READS_PER_USER) throw rateLimited(`this user already has ${READS_PER_USER} reads of the request log running; retry when one has answered`, 1);
-    this.inFlight.set(userId, now + 1);
-    try {
-      return await orUnavailable(read());
-    } catch (error) {
-      if (isStatementTimeout(error)) throw overloaded('the request log read ran past its time limit (LOG_QUERY_TIMEOUT_MS): narrow its time range or filters', 5);
-      throw error;
-    } finally {
-      const left = this.inFlight.get(userId)! - 1;
-      if (left === 0) this.inFlight.delete(userId);
-      else this.inFlight.set(userId, left);
-    }
+  run<T>(userId: number, read: () => Promise<T>): Promise<T> {
+    return this.perUser.run(userId, async () => {
+      try {
+        return await orUnavailable(read());
+      } catch (error) {
+        if (isStatementTimeout(error)) throw overloaded('the request log read ran past its time limit (LOG_QUERY_TIMEOUT_MS): narrow its time range or filters', 5);
+        throw error;
+      }
+    });
   }
 }
 
