@@ -85,6 +85,48 @@ describe('a key sending 100 bodies of 10 MB at once', () => {
   }
 });
 
+describe("a user's keys trickling chunked bodies", () => {
+  it("hold at most the user's byte budget together, and another tenant's request is answered", async ({ stack, upstream, channel, apiKey }) => {
+    const fast = await upstream.openai({ delayMs: 10 });
+    await channel(fast, ['budget-trickle']);
+    // One user with ten keys of its own, 27 bodies without a length (each held at the body
+    // limit, 10 MiB, until it ends), sending a byte every half second: before, 25 of them held
+    // 250 of the gateway's 256 MiB and every other tenant got 503.
+    const user = await stack.adminData('POST', '/api/user/', { username: 'trickler', password: 'trickler-password' });
+    const keys = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await stack.adminData('POST', '/api/token/', { name: `t${i}`, user_id: user.id, unlimited_quota: true })).key as string));
+    const url = new URL(`${stack.gateway.url}/v1/completions`);
+    const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+    const timers: NodeJS.Timeout[] = [];
+    // And one with a length, the gateway's budget less what the 25 would hold, less 20 bytes.
+    const topUp = 256 * 1024 * 1024 - 25 * 10 * 1024 * 1024 - 20;
+    const statuses = Array.from({ length: 28 }, (_, i) => new Promise<number>((resolve) => {
+      const length = i === 27 ? { 'content-length': topUp } : { 'transfer-encoding': 'chunked' };
+      const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { authorization: `Bearer ${keys[i % keys.length]}`, 'content-type': 'application/json', ...length } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', () => resolve(0));
+      req.write('{');
+      timers.push(setInterval(() => req.write(' '), 500));
+    }));
+    try {
+      const other = await apiKey();
+      await new Promise((r) => setTimeout(r, 1000)); // every body begun, and the refused ones answered
+      const agentOther = new Agent({ keepAlive: true, maxSockets: 1 });
+      const answer = await post(stack.gateway, agentOther, other.key, Buffer.from(JSON.stringify({ model: 'budget-trickle', prompt: 'hello' })));
+      agentOther.destroy();
+      expect(answer.status).toBe(200);
+      // The user's refusals: 429, each at once; 6 (64 MiB of 10 MiB bodies) held on.
+      const settled = await Promise.all(statuses.map((s) => Promise.race([s, new Promise<string>((r) => setTimeout(() => r('held'), 100))])));
+      expect(settled.filter((s) => s === 429).length, JSON.stringify(settled)).toBe(22);
+      expect(settled.filter((s) => s === 'held').length, JSON.stringify(settled)).toBe(6);
+    } finally {
+      for (const timer of timers) clearInterval(timer);
+      agent.destroy();
+    }
+  }, 60_000);
+});
+
 describe('a key with no quota left sending 100 bodies of 10 MB at once', () => {
   it("is refused before its bodies are parsed or held (each read and dropped, every client getting its 429), and another tenant's latency stays near its baseline", async ({ stack, upstream, channel, apiKey }) => {
     const flood = await startBodyFlood();

@@ -69,7 +69,7 @@ export interface GatewayDeps {
   clientStallTimeoutMs: number;
   /** How fast bodies answered before they were read are read and dropped, all together (UNREAD_BODY_BYTES_PER_SECOND). */
   unreadBodyBytesPerSecond: number;
-  /** Bytes of model request bodies in flight, per key and in all (BODY_BUDGET_PER_KEY_BYTES, BODY_BUDGET_BYTES). */
+  /** Bytes of model request bodies in flight, per key, per user and in all (BODY_BUDGET_PER_KEY_BYTES, BODY_BUDGET_PER_USER_BYTES, BODY_BUDGET_BYTES). */
   bodyBudget: BodyBudgetOptions;
   /** Bytes of one answer the gateway buffers for its client (RESPONSE_BUFFER_BYTES). */
   responseBufferBytes: number;

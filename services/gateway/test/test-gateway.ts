@@ -36,7 +36,7 @@ export function useTestGateway(options: { unreadBodyBytesPerSecond?: number } = 
     const { app } = buildGateway({
       redis, store, jobs, inbox, metrics: createGatewayMetrics(), log: createLogger('gateway', 'silent'),
       requestTimeoutMs: 5000, bodyLimitBytes: 1024 * 1024, managementBodyLimitBytes: 64 * 1024, managementChangesPerMinute: 60,
-      headersTimeoutMs: 5000, bodyTimeoutMs: 5000, keepAliveTimeoutMs: 5000, clientStallTimeoutMs: 5000, responseBufferBytes: 1024 * 1024, unreadBodyBytesPerSecond: options.unreadBodyBytesPerSecond ?? 64 * 1024 * 1024, bodyBudget: { perKeyBytes: 32 * 1024 * 1024, totalBytes: 256 * 1024 * 1024, defaultBodyLimit: 1024 * 1024 },
+      headersTimeoutMs: 5000, bodyTimeoutMs: 5000, keepAliveTimeoutMs: 5000, clientStallTimeoutMs: 5000, responseBufferBytes: 1024 * 1024, unreadBodyBytesPerSecond: options.unreadBodyBytesPerSecond ?? 64 * 1024 * 1024, bodyBudget: { perKeyBytes: 32 * 1024 * 1024, perUserBytes: 2 * 32 * 1024 * 1024, totalBytes: 256 * 1024 * 1024, defaultBodyLimit: 1024 * 1024 },
       cipher: new ChannelKeyCipher(Buffer.from(TEST_SECRET_KEY, 'base64')),
       loginThrottle: { failuresPerUser: 5, failuresPerAddress: 20, failuresPerUserOverall: 100, windowSeconds: 60 },
       passwordHashConcurrency: 1, addressPolicy: { allowPrivate: true, forbidden: [] }, dashboardPayloads: 'none', maxBacklog: 1000,

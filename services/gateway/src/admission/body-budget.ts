@@ -1,7 +1,8 @@
 /**
  * Bytes of model request bodies in flight: received, held while the job waits and runs, and
- * given back when the answer ends (or the client leaves). Each key may hold `perKeyBytes` (past
- * it, 429) and the whole gateway `totalBytes` (past it, 503), both with Retry-After. Decided
+ * given back when the answer ends (or the client leaves). Each key may hold `perKeyBytes`, all
+ * the keys of a user together `perUserBytes` (past either, 429), and the whole gateway
+ * `totalBytes` (past it, 503), all with Retry-After. Decided
  * before a byte of the body is read: from Content-Length, or for a body without one (chunked)
  * from the route's body limit, the most it may be, until it ends and is counted.
  *
@@ -17,6 +18,12 @@ import { UNPARSED_METHODS } from '../content-encoding.ts';
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
   perKeyBytes: number;
+  /**
+   * Body bytes all the keys of one user may have in flight on this gateway
+   * (BODY_BUDGET_PER_USER_BYTES): a user that made ten keys held 250 of the gateway's 256 MiB
+   * with bodies trickling a byte a second, and every other tenant got 503.
+   */
+  perUserBytes: number;
   /** Body bytes all keys together may have in flight on this gateway (BODY_BUDGET_BYTES). */
   totalBytes: number;
   /** What a body without a Content-Length takes until it ends, on a route without a limit of its own. */
@@ -28,6 +35,7 @@ export class BodyBudget {
   readonly defaultBodyLimit: number;
   private total = 0;
   private readonly perKey = new Map<number, number>();
+  private readonly perUser = new Map<number, number>();
 
   constructor(options: BodyBudgetOptions) {
     this.options = options;
@@ -39,27 +47,40 @@ export class BodyBudget {
     return keyId === undefined ? this.total : (this.perKey.get(keyId) ?? 0);
   }
 
-  /** Takes `bytes` for the key, or throws 429 (the key's budget) or 503 (the gateway's). */
-  take(keyId: number, bytes: number): void {
-    const mine = this.perKey.get(keyId) ?? 0;
+  /** Takes `bytes` for the key and its user, or throws 429 (the key's or the user's budget) or 503 (the gateway's). */
+  take(holder: BodyHolder, bytes: number): void {
+    const mine = this.perKey.get(holder.tokenId) ?? 0;
+    const users = this.perUser.get(holder.userId) ?? 0;
     // A key holding nothing may always send one body up to the body limit, whatever its budget.
     if (mine > 0 && mine + bytes > this.options.perKeyBytes) {
       throw rateLimited(`this API key has ${mine} bytes of request bodies in flight; past ${this.options.perKeyBytes} (BODY_BUDGET_PER_KEY_BYTES) wait for some to finish`, 1);
     }
+    if (users > 0 && users + bytes > this.options.perUserBytes) {
+      throw rateLimited(`this user's API keys have ${users} bytes of request bodies in flight; past ${this.options.perUserBytes} (BODY_BUDGET_PER_USER_BYTES) wait for some to finish`, 1);
+    }
     if (this.total > 0 && this.total + bytes > this.options.totalBytes) {
       throw overloaded('the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly');
     }
-    this.perKey.set(keyId, mine + bytes);
+    this.perKey.set(holder.tokenId, mine + bytes);
+    this.perUser.set(holder.userId, users + bytes);
     this.total += bytes;
   }
 
-  give(keyId: number, bytes: number): void {
+  give(holder: BodyHolder, bytes: number): void {
     if (bytes <= 0) return;
-    const left = (this.perKey.get(keyId) ?? 0) - bytes;
-    if (left > 0) this.perKey.set(keyId, left);
-    else this.perKey.delete(keyId);
+    less(this.perKey, holder.tokenId, bytes);
+    less(this.perUser, holder.userId, bytes);
     this.total = Math.max(0, this.total - bytes);
   }
+}
+
+/** Whose body it is: its key and the key's user. */
+export interface BodyHolder { tokenId: number; userId: number }
+
+function less(held: Map<number, number>, id: number, bytes: number): void {
+  const left = (held.get(id) ?? 0) - bytes;
+  if (left > 0) held.set(id, left);
+  else held.delete(id);
 }
 
 /**
@@ -68,13 +89,13 @@ export class BodyBudget {
  */
 export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
   return async (request, reply, payload) => {
-    const keyId = request.keyHolder?.tokenId;
+    const holder = request.keyHolder;
     const length = request.headers['content-length'];
     // A GET or HEAD body is never read (Fastify parses none): nothing to hold for it.
-    if (keyId === undefined || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNPARSED_METHODS.has(request.method)) return payload;
+    if (!holder || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNPARSED_METHODS.has(request.method)) return payload;
     let held = 0;
     reply.raw.once('close', () => {
-      budget.give(keyId, held);
+      budget.give(holder, held);
       held = 0;
     });
     const declared = Number(length);
@@ -85,7 +106,7 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     if (length !== undefined && Number.isSafeInteger(declared) && !compressed) {
       // Past the budget this throws before a byte is read; Node reads the refused body and
       // drops it after the answer, so the client (still sending) reads its 429, not a reset.
-      budget.take(keyId, declared);
+      budget.take(holder, declared);
       held = declared;
       return payload;
     }
@@ -93,7 +114,7 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     // is read, and what it did not use is given back when it ends. Counting it only as it came
     // would let 100 bodies at once each take a slice of the budget and none get to its end.
     const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
-    budget.take(keyId, limit);
+    budget.take(holder, limit);
     held = limit;
     let received = 0;
     const counted = new Transform({
@@ -103,7 +124,7 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
       },
       flush(done) {
         if (held > received) {
-          budget.give(keyId, held - received);
+          budget.give(holder, held - received);
           held = received;
         }
         done();
