@@ -139,7 +139,7 @@ describe('a flood of made-up keys, one request each', () => {
 });
 
 describe('connections that hold without asking', () => {
-  it('closes connections that send nothing, trickle their headers or sit idle, while real requests keep working', async ({ stack, upstream, channel, apiKey }) => {
+  it('closes connections that send nothing (or only empty lines), trickle their headers or sit idle, while real requests keep working', async ({ stack, upstream, channel, apiKey }) => {
     const gateway = await stack.add('gateway', { HEADERS_TIMEOUT_MS: '1000', BODY_TIMEOUT_MS: '2000', KEEP_ALIVE_TIMEOUT_MS: '1500' });
     const mock = await upstream.openai();
     await channel(mock, ['front-door-slow']);
@@ -165,6 +165,17 @@ describe('connections that hold without asking', () => {
       socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
       socket.resume();
     }));
+    // And empty lines (which HTTP lets a client send between requests) every 400 ms, before a
+    // first request or after one answered: each re-armed the socket's idle timer, so they stayed
+    // open for good.
+    const blank = (first: string) => Array.from({ length: 150 }, () => hold((socket) => {
+      if (first) socket.write(first);
+      socket.resume();
+      const drip = setInterval(() => socket.write('\r\n'), 400);
+      socket.on('close', () => clearInterval(drip));
+    }));
+    const blankFirst = blank('');
+    const blankAfter = blank('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
 
     // Meanwhile real requests keep being answered, promptly.
     const agent = new Agent({ keepAlive: false });
@@ -176,11 +187,13 @@ describe('connections that hold without asking', () => {
     }
     agent.destroy();
 
-    const [silentMs, slowMs, idleMs] = await Promise.all([silent, slowloris, idle].map((held) => Promise.all(held)));
+    const [silentMs, slowMs, idleMs, blankFirstMs, blankAfterMs] = await Promise.all([silent, slowloris, idle, blankFirst, blankAfter].map((held) => Promise.all(held)));
     // Closed by the gateway within its time-outs (checked every second), not by this test.
     expect(Math.max(...silentMs!)).toBeLessThan(3500);
     expect(Math.max(...slowMs!)).toBeLessThan(3500);
     expect(Math.max(...idleMs!)).toBeLessThan(4000);
+    expect(Math.max(...blankFirstMs!)).toBeLessThan(3500);
+    expect(Math.max(...blankAfterMs!)).toBeLessThan(4000);
     for (const socket of opened) socket.destroy();
   }, 30_000);
 });

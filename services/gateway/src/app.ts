@@ -27,7 +27,7 @@ import { registerContentDecoding } from './content-encoding.ts';
 import { clientErrorHandler, rememberRequestPaths } from './client-errors.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { wireConstraint } from './wire-constraint.ts';
-import { closeSilentConnections } from './silent-connections.ts';
+import { closeIdleConnections } from './idle-connections.ts';
 import { dropStalledReaders } from './stalled-readers.ts';
 import { UnreadBodies } from './unread-bodies.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
@@ -132,9 +132,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     clientErrorHandler,
     // The front door counts no connections: a burst from one address (or from everyone behind
     // one load balancer) is read and answered, never reset. It bounds what costs without doing
-    // work: a connection that sends nothing (silent-connections.ts) or trickles its headers
-    // (headersTimeout), one whose body trickles (requestTimeout), both checked every second
-    // (Node checks every 30 s by default), one idle between requests (keepAliveTimeout), and
+    // work: a connection that begins no request, before its first or between two, whatever it
+    // sends (idle-connections.ts), one that trickles its headers (headersTimeout), one whose
+    // body trickles (requestTimeout), both checked every second (Node checks every 30 s by
+    // default), and
     // bytes held (the body budget, admission/body-budget.ts; the reply buffer, model-relay.ts).
     requestTimeout: deps.bodyTimeoutMs,
     keepAliveTimeout: deps.keepAliveTimeoutMs,
@@ -152,7 +153,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const credentialPlaces = new CredentialPlaces();
   app.decorate('credentialPlaces', credentialPlaces);
   const requestTurns = takeRequestsInTurns(app.server, { places: credentialPlaces });
-  closeSilentConnections(app.server, deps.headersTimeoutMs);
+  closeIdleConnections(app.server, { headersMs: deps.headersTimeoutMs, keepAliveMs: deps.keepAliveTimeoutMs });
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 
   // JSON only: anything else is a 415, not a body the routes would misread.
