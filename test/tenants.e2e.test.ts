@@ -202,6 +202,37 @@ describe('quota held before a job exists', () => {
     }
   });
 
+  it('sends the output limit a request is held by when it sets none: an upstream that writes on to its context without one cannot overspend', async ({ stack, upstream, channel, apiKey }) => {
+    // As llama.cpp and vLLM do: as many tokens as the request's limit allows, 20,000 without one.
+    const mock = await upstream.openai({ delayMs: 100, wordsWithoutLimit: 20_000 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const usedOf = async (id: number) => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota as number;
+    // Completions, held at OpenAI's default of 16 (and max_tokens: null the same): before, 30 were
+    // charged 60,030 against a quota of 1,000.
+    const small = await apiKey({ unlimited_quota: false, remain_quota: 1000 });
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => complete(stack, small.key, { model, prompt: 'hi', ...(i % 2 ? { max_tokens: null } : {}) })));
+    const served = answers.filter((a) => a.status === 200).length;
+    expect(served).toBeGreaterThan(0);
+    await expect.poll(() => usedOf(small.id)).toBe(served * 17);
+    expect(await usedOf(small.id)).toBeLessThanOrEqual(1000);
+    expect(mock.requests.filter((r) => r.path === '/v1/completions').every((r) => r.body.max_tokens === 16)).toBe(true);
+    // Chat, held at CHAT_DEFAULT_MAX_TOKENS (4,096), whole and streamed: before, 60,003 against 10,000.
+    const chatKey = await apiKey({ unlimited_quota: false, remain_quota: 10_000 });
+    const chats = await Promise.all(Array.from({ length: 10 }, (_, i) => client(stack, chatKey.key).chat.completions
+      .create({ model, messages: [{ role: 'user', content: 'hi' }], ...(i % 2 ? { stream: true, stream_options: { include_usage: true } } : {}) } as never)
+      .then(async (reply: any) => { if (reply[Symbol.asyncIterator]) for await (const _ of reply); return 200; }, (e: { status?: number }) => e.status ?? 0)));
+    expect(chats.filter((s) => s === 200).length).toBeGreaterThan(0);
+    expect(chats.every((s) => s === 200 || s === 429), JSON.stringify(chats)).toBe(true);
+    // Each is charged what it held at most (1 + 4,096); the last one admitted may pass the quota
+    // by its hold (docs/scaling.md's bound).
+    const servedChats = chats.filter((s) => s === 200).length;
+    await expect.poll(() => usedOf(chatKey.id), { timeout: 10_000 }).toBe(servedChats * 4097);
+    expect(await usedOf(chatKey.id)).toBeLessThanOrEqual(10_000 + 4097);
+    const sent = mock.requests.filter((r) => r.path === '/v1/chat/completions');
+    expect(sent.every((r) => r.body.max_completion_tokens === 4096 && r.body.max_tokens === undefined)).toBe(true);
+  });
+
   it('holds a prompt by what it may cost, not by four characters a token: short words cannot overspend', async ({ stack, upstream, channel, apiKey }) => {
     // 'a a a …' is a token a word (two characters a token): the mock counts words as tokens.
     const mock = await upstream.openai({ delayMs: 200, text: 'w' });

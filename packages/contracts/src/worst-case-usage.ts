@@ -102,10 +102,9 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
 }
 
 /**
- * What a chat request holds when it sets no `max_completion_tokens` (or `max_tokens`): the
- * upstream's own limit is the model's, which the gateway does not know. A reply may run past it
- * (a key's hold is reconciled with the real usage at the end), but a key's in-flight requests
- * can never together overspend its quota by more than this a request.
+ * What a chat request holds when it sets no `max_completion_tokens` (or `max_tokens`), and the
+ * limit its upstream is then sent (the upstream's own default is the model's, which the gateway
+ * does not know, and some write on to the context): what it writes stays within its hold.
  */
 export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 

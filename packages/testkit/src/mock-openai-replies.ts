@@ -10,6 +10,19 @@ export interface ReplyOptions {
   text?: string | ((prompt: string) => string);
   /** A chat reply calls this tool (when the request offers tools) instead of answering in text. */
   toolCall?: { name: string; arguments: string };
+  /**
+   * Write as many words (one token each) as the request's output limit allows (`max_tokens`;
+   * for chat `max_completion_tokens`, or `max_tokens`), ending for `length` as OpenAI does; a
+   * request with no limit gets this many, as llama.cpp and vLLM run on to the context.
+   */
+  wordsWithoutLimit?: number;
+}
+
+/** The text of `options`, or as many words as the limit allows (`wordsWithoutLimit`), and why it ends. */
+function textFor(prompt: string, options: ReplyOptions, limit: unknown): { text: string; finish: 'stop' | 'length' } {
+  if (options.wordsWithoutLimit === undefined) return { text: (typeof options.text === 'function' ? options.text(prompt) : options.text) ?? DEFAULT_TEXT, finish: 'stop' };
+  const words = typeof limit === 'number' ? limit : options.wordsWithoutLimit;
+  return { text: Array.from({ length: words }, () => 'word').join(' '), finish: 'length' };
 }
 
 export interface PlannedReply {
@@ -44,7 +57,7 @@ export function planCompletion(body: Record<string, unknown>, options: ReplyOpti
   const model = String(body.model ?? '');
   const n = typeof body.n === 'number' ? body.n : 1;
   const prompt = promptText(body.prompt);
-  const text = (typeof options.text === 'function' ? options.text(prompt) : options.text) ?? DEFAULT_TEXT;
+  const { text, finish } = textFor(prompt, options, body.max_tokens);
   const prefix = body.echo === true ? prompt : '';
   const usage = { prompt_tokens: words(prompt), completion_tokens: words(text) * n, total_tokens: words(prompt) + words(text) * n };
   const logprobs = typeof body.logprobs === 'number'
@@ -55,10 +68,10 @@ export function planCompletion(body: Record<string, unknown>, options: ReplyOpti
   const chunks: Record<string, unknown>[] = [];
   for (let index = 0; index < n; index++) {
     for (const piece of pieces) chunks.push({ ...base, choices: [{ text: piece, index, logprobs: null, finish_reason: null }] });
-    chunks.push({ ...base, choices: [{ text: '', index, logprobs: null, finish_reason: 'stop' }] });
+    chunks.push({ ...base, choices: [{ text: '', index, logprobs: null, finish_reason: finish }] });
   }
   return {
-    whole: { ...base, choices: Array.from({ length: n }, (_, index) => ({ text: prefix + text, index, logprobs, finish_reason: 'stop' })), usage },
+    whole: { ...base, choices: Array.from({ length: n }, (_, index) => ({ text: prefix + text, index, logprobs, finish_reason: finish })), usage },
     chunks,
     usage,
     usageChunk: { ...base, choices: [], usage },
@@ -82,7 +95,7 @@ export function planChat(body: Record<string, unknown>, options: ReplyOptions): 
   const call = tools.length > 0 && body.tool_choice !== 'none'
     ? options.toolCall ?? (/weather/i.test(contentText(lastUser?.content)) ? { name: tools[0]!.function?.name ?? 'tool', arguments: JSON.stringify({ city: 'Paris' }) } : undefined)
     : undefined;
-  const text = (typeof options.text === 'function' ? options.text(prompt) : options.text) ?? DEFAULT_TEXT;
+  const { text, finish } = textFor(prompt, options, body.max_completion_tokens ?? body.max_tokens);
   const produced = call ? call.name + call.arguments : text;
   const usage = { prompt_tokens: words(prompt), completion_tokens: Math.max(1, words(produced)) * n, total_tokens: words(prompt) + Math.max(1, words(produced)) * n };
   const base = { id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_mock' };
@@ -103,14 +116,14 @@ export function planChat(body: Record<string, unknown>, options: ReplyOptions): 
         chunks.push({ ...base, choices: [{ index, delta: { content: i === 0 ? word : ` ${word}` }, logprobs: null, finish_reason: null }] });
       }
     }
-    chunks.push({ ...base, choices: [{ index, delta: {}, logprobs: null, finish_reason: call ? 'tool_calls' : 'stop' }] });
+    chunks.push({ ...base, choices: [{ index, delta: {}, logprobs: null, finish_reason: call ? 'tool_calls' : finish }] });
     choices.push({
       index,
       message: call
         ? { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: callId, type: 'function', function: call }] }
         : { role: 'assistant', content: text, refusal: null },
       logprobs: null,
-      finish_reason: call ? 'tool_calls' : 'stop',
+      finish_reason: call ? 'tool_calls' : finish,
     });
   }
   return {

@@ -29,6 +29,8 @@ export interface MockOpenAIBehaviour {
   text?: string | ((prompt: string) => string);
   /** A chat reply calls this tool (when the request offers tools) instead of answering in text. */
   toolCall?: { name: string; arguments: string };
+  /** Words (a token each) as the request's output limit allows, this many without one (`ReplyOptions.wordsWithoutLimit`). */
+  wordsWithoutLimit?: number;
   /** Leave `usage` out of the reply (and the stream's usage chunk). */
   omitUsage?: boolean;
   /** A stream's usage chunk comes this long after its last text chunk. */

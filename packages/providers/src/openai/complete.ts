@@ -3,7 +3,7 @@
  * the reply (or each stream chunk) mapped back to the client's model name with a complete
  * `usage`, and every failure an `UpstreamError`.
  */
-import { UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage, tokenCount } from '@gateway/contracts';
+import { COMPLETION_DEFAULT_MAX_TOKENS, UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage, tokenCount } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'>> & {
@@ -103,7 +103,10 @@ export function fromUpstreamChunk(raw: unknown, requestedModel: string): Complet
 
 /** `POST /v1/completions`, whole or streamed: a stream ends with `data: [DONE]`. */
 export const completions: OperationMapping<CompletionRequest, CompletionResponse, CompletionChunk> = {
-  toUpstream: toUpstreamRequest,
+  // The output limit the request is held by (OpenAI's default of 16) goes upstream too: llama.cpp,
+  // vLLM and Ollama write on to the context without one, and 30 requests held at 18 tokens each
+  // were charged 60 times their key's quota.
+  toUpstream: (request, upstreamModel, stream) => ({ ...toUpstreamRequest(request, upstreamModel, stream), max_tokens: request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS }),
   fromReply: (raw, request) => fromUpstreamCompletion(raw, request.model),
   fromEvent: (raw, request) => fromUpstreamChunk(raw, request.model),
   streamEnd: { name: '[DONE]', isMarker: (data) => data.trim() === '[DONE]' },
