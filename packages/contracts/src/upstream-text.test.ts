@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUpstreamText, secretForms, withoutSecretForms } from './upstream-text.ts';
+import { mentionsAny, redactUpstreamText, replySecretForms, secretForms, withoutSecretForms, withoutSecretFormsIn } from './upstream-text.ts';
 
 describe("a channel key's forms", () => {
   const key = 'Zx9!kQ/7+pL=mw#2uv';
@@ -21,5 +21,21 @@ describe("a channel key's forms", () => {
 
   it('are none for a key too short to tell from ordinary text', () => {
     expect(secretForms('test')).toEqual([]);
+  });
+
+  it("are taken out of a reply's strings after it is parsed: a key that spells a number leaves the number whole, and one escaped as JSON may escape it is found", () => {
+    const digits = '17123456789012345678';
+    const text = `{"created":${digits}0,"note":"key ${digits}"}`;
+    const forms = replySecretForms(digits);
+    expect(mentionsAny(text, forms)).toBe(true);
+    expect(withoutSecretFormsIn(JSON.parse(text), forms)).toEqual({ created: Number(`${digits}0`), note: 'key [redacted]' });
+    const slashed = 'abc/def/ghi/jkl/mno/pqr';
+    const php = `{"text":"${slashed.replaceAll('/', '\\/')}"}`;
+    expect(mentionsAny(php, replySecretForms(slashed))).toBe(true);
+    expect(withoutSecretFormsIn(JSON.parse(php), replySecretForms(slashed))).toEqual({ text: '[redacted]' });
+  });
+
+  it("are none in a reply for a self-hosted placeholder shorter than 20 characters, a word a model may write", () => {
+    for (const placeholder of ['not-needed', 'lm-studio', 'sk-no-key-required', 'token-abc123']) expect(replySecretForms(placeholder), placeholder).toEqual([]);
   });
 });

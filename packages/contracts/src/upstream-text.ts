@@ -24,7 +24,9 @@ export function secretForms(secret: string, { anyCase = false } = {}): readonly 
   const memo = anyCase ? formsAnyCase : formsAsIs;
   let forms = memo.get(secret);
   if (!forms) {
-    const all = [secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64'), Buffer.from(secret).toString('base64url'), JSON.stringify(secret).slice(1, -1)];
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    // JSON may escape a '/' too (PHP does): the text then holds `\/` where the key holds `/`.
+    const all = [secret, encodeURIComponent(secret), Buffer.from(secret).toString('base64'), Buffer.from(secret).toString('base64url'), escaped, escaped.replaceAll('/', '\\/')];
     if (anyCase) all.push(secret.toUpperCase(), secret.toLowerCase());
     forms = [...new Set(all)];
     // Once per channel key, not per call (a process sees a handful of keys).
@@ -36,14 +38,38 @@ export function secretForms(secret: string, { anyCase = false } = {}): readonly 
 const formsAsIs = new Map<string, readonly string[]>();
 const formsAnyCase = new Map<string, readonly string[]>();
 
-/**
- * `text` with every one of `forms` (secretForms) replaced by `[redacted]`: for what an upstream
- * answered with success, whose text is relayed as it came. The same string when none is in it.
- */
+/** `text` with every one of `forms` (secretForms) replaced by `[redacted]`; the same string when none is in it. */
 export function withoutSecretForms(text: string, forms: readonly string[]): string {
   let out = text;
   for (const form of forms) if (out.includes(form)) out = out.split(form).join('[redacted]');
   return out;
+}
+
+/**
+ * The forms of a channel key to take out of what an upstream answers with success: none for a key
+ * under 20 characters. A self-hosted upstream's placeholder (`not-needed`, `lm-studio`,
+ * `sk-no-key-required`) is no secret, and a word a model may well write.
+ */
+export function replySecretForms(secret: string): readonly string[] {
+  return secret.length < 20 ? [] : secretForms(secret);
+}
+
+/** Whether JSON text holds any of `forms`: a scan of the text, before anything is walked. */
+export function mentionsAny(text: string, forms: readonly string[]): boolean {
+  for (const form of forms) if (text.includes(form)) return true;
+  return false;
+}
+
+/**
+ * A parsed JSON value with every string in it (field names too) stripped of `forms`: redacted
+ * after parsing, so a form that also spells a number, or a part of the JSON's syntax, is never cut
+ * out of the text.
+ */
+export function withoutSecretFormsIn(value: unknown, forms: readonly string[]): unknown {
+  if (typeof value === 'string') return withoutSecretForms(value, forms);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map((item) => withoutSecretFormsIn(item, forms));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [withoutSecretForms(key, forms), withoutSecretFormsIn(item, forms)]));
 }
 
 /** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */

@@ -102,9 +102,10 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
 }
 
 /**
- * What a chat request holds when it sets no `max_completion_tokens` (or `max_tokens`), and the
- * limit its upstream is then sent (the upstream's own default is the model's, which the gateway
- * does not know, and some write on to the context): what it writes stays within its hold.
+ * What a chat request holds when it sets no `max_completion_tokens` (or `max_tokens`). Its
+ * upstream is sent no limit (the model's own default, which the gateway does not know, stands:
+ * capping every chat of the SDKs, which send none, would cut long answers and reasoning short),
+ * so such a chat may be charged more than it held: by what it writes past this.
  */
 export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 

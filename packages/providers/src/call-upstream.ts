@@ -3,10 +3,10 @@
  * body from the provider's definition, the HTTP from `upstream-request.ts`, the reply and each
  * stream event mapped back, and every failure an `UpstreamError` in the provider's reading.
  * What a successful reply says goes to the client as the upstream wrote it, fields unknown to
- * the wire format too, so the channel's key is taken out of it first, in every form an upstream
- * may reflect it in (the router does the same, and more, for a failure's).
+ * the wire format too, so the channel's key is taken out of its strings first, in every form an
+ * upstream may reflect it in (the router does the same, and more, for a failure's).
  */
-import { secretForms, UpstreamError, withoutSecretForms } from '@gateway/contracts';
+import { mentionsAny, replySecretForms, UpstreamError, withoutSecretFormsIn } from '@gateway/contracts';
 import type { ProviderOperation, UpstreamTarget } from './provider.ts';
 import { readServerSentEvents } from './server-sent-events.ts';
 import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
@@ -19,7 +19,7 @@ export function operationUrl(operation: ProviderOperation<unknown, unknown, unkn
 /** One call, answered whole. */
 export async function callUpstream<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
   try {
-    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false), secretForms(target.key));
+    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false), replySecretForms(target.key));
     return operation.mapping.fromReply(raw, request);
   } catch (error) {
     throw providerFailure(operation, error);
@@ -42,7 +42,7 @@ export async function streamUpstream<Request, Reply, Event>(
   } catch (error) {
     throw providerFailure(operation, error);
   }
-  return events(operation, reply, request, secretForms(target.key));
+  return events(operation, reply, request, replySecretForms(target.key));
 }
 
 /**
@@ -81,7 +81,7 @@ function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown,
   };
 }
 
-/** `keyForms`: the channel key's forms (secretForms), taken out of each event before it is read. */
+/** `keyForms`: the channel key's forms (replySecretForms), taken out of each event's strings before it is read. */
 async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request, keyForms: readonly string[]): AsyncGenerator<Event> {
   const { fromEvent, streamEnd } = operation.mapping;
   let finished = false;
@@ -92,7 +92,8 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
         finished = true;
         break;
       }
-      const mapped = fromEvent(parseEvent(withoutSecretForms(data, keyForms)), request, state);
+      const event = parseEvent(data);
+      const mapped = fromEvent(keyForms.length > 0 && mentionsAny(data, keyForms) ? withoutSecretFormsIn(event, keyForms) : event, request, state);
       for (const event of mapped === undefined ? [] : Array.isArray(mapped) ? mapped : [mapped]) {
         if (streamEnd.isLast?.(event)) finished = true;
         yield event;

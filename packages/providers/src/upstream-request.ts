@@ -13,7 +13,7 @@ import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { policedConnector } from './policed-connector.ts';
 import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
-import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutSecretForms } from '@gateway/contracts';
+import { mentionsAny, NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutSecretFormsIn } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -72,7 +72,7 @@ export interface OpenUpstreamReply {
 
 /**
  * Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`),
- * all within `timeoutMs`; `without` (secret forms) are taken out of its text before it is parsed.
+ * all within `timeoutMs`; `without` (secret forms) are taken out of every string in it.
  */
 export async function postUpstreamJson(req: UpstreamRequest, without: readonly string[] = []): Promise<unknown> {
   const deadline = replyDeadline(req.timeoutMs, req.signal);
@@ -88,7 +88,8 @@ export async function postUpstreamJson(req: UpstreamRequest, without: readonly s
     deadline.release();
   }
   try {
-    return JSON.parse(withoutSecretForms(text, without));
+    const value: unknown = JSON.parse(text);
+    return without.length > 0 && mentionsAny(text, without) ? withoutSecretFormsIn(value, without) : value;
   } catch (error) {
     throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
   }

@@ -3,7 +3,7 @@
  * Ollama, Gemini's OpenAI endpoint): the body passed on with the channel's model, the reply and
  * each stream chunk given the client's model name and a complete `usage`.
  */
-import { CHAT_DEFAULT_MAX_TOKENS, UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse } from '@gateway/contracts';
+import { UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { asObject, normalizeUsage, rejectErrorBody, toUpstreamRequest } from './complete.ts';
 
@@ -42,17 +42,7 @@ export function fromUpstreamChatChunk(raw: unknown, requestedModel: string): Cha
 
 /** `POST /v1/chat/completions`, whole or streamed: a stream ends with `data: [DONE]`. */
 export const chat: OperationMapping<ChatRequest, ChatResponse, ChatChunk> = {
-  toUpstream: (request, upstreamModel, stream) => {
-    const body = toUpstreamRequest(request, upstreamModel, stream);
-    // A request that sets no output limit is held by CHAT_DEFAULT_MAX_TOKENS: the upstream gets
-    // that limit, in the field OpenAI reads for every chat model (its reasoning models refuse
-    // `max_tokens`), so what it writes stays within what was held.
-    if (request.max_completion_tokens == null && request.max_tokens == null) {
-      delete body.max_tokens;
-      body.max_completion_tokens = CHAT_DEFAULT_MAX_TOKENS;
-    }
-    return body;
-  },
+  toUpstream: toUpstreamRequest,
   fromReply: (raw, request) => fromUpstreamChat(raw, request.model),
   fromEvent: (raw, request) => fromUpstreamChatChunk(raw, request.model),
   streamEnd: { name: '[DONE]', isMarker: (data) => data.trim() === '[DONE]' },

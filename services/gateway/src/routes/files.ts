@@ -24,7 +24,7 @@ const listQuery = z.object({
 const noFile = (id: string) => notFound(`No such File object: ${id}`, 'id');
 
 /** Connections of a gateway's pool for uploads (main.ts). */
-export const UPLOAD_CONNECTIONS = 4;
+export const UPLOAD_CONNECTIONS = 8;
 /** Uploads one user may have in flight on a gateway; past it, 429. */
 const UPLOADS_PER_USER = 2;
 
