@@ -135,18 +135,24 @@ export class ChannelStore {
 
   /**
    * Re-encrypts every channel key not yet under `cipher`'s current key (keys stored in clear
-   * before encryption included); returns how many were rewritten. Each rewrite is guarded by the
+   * before encryption included), and makes every key's mask again by today's rule; returns how
+   * many keys were re-encrypted. Each rewrite is guarded by the
    * key it replaces, so a key an admin changes meanwhile is left as the admin set it.
    */
   async reencryptKeys(cipher: ChannelKeyCipher): Promise<number> {
     let rewritten = 0;
     for (const channel of await this.all()) {
-      if (cipher.isCurrent(channel.key)) continue;
+      if (cipher.isCurrent(channel.key)) {
+        // A mask made by an earlier rule (which showed 7 of a short key's 11 characters) is made again.
+        const mask = maskSecret(cipher.decrypt(channel.key));
+        if (channel.key_mask && channel.key_mask !== mask) await writeRecord(this.redis, { key: keys.channel(channel.id), id: String(channel.id), expect: { key: channel.key }, set: { key_mask: mask } });
+        continue;
+      }
       const plain = isEncryptedKey(channel.key) ? cipher.decrypt(channel.key) : channel.key;
       const result = await writeRecord(this.redis, {
         key: keys.channel(channel.id), id: String(channel.id),
         expect: { key: channel.key },
-        set: { key: cipher.encrypt(plain), ...(channel.key_mask ? {} : { key_mask: maskSecret(plain) }) },
+        set: { key: cipher.encrypt(plain), key_mask: maskSecret(plain) },
       });
       if (result.ok) rewritten++;
     }
