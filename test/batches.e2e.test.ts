@@ -420,17 +420,26 @@ describe("what one user may keep", () => {
 });
 
 describe('what one user may keep, by way of its batches', () => {
-  it('keeps counting an input file its user deleted while its batch keeps the lines copied from it', async ({ stack }) => {
+  it('counts the lines each batch copies from its input, whether the file is kept or deleted', async ({ stack }) => {
     // Upload, batch, delete, again: each batch kept a copy of its file's lines, and the user's
-    // files never grew past the cap while the database did.
+    // files never grew past the cap while the database did. And one file kept and run as many
+    // batches: each copy went uncounted (twelve held 5.7 times the cap).
     const openai = client(stack, (await tenant(stack)).key);
-    const text = jsonl(Array.from({ length: 6000 }, (_, i) => line('absent-model', i)));
-    expect(text.length).toBeGreaterThan(600_000);
+    const text = jsonl(Array.from({ length: 3500 }, (_, i) => line('absent-model', i)));
+    expect(text.length).toBeGreaterThan(400_000);
+    expect(text.length).toBeLessThan(512 * 1024);
     const upload = async () => openai.files.create({ file: await toFile(Buffer.from(text), 'f.jsonl'), purpose: 'batch' });
     const file = await upload();
     const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h' });
+    // The file and one copy fit the cap (1 MiB); a second copy of the same file does not.
+    const second = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/completions', completion_window: '24h' }).catch((e) => e);
+    expect(second.status).toBe(429);
+    expect(second.message).toMatch(/FILE_USER_MAX_BYTES/);
+    expect(second.headers.get('x-should-retry')).toBe('false');
     await openai.batches.cancel(batch.id);
     await openai.files.delete(file.id);
+    // The copy still counts: one more upload fits beside it, a second does not.
+    await upload();
     const again = await upload().catch((e) => e);
     expect(again.status).toBe(429);
     expect(again.message).toMatch(/FILE_USER_MAX_BYTES/);

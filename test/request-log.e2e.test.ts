@@ -160,6 +160,26 @@ describe('the request log', () => {
     expect((await stack.admin('GET', '/api/log/self', undefined, token)).status, 'and again once they ended').toBe(200);
   });
 
+  it("counts the operations console's reads of the log with the management API's, and answers one past the time limit 503, not 500", async ({ stack }) => {
+    const locker = new pg.Client({ connectionString: stack.postgres!.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE request_log IN ACCESS EXCLUSIVE MODE');
+    try {
+      const reads = [stack.admin('GET', '/admin/api/log'), stack.admin('GET', '/admin/api/log/stat?interval=minute')];
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await stack.admin('GET', '/api/log/')).status, 'a third at once, through the management API').toBe(429);
+      expect((await stack.admin('GET', '/admin/api/log')).status, 'or the console').toBe(429);
+      const answers = await Promise.all(reads);
+      expect(answers.map((a) => a.status)).toEqual([503, 503]);
+      expect(answers[0]!.body.message).toMatch(/LOG_QUERY_TIMEOUT_MS/);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    expect((await stack.admin('GET', '/admin/api/log')).status).toBe(200);
+  });
+
   it('has exactly one row per request after 10,000 with failovers, cancellations and streams, their tokens what the key was charged', async ({ stack, upstream, channel, apiKey }) => {
     const model = `log-${++seq}`;
     // The first channel fails one call in three: those requests fail over to the second.

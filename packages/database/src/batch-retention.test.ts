@@ -17,7 +17,7 @@ describe('what a user\'s batches keep', () => {
     for (let i = 1; i <= n; i++) yield { line: i, content: `{"custom_id":"${i}"}` };
   };
 
-  it('counts a deleted input file against its user while its batch keeps the lines, and drops ended batches past their retention with their lines and result files', async () => {
+  it('counts each batch\'s copy of its input against its user, the file deleted or not, while the batch keeps the lines, and drops ended batches past their retention with their lines and result files', async () => {
     const files = new FileStore(db);
     const batches = new BatchStore(db);
     const runs = new BatchRuns(db);
@@ -27,7 +27,8 @@ describe('what a user\'s batches keep', () => {
     const old = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
     const recent = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
     for (const batch of [old, recent]) await runs.addLines(batch.id, [{ line: 1, customId: 'a', body: '{}' }]);
-    expect(await files.usage(userId)).toEqual({ files: 1, bytes: 1000 });
+    // The file, and each batch's copy of its lines.
+    expect(await files.usage(userId)).toEqual({ files: 1, bytes: 3000 });
     // Deleted, its lines stay in the batches: the bytes stay counted (once a batch).
     await files.remove(input.id, userId);
     expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 });

@@ -1,8 +1,9 @@
-import { INT4_MAX, rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
+import { INT4_MAX, insufficientQuota, rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
+import { usageOf } from './file-store.ts';
 
 /**
  * `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. It must
@@ -96,13 +97,20 @@ export class BatchStore {
    * of the user's, so batches created at once cannot pass it together. `inputBytes`, its input
    * file's size, counts against its user's files until the batch is dropped (`FileStore.usage`).
    */
-  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER, inputBytes = 0): Promise<BatchObject> {
+  async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER, inputBytes = 0, maxBytes = Number.MAX_SAFE_INTEGER): Promise<BatchObject> {
     const now = unixNow();
     const client = await this.db.connect();
     let row: BatchRow | undefined;
     try {
       await client.query('BEGIN');
       await lockUser(client, 'batches', owner.userId);
+      // Its copy of the input counts against what the user's files may hold (FILE_USER_MAX_BYTES),
+      // under the lock uploads take, so an upload and a batch at once cannot pass it together.
+      await lockUser(client, 'files', owner.userId);
+      const usage = await usageOf(client, owner.userId);
+      if (usage.bytes + inputBytes > maxBytes) {
+        throw insufficientQuota(`this batch would copy ${inputBytes} bytes of lines, and this user's files and batches hold ${usage.bytes} of the ${maxBytes} bytes a user may keep (FILE_USER_MAX_BYTES): delete files, or wait for ended batches to be dropped`);
+      }
       const { rows } = await client.query<BatchRow>(
         `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes)
          SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9, $11

@@ -82,10 +82,10 @@ export class RequestLogQuery {
   async page(query: ListLogsQuery & { only_user?: number }): Promise<{ items: RequestLogEntry[]; total: number; page: number; page_size: number }> {
     const { sql, params } = where(query);
     const offset = (query.p - 1) * query.page_size;
-    const [rows, count] = await Promise.all([
-      this.db.query(`SELECT ${ENTRY_COLUMNS} FROM request_log ${sql} ORDER BY created_at DESC, job_id DESC LIMIT ${query.page_size} OFFSET ${offset}`, params),
-      this.db.query<{ total: string }>(`SELECT count(*) AS total FROM request_log ${sql}`, params),
-    ]);
+    // One after the other, on one connection at a time: a read takes one of its pool's few
+    // connections (two at once let one user's two reads take all three).
+    const rows = await this.db.query(`SELECT ${ENTRY_COLUMNS} FROM request_log ${sql} ORDER BY created_at DESC, job_id DESC LIMIT ${query.page_size} OFFSET ${offset}`, params);
+    const count = await this.db.query<{ total: string }>(`SELECT count(*) AS total FROM request_log ${sql}`, params);
     return { items: rows.rows.map(entryOf), total: Number(count.rows[0]!.total), page: query.p, page_size: query.page_size };
   }
 

@@ -32,7 +32,7 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
     if (input.purpose !== 'batch') {
       throw badRequest(`file '${input.id}' has purpose '${input.purpose}'; a batch's input file must have purpose 'batch'`, 'input_file_id');
     }
-    return orUnavailable(batches.create({ userId: holder.userId, tokenId: holder.tokenId }, body, options.completionWindowMs, options.userMaxOpenBatches, input.bytes));
+    return orUnavailable(batches.create({ userId: holder.userId, tokenId: holder.tokenId }, body, options.completionWindowMs, options.userMaxOpenBatches, input.bytes, options.files.userMaxBytes));
   });
 
   app.get('/batches/:id', async (request) => {

@@ -45,6 +45,12 @@ class LogReads {
   }
 }
 
+/**
+ * This gateway's reads of the request log, counted per user whichever route makes them: the
+ * management API's and the operations console's.
+ */
+export const logReads = new LogReads();
+
 /** Reads of the request log, or a 503 saying this gateway runs without PostgreSQL. */
 export function requestLogOf(database: Database | undefined): RequestLogQuery {
   if (!database) throw notConfigured('the request log needs PostgreSQL: this gateway runs without DATABASE_URL');
@@ -54,7 +60,7 @@ export function requestLogOf(database: Database | undefined): RequestLogQuery {
 export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, () => true));
   const query = () => requestLogOf(options.database);
-  const reads = new LogReads();
+  const reads = logReads;
 
   app.get('/log/', async (request) => {
     if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
