@@ -10,9 +10,14 @@ export function base64Bytes(data: string): number {
   return Math.max(0, Math.floor((data.length * 3) / 4) - padding);
 }
 
-/** Milliseconds of audio in a reply (or one stream event). */
+/**
+ * Milliseconds of audio in a reply (or one stream event), of every candidate: a request for 8
+ * candidates was charged for the first one's alone when its upstream reported no usage.
+ */
 export function audioMsOf(response: GeminiGenerateResponse): number {
   let ms = 0;
-  for (const audio of geminiInlineAudio(response)) ms += pcmDurationMs(base64Bytes(audio.data), pcmFormatFromMimeType(audio.mimeType));
+  for (const candidate of response.candidates ?? []) {
+    for (const audio of geminiInlineAudio({ candidates: [candidate] })) ms += pcmDurationMs(base64Bytes(audio.data), pcmFormatFromMimeType(audio.mimeType));
+  }
   return ms;
 }

@@ -32,9 +32,10 @@ const count = tokenCount;
 /** Anthropic counts cache writes and reads apart from `input_tokens`; all three are the prompt. */
 export function chatUsage(usage: AnthropicUsage | undefined): ChatUsage {
   const cached = count(usage?.cache_read_input_tokens);
-  const prompt = count(usage?.input_tokens) + count(usage?.cache_creation_input_tokens) + cached;
+  // Each sum at most MAX_REQUEST_TOKENS too, as every count the client is shown (tokenCount).
+  const prompt = tokenCount(count(usage?.input_tokens) + count(usage?.cache_creation_input_tokens) + cached);
   const completion = count(usage?.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: tokenCount(prompt + completion), prompt_tokens_details: { cached_tokens: cached } };
 }
 
 export const chatId = (anthropicId: unknown) => `chatcmpl-${typeof anthropicId === 'string' ? anthropicId : Date.now().toString(36)}`;

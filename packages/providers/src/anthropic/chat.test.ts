@@ -298,3 +298,10 @@ describe('anthropic chat: the stream', () => {
     expect(() => replay([textDelta(0, 'x')])).toThrow(expect.objectContaining({ kind: 'protocol' }));
   });
 });
+
+describe('anthropic chat: usage', () => {
+  it('shows every count, sums too, within MAX_REQUEST_TOKENS however large the parts the upstream reports', () => {
+    const reply = chat.fromReply({ type: 'message', id: 'm', content: [{ type: 'text', text: 'ok' }], stop_reason: 'end_turn', usage: { input_tokens: 1, cache_read_input_tokens: 1e12, cache_creation_input_tokens: 1e12, output_tokens: 2 } }, request({}));
+    expect(reply.usage).toMatchObject({ prompt_tokens: 2 ** 40, total_tokens: 2 ** 40, completion_tokens: 2 });
+  });
+});
