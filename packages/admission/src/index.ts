@@ -5,4 +5,4 @@
  */
 export { callerOf, holderOf, mayUseModel, type KeyHolder } from './key-holder.ts';
 export { KeyRateLimit } from './key-rate-limit.ts';
-export { ModelAdmission, type Admission, type ModelAdmissionOptions, type BacklogGate } from './model-admission.ts';
+export { ModelAdmission, priorityOf, type Admission, type ModelAdmissionOptions, type BacklogGate } from './model-admission.ts';

@@ -135,7 +135,7 @@ function needsHold(holder: KeyHolder): boolean {
 }
 
 /** The key's priority, or batch when the header asks for it: a header may lower it, never raise it. */
-function priorityOf(header: string | string[] | undefined, own: 'interactive' | 'batch'): 'interactive' | 'batch' {
+export function priorityOf(header: string | string[] | undefined, own: 'interactive' | 'batch'): 'interactive' | 'batch' {
   const value = (Array.isArray(header) ? header[0] : header)?.trim().toLowerCase();
   if (!value) return own;
   if (value === 'batch') return 'batch';

@@ -97,6 +97,7 @@ export const configSchema = z.object({
    */
   BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   BODY_BUDGET_PER_USER_BYTES: integer(64 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  INTAKE_PER_USER: integer(8, 0, 100_000),
   BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   /**
    * Bodies of requests answered before they were read (refused from their headers) are read and

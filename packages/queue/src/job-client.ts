@@ -46,6 +46,8 @@ interface RequestBase {
    * (`removed` then says how: a job a worker took once has freed its fair place already).
    */
   onUnrun?: (removed?: RemovedJob) => void;
+  /** Called once the job is on its queue. */
+  onQueued?: () => void;
   /**
    * The job's id; default a random one. The gateway names each request's job (its request log
    * row's key); a batch worker names its lines' jobs, so a job is added once however often its
@@ -260,7 +262,7 @@ export class JobClient {
         .then(() => putPayload(this.redis, payloadKey, options.requestJson ? withRequestJson(payload, options.requestJson) : [JSON.stringify(payload)], deadline))
         .then(() => queue.add(queueName, { ...heading, payloadKey } satisfies QueuedEnvelope<P>, jobOptions))
       : queue.add(queueName, { ...heading, payload } satisfies QueuedEnvelope<P>, jobOptions);
-    added.catch(() => {});
+    added.then(() => options.onQueued?.(), () => {});
     let abandoned = false;
     /** The add failed, yet Redis may have taken the job before it went away. */
     let mayBeQueued = false;

@@ -15,6 +15,7 @@ import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
 import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
 import { FairTurns } from './admission/fair-turns.ts';
+import { IntakeWindow } from './admission/intake-window.ts';
 import { takeRequestsInTurns } from './request-turns.ts';
 import { CredentialPlaces } from './credential-places.ts';
 import { KeyRateLimit } from '@gateway/admission';
@@ -91,6 +92,8 @@ export interface GatewayDeps {
   database?: Database;
   /** The same PostgreSQL, a pool of its own for reads of the request log (LOG_QUERY_TIMEOUT_MS); `database` when unset. */
   logDatabase?: Database;
+  /** Requests of one user between their body's parse and their enqueue at once (INTAKE_PER_USER); 0 or unset, no window. */
+  intakePerUser?: number;
   /** The same PostgreSQL, a pool of its own for file uploads (UPLOAD_CONNECTIONS); `database` when unset. */
   uploadDatabase?: Database;
   /** The largest batch input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
@@ -231,6 +234,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       turns: new FairTurns(),
+      intake: deps.intakePerUser ? new IntakeWindow(deps.intakePerUser) : undefined,
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
       responseBufferBytes: deps.responseBufferBytes,

@@ -81,6 +81,7 @@ const gateway = buildGateway({
   dashboardPayloads: config.DASHBOARD_PAYLOADS,
   trustProxy: config.TRUST_PROXY,
   maxBacklog: config.ADMISSION_MAX_BACKLOG,
+  intakePerUser: config.INTAKE_PER_USER,
   adminToken: config.ADMIN_TOKEN,
   database,
   logDatabase: logReads,

@@ -10,11 +10,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
 import { beforeDeadline, textSlices, type CaughtUp, type JobClient, type RemovedJob } from '@gateway/queue';
 import { clientGoneSignal } from './client-signal.ts';
-import type { ModelAdmission } from '@gateway/admission';
+import { priorityOf, type ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
 import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';
 import type { FairTurns } from './admission/fair-turns.ts';
+import type { IntakeWindow } from './admission/intake-window.ts';
 
 /**
  * A stream's credit window, in characters, for a buffer cap of `responseBufferBytes`: a
@@ -71,6 +72,8 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   timeoutMs: number;
   /** Decides priority, rate limits, backlog and the quota held before the job is enqueued. */
   admission: ModelAdmission;
+  /** At most so many requests of one user between here and their enqueue (intake-window.ts); none when unset. */
+  intake?: IntakeWindow;
   /** The caller, from its API key. */
   holder: KeyHolder;
   /** The most quota the request may use (held on its key's and user's quota while it runs). */
@@ -140,6 +143,26 @@ export function admissionGate({ admission, turns }: { admission: ModelAdmission;
   };
 }
 
+/** Waits for a place in the intake window; resolves with its release, also given on the answer's end or the client's leaving. */
+async function enterIntake(intake: IntakeWindow, owner: string, request: FastifyRequest, reply: FastifyReply): Promise<() => void> {
+  const gone = clientGoneSignal(request);
+  const release = await intake.enter(owner, gone);
+  gone.addEventListener('abort', release, { once: true });
+  reply.raw.once('close', release);
+  return release;
+}
+
+/** Whose intake window a request waits in: its user's, for its priority (an X-Priority that is not valid is refused by admission next). */
+function intakeOwner(holder: KeyHolder, request: FastifyRequest): string {
+  let batch: boolean;
+  try {
+    batch = priorityOf(request.headers['x-priority'], holder.priority) === 'batch';
+  } catch {
+    batch = false;
+  }
+  return `${holder.userId}:${batch ? 'batch' : 'interactive'}`;
+}
+
 const streamHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -163,6 +186,13 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const arrivedAt = Date.now();
   // The request's own id, its job's: its request log row's key (a client's X-Request-Id may repeat).
   const jobId = randomUUID();
+  // A place in its user's intake window until its job is on the queue (or it ends first).
+  const leaveIntake = options.intake
+    ? await enterIntake(options.intake, intakeOwner(holder, request), request, reply).catch((error: unknown) => {
+      logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
+      throw error;
+    })
+    : undefined;
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
   const deadline = arrivedAt + options.timeoutMs;
   const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
@@ -189,6 +219,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     priority: admitted.priority,
     tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
     hold: admitted.hold,
+    onQueued: leaveIntake,
     onUnrun: (removed?: RemovedJob) => {
       admitted.unrun(removed);
       // Told from the client's failure path, which may not have run yet when the add itself failed.

@@ -1,6 +1,7 @@
 import type { JobClient } from '@gateway/queue';
 import type { BodyBudget } from '../admission/body-budget.ts';
 import type { FairTurns } from '../admission/fair-turns.ts';
+import type { IntakeWindow } from '../admission/intake-window.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
@@ -13,6 +14,8 @@ export interface ModelApiOptions {
   admission: ModelAdmission;
   /** Turns of the gateway's event loop, shared fairly between users (fair-turns.ts). */
   turns: FairTurns;
+  /** At most so many requests of one user between their admission gate and their enqueue (intake-window.ts). */
+  intake?: IntakeWindow;
   catalog: ModelCatalog;
   /** How long a request may wait for its answer (REQUEST_TIMEOUT_MS). */
   timeoutMs: number;
@@ -35,5 +38,6 @@ export function relayOptionsOf(options: ModelApiOptions) {
     streamWindowChars: streamWindowOf(options.responseBufferBytes),
     requestLog: options.requestLog,
     admission: options.admission,
+    intake: options.intake,
   };
 }
