@@ -143,15 +143,6 @@ export function admissionGate({ admission, turns }: { admission: ModelAdmission;
   };
 }
 
-/** Waits for a place in the intake window; resolves with its release, also given on the answer's end or the client's leaving. */
-async function enterIntake(intake: IntakeWindow, owner: string, request: FastifyRequest, reply: FastifyReply): Promise<() => void> {
-  const gone = clientGoneSignal(request);
-  const release = await intake.enter(owner, gone);
-  gone.addEventListener('abort', release, { once: true });
-  reply.raw.once('close', release);
-  return release;
-}
-
 /** Whose intake window a request waits in: its user's, for its priority (an X-Priority that is not valid is refused by admission next). */
 function intakeOwner(holder: KeyHolder, request: FastifyRequest): string {
   let batch: boolean;
@@ -186,15 +177,25 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const arrivedAt = Date.now();
   // The request's own id, its job's: its request log row's key (a client's X-Request-Id may repeat).
   const jobId = randomUUID();
-  // A place in its user's intake window until its job is on the queue (or it ends first).
+  // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
+  const deadline = arrivedAt + options.timeoutMs;
+  // A place in its user's intake window until its job is on the queue, or the request ends.
   const leaveIntake = options.intake
-    ? await enterIntake(options.intake, intakeOwner(holder, request), request, reply).catch((error: unknown) => {
+    ? await options.intake.enter(intakeOwner(holder, request), clientGoneSignal(request), deadline).catch((error: unknown) => {
       logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
       throw error;
     })
     : undefined;
-  // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
-  const deadline = arrivedAt + options.timeoutMs;
+  try {
+    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, leaveIntake });
+  } finally {
+    leaveIntake?.();
+  }
+}
+
+/** `relayModelJob` once the request has its place in the intake window. */
+async function relayAdmitted<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>, { jobId, arrivedAt, deadline, leaveIntake }: { jobId: string; arrivedAt: number; deadline: number; leaveIntake?: () => void }): Promise<unknown> {
+  const { holder } = options;
   const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
   // Admitted only after the deadline passed: nothing will run, so what it holds goes back.
   admitting.catch(() => {});
