@@ -72,10 +72,17 @@ export function withoutSecretFormsIn(value: unknown, forms: readonly string[]): 
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [withoutSecretForms(key, forms), withoutSecretFormsIn(item, forms)]));
 }
 
+/**
+ * A reply parsed from `text`, without `forms` (replySecretForms) in its strings: walked only when
+ * the text mentions one, so a clean reply costs a scan of its text.
+ */
+export function withoutReflectedSecret(value: unknown, text: string, forms: readonly string[]): unknown {
+  return forms.length > 0 && mentionsAny(text, forms) ? withoutSecretFormsIn(value, forms) : value;
+}
+
 /** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */
 export function redactUpstreamText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  let out = withoutSecretForms(text, secrets.filter((secret) => secret.length >= 4));
   for (const shape of KEY_SHAPES) out = out.replace(shape, '[redacted]');
   if (HTML.test(out)) return 'the upstream sent an HTML page';
   return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;

@@ -6,7 +6,7 @@
  * the wire format too, so the channel's key is taken out of its strings first, in every form an
  * upstream may reflect it in (the router does the same, and more, for a failure's).
  */
-import { mentionsAny, replySecretForms, UpstreamError, withoutSecretFormsIn } from '@gateway/contracts';
+import { replySecretForms, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
 import type { ProviderOperation, UpstreamTarget } from './provider.ts';
 import { readServerSentEvents } from './server-sent-events.ts';
 import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
@@ -92,8 +92,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
         finished = true;
         break;
       }
-      const event = parseEvent(data);
-      const mapped = fromEvent(keyForms.length > 0 && mentionsAny(data, keyForms) ? withoutSecretFormsIn(event, keyForms) : event, request, state);
+      const mapped = fromEvent(withoutReflectedSecret(parseEvent(data), data, keyForms), request, state);
       for (const event of mapped === undefined ? [] : Array.isArray(mapped) ? mapped : [mapped]) {
         if (streamEnd.isLast?.(event)) finished = true;
         yield event;

@@ -13,7 +13,7 @@ import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
 import { policedConnector } from './policed-connector.ts';
 import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
-import { mentionsAny, NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutSecretFormsIn } from '@gateway/contracts';
+import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -89,7 +89,7 @@ export async function postUpstreamJson(req: UpstreamRequest, without: readonly s
   }
   try {
     const value: unknown = JSON.parse(text);
-    return without.length > 0 && mentionsAny(text, without) ? withoutSecretFormsIn(value, without) : value;
+    return withoutReflectedSecret(value, text, without);
   } catch (error) {
     throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
   }

@@ -60,22 +60,21 @@ export function requestLogOf(database: Database | undefined): RequestLogQuery {
 export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, () => true));
   const query = () => requestLogOf(options.database);
-  const reads = logReads;
 
   app.get('/log/', async (request) => {
     if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    return answer(await reads.run(request.actor!.id, () => query().page(filters)));
+    return answer(await logReads.run(request.actor!.id, () => query().page(filters)));
   });
 
   app.get('/log/self', async (request) => {
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    return answer(await reads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id })));
+    return answer(await logReads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id })));
   });
 
   app.get('/log/stat', async (request) => {
     const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
     const own = request.actor!.role < Role.admin ? { only_user: request.actor!.id } : {};
-    return answer(await reads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
+    return answer(await logReads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
   });
 }
