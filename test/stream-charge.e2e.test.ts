@@ -51,4 +51,35 @@ describe('a stream its client leaves', () => {
       await mock.waitFor((m) => m.inFlight === 0, 8000);
     }, 20_000);
   }
+
+  it('is charged, by estimate, the whole prompt its hold counted (tools included), not only its messages\' text', async ({ stack, upstream, channel, apiKey }) => {
+    // Its usage comes after the grace: the charge is the estimate. Before, a chat of one "hi" and
+    // 100 tools (about 200 KB) cut after its first chunk was charged 7 tokens; read to its end, 51,658.
+    const mock = await upstream.openai({ text: TEXT, usageDelayMs: 4000 });
+    await channel(mock, ['cut-chat']);
+    const { id, key } = await apiKey();
+    const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 });
+    const tools = Array.from({ length: 100 }, (_, i) => ({
+      type: 'function' as const,
+      function: { name: `tool_${i}`, description: 'd'.repeat(2000), parameters: { type: 'object', properties: {} } },
+    }));
+    const toolsChars = JSON.stringify(tools).length;
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create({ model: 'cut-chat', messages: [{ role: 'user', content: 'hi' }], tools, max_tokens: 50, stream: true }, { signal: controller.signal });
+    try {
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta?.content) {
+          controller.abort();
+          break;
+        }
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    }
+    const used = async () => (await stack.admin('GET', `/api/token/${id}`)).body.data.used_quota as number;
+    await expect.poll(used, { timeout: 8000 }).toBeGreaterThan(0);
+    // Four characters a token, the estimate's rule, of the tools alone.
+    expect(await used()).toBeGreaterThanOrEqual(Math.floor(toolsChars / 4));
+    await mock.waitFor((m) => m.inFlight === 0, 8000);
+  }, 20_000);
 });

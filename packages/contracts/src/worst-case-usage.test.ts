@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { completionRequestSchema } from './wire/openai-completion.ts';
 import { geminiGenerateRequest } from './wire/gemini-generate.ts';
 import { chatRequestSchema } from './wire/openai-chat.ts';
-import { chatWorstCase, completionWorstCase, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS } from './worst-case-usage.ts';
+import { chatPromptTokens, chatWorstCase, completionWorstCase, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS, tokensAtMost } from './worst-case-usage.ts';
 
 const completion = (body: Record<string, unknown>) => completionWorstCase(completionRequestSchema.parse({ model: 'm', ...body }));
 const chat = (body: Record<string, unknown>) => chatWorstCase(chatRequestSchema.parse({ model: 'm', max_completion_tokens: 1, ...body }));
@@ -64,6 +64,19 @@ describe('chatWorstCase', () => {
     // A full logit_bias and metadata are settings: they hold nothing more.
     const logit_bias = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [String(i), 1]));
     expect(chat({ messages: [asked], logit_bias, metadata: { a: 'b'.repeat(512) }, user: 'u', seed: 1 })).toBe(base);
+  });
+
+  it('holds the larger of max_tokens and max_completion_tokens when both are set (both go upstream, and a server may read either)', () => {
+    const base = chat({ messages: [asked], max_completion_tokens: 1 });
+    expect(chat({ messages: [asked], max_completion_tokens: 1, max_tokens: 3000 }) - base).toBe(2999);
+    expect(chat({ messages: [asked], max_completion_tokens: 3000, max_tokens: 1 }) - base).toBe(2999);
+  });
+
+  it('counts the same prompt by the estimate\'s rule for the charge, a quarter of the text and every field the hold counts', () => {
+    const tool = { type: 'function', function: { name: 'f', description: long, parameters: { type: 'object' } } };
+    const request = chatRequestSchema.parse({ model: 'm', messages: [asked], tools: [tool] });
+    expect(chatPromptTokens(request)).toBeGreaterThanOrEqual(long.length / 4);
+    expect(chatPromptTokens(request)).toBeLessThanOrEqual(chatPromptTokens(request, tokensAtMost));
   });
 
   it('holds the output of every choice', () => {

@@ -112,14 +112,14 @@ export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 /** A flat count for a part that is no text (an image, a sound): OpenAI counts a large image at about 1,100. */
 export const NON_TEXT_PART_TOKENS = 2000;
 
-/** The most tokens a message's content may make: its text by bytes, each other part flat. */
-function contentTokensAtMost(content: unknown): number {
-  if (typeof content === 'string') return tokensAtMost(content);
+/** A message's content: its text by `tokensOf`, each other part flat. */
+function contentTokens(content: unknown, tokensOf: (text: string) => number): number {
+  if (typeof content === 'string') return tokensOf(content);
   if (!Array.isArray(content)) return 0;
   let total = 0;
   for (const part of content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
-    if (typeof part?.text === 'string') total += tokensAtMost(part.text);
-    else if (typeof part?.refusal === 'string') total += tokensAtMost(part.refusal);
+    if (typeof part?.text === 'string') total += tokensOf(part.text);
+    else if (typeof part?.refusal === 'string') total += tokensOf(part.refusal);
     else total += NON_TEXT_PART_TOKENS;
   }
   return total;
@@ -145,17 +145,29 @@ const CHAT_FIELDS_NOT_PROMPT = new Set([
  * JSON, and the output for each of the `n` choices.
  */
 export function chatWorstCase(request: ChatRequest): number {
+  // Both limits go upstream as they came, and a server may read either: the larger is held.
+  const limits = [request.max_completion_tokens, request.max_tokens].filter((limit): limit is number => typeof limit === 'number');
+  const output = limits.length > 0 ? Math.max(...limits) : CHAT_DEFAULT_MAX_TOKENS;
+  return chatPromptTokens(request, tokensAtMost) + output * (request.n ?? 1);
+}
+
+/**
+ * A chat's prompt, every part of it that chatWorstCase holds (messages, tools, response format,
+ * fields passed through), with `tokensOf` for text: `tokensAtMost` for the hold, `estimateTokens`
+ * for the charge when an upstream reports no usage or a stream is cut short before it did, so
+ * the charge counts what the hold counted, by the gentler rule.
+ */
+export function chatPromptTokens(request: ChatRequest, tokensOf: (text: string) => number = estimateTokens): number {
   let prompt = 0;
   for (const message of request.messages) {
     const { content, ...rest } = message as { content?: unknown };
-    prompt += contentTokensAtMost(content) + tokensAtMost(JSON.stringify(rest));
+    prompt += contentTokens(content, tokensOf) + tokensOf(JSON.stringify(rest));
   }
   const around: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(request)) {
     if (!CHAT_FIELDS_NOT_PROMPT.has(field) && value !== undefined) around[field] = value;
   }
-  const output = request.max_completion_tokens ?? request.max_tokens ?? CHAT_DEFAULT_MAX_TOKENS;
-  return prompt + (Object.keys(around).length > 0 ? tokensAtMost(JSON.stringify(around)) : 0) + output * (request.n ?? 1);
+  return prompt + (Object.keys(around).length > 0 ? tokensOf(JSON.stringify(around)) : 0);
 }
 
 /** Every input, text by bytes and token ids one each: embeddings have no output. */

@@ -4,6 +4,7 @@
  * request's prompt and the reply's text. One place for all three operations, so they agree.
  */
 import {
+  chatPromptTokens,
   embeddingInputs,
   estimatePromptTokens,
   estimateTokens,
@@ -21,12 +22,6 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content.map((part: { text?: unknown }) => (typeof part?.text === 'string' ? part.text : '')).join('');
-}
-
-export function chatPromptTokens(request: ChatRequest): number {
-  let total = 0;
-  for (const message of request.messages) total += estimateTokens(contentText(message.content)) + 4;
-  return total;
 }
 
 export function embeddingPromptTokens(request: EmbeddingRequest): number {
@@ -63,7 +58,7 @@ export function estimatedCompletionUsage(request: CompletionRequest, response: C
   return { prompt: estimatePromptTokens(request.prompt), completion: estimateTokens(response.choices.map(text).join('')) };
 }
 
-/** The prompt of a streamed request, for the estimate of a stream cut short. */
+/** The prompt of a streamed request, for the estimate of a stream cut short: what its hold counted as prompt, by the estimate's rule. */
 export function streamPromptTokens(request: CompletionRequest | ChatRequest): number {
   return 'messages' in request ? chatPromptTokens(request as ChatRequest) : estimatePromptTokens((request as CompletionRequest).prompt);
 }

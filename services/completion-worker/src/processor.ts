@@ -1,4 +1,5 @@
 import {
+  chatPromptTokens,
   clientCancelled,
   estimateTokens,
   tokensOfChars,
@@ -17,7 +18,7 @@ import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@ga
 import type { JobContext } from '@gateway/queue';
 import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
-import { chatPromptTokens, chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
+import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 
 export interface CompletionWorkerDeps {

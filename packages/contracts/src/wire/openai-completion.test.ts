@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrThrow } from '../validation.ts';
-import { completionRequestSchema } from './openai-completion.ts';
+import { completionRequestSchema, OUTPUT_LENGTH_ALIASES } from './openai-completion.ts';
+import { chatRequestSchema } from './openai-chat.ts';
+import { batchEndpoints } from './openai-batch.ts';
 
 const parse = (body: unknown) => parseOrThrow(completionRequestSchema, body);
 const paramOf = (body: unknown) => {
@@ -41,6 +43,17 @@ describe('completion request schema', () => {
     expect(paramOf({ model: 'm', prompt: 'x', logit_bias: { '50256': -101 } })).toBe('logit_bias.50256');
     expect(paramOf({ model: 'm', prompt: 'x', echo: 'yes' })).toBe('echo');
     expect(paramOf({ model: 'm', prompt: 'x', seed: 1.5 })).toBe('seed');
+  });
+
+  it('refuses the output\'s length set by a field the quota hold does not count, in completions, chats and batch lines alike', () => {
+    for (const field of OUTPUT_LENGTH_ALIASES) {
+      expect(paramOf({ model: 'm', prompt: 'x', max_tokens: 1, [field]: 3000 })).toBe(field);
+      expect(() => parseOrThrow(chatRequestSchema, { model: 'm', messages: [{ role: 'user', content: 'x' }], [field]: 3000 }), field).toThrow(/holds quota by max_completion_tokens/);
+      // A batch line's body is read by its endpoint's schema, the route's own.
+      expect(() => parseOrThrow(batchEndpoints['/v1/chat/completions']!.schema, { model: 'm', messages: [{ role: 'user', content: 'x' }], [field]: 1 }), field).toThrow(/is not accepted/);
+    }
+    // A null, as the SDKs send for what is unset, is no length.
+    expect(paramOf({ model: 'm', prompt: 'x', n_predict: null })).toBe('accepted');
   });
 
   it('accepts the bounds themselves, nulls, and passes unknown fields through', () => {
