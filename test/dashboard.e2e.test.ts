@@ -194,7 +194,10 @@ describe('cross-site requests and the cookie', () => {
       expect(fromPlainHttp.status).toBe(403);
       // A scheme from the proxy in capitals is read as it is meant; one no page has (or a name
       // every object has) is a 403, not a 500.
-      expect((await signIn(proxied.url, { ...behindTls, 'x-forwarded-proto': 'HTTPS' })).status).toBe(303);
+      const capitals = await signIn(proxied.url, { ...behindTls, 'x-forwarded-proto': 'HTTPS' });
+      expect(capitals.status).toBe(303);
+      // And its cookie is as Secure as with the scheme in small letters.
+      expect(capitals.headers.get('set-cookie')).toMatch(/;\s*Secure/i);
       for (const proto of ['constructor', '__proto__', 'wss']) expect((await signIn(proxied.url, { ...behindTls, 'x-forwarded-proto': proto })).status, proto).toBe(403);
       expect(sessionOf(fromPlainHttp)).toBeUndefined();
     } finally {

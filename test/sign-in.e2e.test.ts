@@ -99,6 +99,38 @@ describe('a disabled user', () => {
   });
 });
 
+describe('behind a proxy that appends to X-Forwarded-For (TRUST_PROXY=true)', () => {
+  it("counts the address the proxy wrote, never one the client wrote before it, so a forged list neither escapes the limit nor locks another address out", async ({ stack, at }) => {
+    const proxied = await stack.add('gateway', { TRUST_PROXY: 'true' });
+    try {
+      // The proxy (at 127.0.5.1) appends the address it saw to what the client sent, as nginx's
+      // $proxy_add_x_forwarded_for and AWS's ALB do.
+      const proxy = at('127.0.5.1');
+      const through = (client: string, forged: string, password: string) => proxy.postJson(`${proxied.url}/api/user/login`, { username: 'root', password }, { 'x-forwarded-for': `${forged}, ${client}` });
+      const before = await loginKeys();
+      const answers: number[] = [];
+      // One client, a new forged first entry each time (another spelling, a port, no address at all).
+      for (let i = 0; i < 30; i++) {
+        const forged = [`10.9.${i}.1`, `203.0.113.${i}:80${i}`, `not-an-ip-${'a'.repeat(200)}${i}`, '203.0.113.9'][i % 4]!;
+        answers.push((await through('198.51.100.7', forged, `wrong-${i}`)).status);
+      }
+      // The limits of that client's address bind, whatever it wrote first: a few checked (5 a
+      // name, fewer once root's overall count is past, as earlier tests leave it), then refused.
+      const checked = answers.filter((s) => s === 401).length;
+      expect(checked, JSON.stringify(answers)).toBeGreaterThan(0);
+      expect(checked, JSON.stringify(answers)).toBeLessThanOrEqual(5);
+      expect(answers.slice(checked).every((s) => s === 429), JSON.stringify(answers)).toBe(true);
+      const added = (await loginKeys()).filter((k) => !before.includes(k));
+      expect(added, 'one counter, of the address the proxy wrote').toEqual(['gw:login-fail:addr:198.51.100.7']);
+      // An address the attacker wrote first is not the one it is counted under: that address's
+      // own sign-in, through the same proxy, is checked.
+      expect((await through('203.0.113.9', '198.51.100.7', 'root-password-1')).status).toBe(200);
+    } finally {
+      await proxied.stop();
+    }
+  }, 60_000);
+});
+
 describe("the throttle's counters", () => {
   it('stay bounded: 10,000 sign-ins with random names from 8 addresses add at most one key per address', async ({ at, login }) => {
     const before = await loginKeys();

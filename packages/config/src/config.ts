@@ -37,15 +37,18 @@ const secretKey = z.string().transform((value, ctx) => {
 
 /**
  * TRUST_PROXY: whom the gateway believes about the client (X-Forwarded-For) and the scheme
- * (X-Forwarded-Proto). `false` (default): nobody, the socket's peer is the client. `true`: any
- * peer (only when nothing but the proxy can reach the gateway). Otherwise the proxies'
- * addresses or CIDR ranges, comma-separated (or proxy-addr's names: loopback, linklocal,
- * uniquelocal). No hop counts: Fastify cannot check the peer against a count.
+ * (X-Forwarded-Proto). `false` (default): nobody, the socket's peer is the client. `true`: the
+ * one proxy in front, whatever its address (only when nothing but that proxy can reach the
+ * gateway): the client is the last address of X-Forwarded-For, the one the proxy wrote, never
+ * one the client wrote before it (Fastify's `true` would take the first, so a client behind an
+ * appending proxy such as nginx's `$proxy_add_x_forwarded_for` or AWS's ALB chose its own
+ * address). Otherwise the proxies' addresses or CIDR ranges, comma-separated (or proxy-addr's
+ * names: loopback, linklocal, uniquelocal), for a chain of proxies.
  */
-const trustProxy = z.string().transform((value, ctx): boolean | string => {
+const trustProxy = z.string().transform((value, ctx): boolean | string | number => {
   const text = value.trim();
   if (text === 'false') return false;
-  if (text === 'true') return true;
+  if (text === 'true') return 1;
   const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
   const valid = (e: string) => ['loopback', 'linklocal', 'uniquelocal'].includes(e) || (isIP(e.split('/')[0]!) > 0 && /^[^/]+(\/\d{1,3})?$/.test(e));
   if (entries.length === 0 || !entries.every(valid)) {

@@ -56,7 +56,7 @@ export interface GatewayDeps {
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
   /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe (Fastify's trustProxy). */
-  trustProxy?: boolean | string;
+  trustProxy?: boolean | string | number;
   /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
   managementBodyLimitBytes: number;
   /** MANAGEMENT_CHANGES_PER_MINUTE. */
@@ -129,7 +129,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     requestIdHeader: false,
     genReqId: (raw) => clientRequestId(raw.headers['x-request-id']) ?? randomUUID(),
     // Behind a proxy (TRUST_PROXY): request.ip is the client's, request.protocol the proxy's scheme.
-    trustProxy: deps.trustProxy ?? false,
+    // A count of hops (TRUST_PROXY=true: the one proxy in front) trusts that many peers from the
+    // socket inwards, so the client is the address the last of them wrote, not the first of the
+    // header (Fastify's own `true`), and not nobody (Fastify's own number).
+    trustProxy: typeof deps.trustProxy === 'number' ? trustedHops(deps.trustProxy) : deps.trustProxy ?? false,
     routerOptions: { ignoreTrailingSlash: true, constraints: { wire: wireConstraint } },
     return503OnClosing: true,
     clientErrorHandler,
@@ -261,3 +264,6 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     },
   };
 }
+
+/** proxy-addr's trust for `hops` proxies in front, whatever their addresses: hop 0 is the socket's peer. */
+const trustedHops = (hops: number) => (_address: string, hop: number) => hop < hops;

@@ -7,10 +7,25 @@ import { isIPv4, isIPv6 } from 'node:net';
  * of its 2^64 addresses apart would let one attacker start as many fresh counts as it likes.
  */
 export function signInAddress(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  const address = withoutPort(ip.trim());
+  if (isIPv4(address)) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped && isIPv4(mapped[1]!)) return mapped[1]!;
-  if (!isIPv6(ip)) return ip;
-  return `${expandIPv6(ip.replace(/%.*$/, '')).slice(0, 4).join(':')}::/64`;
+  // What a forwarded header said the client was, when it is no address (a proxy's list of
+  // proxies ends with what the client wrote): one shared count, never a key of the client's text.
+  if (!isIPv6(address)) return NOT_AN_ADDRESS;
+  return `${expandIPv6(address.replace(/%.*$/, '')).slice(0, 4).join(':')}::/64`;
+}
+
+/** The count of every sign-in whose client address was no address. */
+export const NOT_AN_ADDRESS = 'not-an-address';
+
+/** An address with the port some proxies write after it (`1.2.3.4:5678`, `[2001:db8::1]:443`) taken off. */
+function withoutPort(text: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(text);
+  if (bracketed) return bracketed[1]!;
+  const v4 = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(text);
+  return v4 ? v4[1]! : text;
 }
 
 /** The eight 16-bit groups of an IPv6 address, `::` filled in, an embedded IPv4 tail converted. */

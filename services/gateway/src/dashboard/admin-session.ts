@@ -39,7 +39,7 @@ const sessionOf = (request: FastifyRequest): string | undefined => {
  * only over HTTPS when the request came over HTTPS (behind a proxy that ends TLS: with
  * TRUST_PROXY set, its X-Forwarded-Proto says so).
  */
-const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: ADMIN_PATH, secure: request.protocol === 'https' }) as const;
+const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: ADMIN_PATH, secure: request.protocol.toLowerCase() === 'https' }) as const;
 
 /**
  * Before the console, the cookie's path was /admin/queues; a browser sends such a cookie first
