@@ -81,6 +81,19 @@ describe('ill-formed Unicode', () => {
   });
 });
 
+describe('a key where no key belongs', () => {
+  it('is not written to the log when a client puts it in the path or the query', async ({ stack }) => {
+    for (const path of [`/v1/${key}/completions`, `/v1/completions/${key}`, `/${key}`, `/v1/completions?key=${key}`]) {
+      const answer = await fetch(stack.gateway.url + path, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      expect(answer.status, path).toBeGreaterThanOrEqual(400);
+    }
+    await gatewayLogsCaughtUp(stack.gateway);
+    const logged = stack.gateway.logs.filter((l) => l.msg === 'request').map((l) => String(l.path));
+    expect(logged.some((p) => p.includes('[redacted]')), JSON.stringify(logged.slice(-4))).toBe(true);
+    expect(everyLog(stack)).not.toContain(key);
+  });
+});
+
 describe('bodies', () => {
   it('refuses deep nesting with a 400 that says so, not a 503, on every model route', async ({ stack }) => {
     for (const [path, head] of [['/v1/completions', '"prompt":"x"'], ['/v1/chat/completions', '"messages":[{"role":"user","content":"x"}]'], ['/v1/embeddings', '"input":"x"']]) {

@@ -80,10 +80,16 @@ export function withoutReflectedSecret(value: unknown, text: string, forms: read
   return forms.length > 0 && mentionsAny(text, forms) ? withoutSecretFormsIn(value, forms) : value;
 }
 
+/** `text` with every key-shaped run (an `sk-…` key, a bearer token, a long opaque token) replaced by `[redacted]`. */
+export function withoutKeyShapes(text: string): string {
+  let out = text;
+  for (const shape of KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  return out;
+}
+
 /** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */
 export function redactUpstreamText(text: string, secrets: readonly string[]): string {
-  let out = withoutSecretForms(text, secrets.filter((secret) => secret.length >= 4));
-  for (const shape of KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  const out = withoutKeyShapes(withoutSecretForms(text, secrets.filter((secret) => secret.length >= 4)));
   if (HTML.test(out)) return 'the upstream sent an HTML page';
   return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { badRequest, loopDetected, overloaded, QueueName } from '@gateway/contracts';
+import { badRequest, loopDetected, overloaded, QueueName, withoutKeyShapes } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
@@ -195,7 +195,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     deps.metrics.requests.inc({ route, method: request.method, status: reply.statusCode });
     deps.metrics.duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
     request.log.info(
-      { method: request.method, path: pathOf(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      // A client that put its key in the path (a 404) does not have it written to the log.
+      { method: request.method, path: withoutKeyShapes(pathOf(request.url)), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
   });
