@@ -87,6 +87,15 @@ describe('geminiGenerateRequest', () => {
     expect(parsed.labels).toEqual({ cost_center: 'x' });
   });
 
+  it('refuses a cached content, which belongs to the project every caller shares, in either spelling', () => {
+    for (const field of ['cachedContent', 'cached_content']) {
+      const error = rejection({ ...singleVoice(), [field]: 'cachedContents/abc123' });
+      expect(error.status, field).toBe(400);
+      expect(error.param, field).toBe('cachedContent');
+      expect(error.message).toMatch(/channel's project/);
+    }
+  });
+
   it('refuses an unknown voice, naming the field', () => {
     const body = singleVoice();
     body.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName = 'Alexa';

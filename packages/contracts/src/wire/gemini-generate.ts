@@ -129,7 +129,10 @@ const generateRequestObject = z.strictObject({
   tools: z.array(looseRecord).optional(),
   toolConfig: looseRecord.optional(),
   labels: z.record(z.string(), z.string()).optional(),
-  cachedContent: z.string().optional(),
+  // A cache lives in the channel's project, which every tenant of the channel shares: another
+  // tenant's (or the operator's) cached prompt is not a caller's to read, and its tokens, which
+  // the upstream charges, are not in the request for its hold to count.
+  cachedContent: z.never({ error: 'is not served: a cached content belongs to the channel\'s project, which every caller of this gateway shares; send the text in contents' }).optional(),
   serviceTier: z.string().optional(),
   store: z.boolean().optional(),
   continuationToken: z.string().optional(),
