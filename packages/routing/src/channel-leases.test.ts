@@ -150,35 +150,6 @@ describe('waiting for a lease', () => {
     await a.leases.release(lease!);
   });
 
-  it('hands a lease given back straight to a new flow waiting in the same process, and a backlog\'s next turn through Redis', async () => {
-    const a = await process();
-    const ch = channel(1);
-    const held = (await a.leases.tryAcquire(ch.id, 1)).leases[0]!;
-    const tenant = (userId: number) => ({ ...wait(), tenant: { userId, tokenId: userId } });
-    const hog = [a.queue.acquire([ch], tenant(1)), a.queue.acquire([ch], tenant(1))];
-    await vi.waitFor(() => expect(a.queue.waiting).toBe(2));
-    // The hog's first request is its first turn: the lease goes to it as it is, no release.
-    expect(a.queue.handOver(held)).toBe(true);
-    expect((await hog[0]!).lease).toBe(held);
-    // Its second is a backlog taking turns: given back to Redis like any other release.
-    expect(a.queue.handOver(held)).toBe(false);
-    // A second tenant's first request is a new flow again, served before the hog's second.
-    const steady = a.queue.acquire([ch], tenant(2));
-    await vi.waitFor(() => expect(a.queue.waiting).toBe(2));
-    expect(a.queue.handOver(held)).toBe(true);
-    expect((await steady).lease).toBe(held);
-    // The channel's one lease was never given back, so it is still the only one in Redis.
-    expect(await connect().zcard(routingKeys.leases(ch.id))).toBe(1);
-    // Never past a limit changed meanwhile: a lease taken under another limit goes back.
-    const newcomer = a.queue.acquire([ch], tenant(3));
-    await vi.waitFor(() => expect(a.queue.waiting).toBe(2));
-    expect(a.queue.handOver({ ...held, limit: 2 })).toBe(false);
-    expect(a.queue.handOver(held)).toBe(true);
-    expect((await newcomer).lease).toBe(held);
-    await a.leases.release(held);
-    await a.leases.release((await hog[1]!).lease!);
-  });
-
   it('serves a more urgent request first, even one that came later', async () => {
     const a = await process();
     const ch = channel(1);

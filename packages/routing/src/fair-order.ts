@@ -48,18 +48,6 @@ export class FairOrder<T extends FairTenant> {
     return undefined;
   }
 
-  /**
-   * Whether the waiter whose turn it is belongs to a user that has had no turn since it began to
-   * wait (a new flow): a light tenant's request, never one of a backlog taking its turns.
-   */
-  firstIsFresh(): boolean {
-    for (const { fresh, rest } of this.classes) {
-      if (fresh.size > 0) return true;
-      if (rest.size > 0) return false;
-    }
-    return false;
-  }
-
   /** Whether anyone of the class, or of a more urgent one, waits. */
   hasWaitingAsUrgentAs(batch: boolean): boolean {
     const waits = (t: Turns<T>) => t.fresh.size + t.rest.size > 0;

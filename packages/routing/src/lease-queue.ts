@@ -53,12 +53,6 @@ export interface LeaseQueueOptions {
  *    announcements lost while the subscriber reconnected).
  * 4. Nothing leaks: a lease taken for a request that has meanwhile gone is released at once, and
  *    a line with nobody waiting has no timer and leaves the map.
- * 5. Hand-over: a lease a request of this process gives back goes straight to the waiter whose
- *    turn it is here, with no round trip, only when that waiter is a new flow (its user has had
- *    no turn since it began to wait: a light tenant beside a backlog). Every other lease goes
- *    back through Redis, so the turns of a backlog are shared between processes. Measured
- *    (`BENCH_ONLY=tenants npm run bench`): the steady tenant's wait for a slot beside a burst,
- *    p99 55 ms through Redis, 20 and 21 ms handed over.
  * A waiter leaves every line when it is granted, aborted (499) or past its deadline (504).
  */
 export class LeaseQueue {
@@ -91,15 +85,6 @@ export class LeaseQueue {
     }
     const waited = this.wait(order, wait);
     return wait.idle ? wait.idle(waited) : waited;
-  }
-
-  /**
-   * A lease this process is about to give back, handed straight to a waiter of its own instead
-   * when the waiter whose turn it is is a new flow (`FairOrder.firstIsFresh`): no round trip.
-   * False when nobody here takes it: give it back to Redis.
-   */
-  handOver(lease: Lease): boolean {
-    return this.lines.get(lease.channelId)?.handOver(lease) ?? false;
   }
 
   /** A lease was given back on this channel somewhere: its line tries again. */
@@ -282,12 +267,6 @@ class WaitingLine {
     const retryInMs = Math.min(this.backoffMs, attempt.expiresInMs + 1);
     this.backoffMs = Math.min(this.backoffMs * 2, this.maxPollMs);
     return retryInMs;
-  }
-
-  /** A lease held here, to the first waiter when that is a new flow and the limit is unchanged. */
-  handOver(lease: Lease): boolean {
-    if (lease.limit !== this.channel.max_concurrency || !this.waiters.firstIsFresh()) return false;
-    return this.grantFirst(lease);
   }
 
   /** Gives the lease to the first waiter that still wants one; the line's turn moves past it. */

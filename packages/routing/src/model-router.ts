@@ -370,7 +370,6 @@ export class ModelRouter {
   }
 
   private release(lease: Lease, log: Logger): void {
-    if (this.leaseQueue.handOver(lease)) return;
     // Not awaited: the answer need not wait; a lease that is not given back runs out by itself.
     this.leases.release(lease).catch((error: unknown) => {
       log.warn({ reason: (error as Error).message, channelId: lease.channelId }, 'could not give a channel lease back');
