@@ -174,9 +174,9 @@ describe('errors, as the SDK surfaces them', () => {
       [{ model: 'm', prompt: 'x', stream: true, best_of: 3 }, 'best_of'],
       [{ model: 'm', prompt: 'x', stream_options: { include_usage: true } }, 'stream_options'],
       [{ model: 'm', prompt: 'x', logprobs: 9 }, 'logprobs'],
-      // The output's length under a name the quota hold does not count (llama.cpp reads n_predict first).
-      [{ model: 'm', prompt: 'x', max_tokens: 1, n_predict: 3000 }, 'n_predict'],
-      [{ model: 'm', prompt: 'x', max_new_tokens: 3000 }, 'max_new_tokens'],
+      // An output length under another name that is no number of tokens (-1: no limit, to llama.cpp).
+      [{ model: 'm', prompt: 'x', n_predict: -1 }, 'n_predict'],
+      [{ model: 'm', prompt: 'x', options: { num_predict: 'all' } }, 'options.num_predict'],
     ];
     for (const [body, param] of cases) {
       const reply = await post(body, key);

@@ -173,6 +173,24 @@ describe('quota held before a job exists', () => {
     expect(await complete(stack, key, { model })).toMatchObject({ status: 429, code: 'insufficient_quota' });
   });
 
+  it('holds the longest output a request names under any name a server reads (n_predict beside max_tokens: 1), and refuses n_predict: -1', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ delayMs: 200 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey({ unlimited_quota: false, remain_quota: 1000 });
+    // llama.cpp reads n_predict before max_tokens: each would write 3,000 tokens. Held for 1
+    // each, all 10 ran (and a key of 1,000 was charged 30,300); held for 3,000, one runs.
+    const answers = await Promise.all(Array.from({ length: 10 }, () => complete(stack, key, { model, prompt: 'hi', max_tokens: 1, n_predict: 3000 })));
+    expect(answers.filter((a) => a.status === 200).length, JSON.stringify(answers.map((a) => a.status))).toBe(1);
+    // Refused while the one's hold is in flight: 429, to retry once it has settled.
+    for (const refused of answers.filter((a) => a.status !== 200)) {
+      expect(refused.status).toBe(429);
+      expect(['rate_limited', 'insufficient_quota']).toContain(refused.code);
+    }
+    expect(await complete(stack, key, { model, prompt: 'hi', n_predict: -1 })).toMatchObject({ status: 400 });
+    expect(mock.requests.length).toBe(1);
+  });
+
   it("holds a user's allowance across all its keys, bursting from three at once", async ({ stack, upstream, channel }) => {
     const mock = await upstream.openai({ delayMs: 50, text: Array.from({ length: 9 }, () => 'w').join(' ') });
     const model = uniqueModel();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { completionRequestSchema } from './wire/openai-completion.ts';
 import { geminiGenerateRequest } from './wire/gemini-generate.ts';
 import { chatRequestSchema } from './wire/openai-chat.ts';
-import { chatPromptTokens, chatWorstCase, completionWorstCase, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS, tokensAtMost } from './worst-case-usage.ts';
+import { chatPromptTokens, chatWorstCase, completionWorstCase, NON_TEXT_PART_ESTIMATE, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS } from './worst-case-usage.ts';
 
 const completion = (body: Record<string, unknown>) => completionWorstCase(completionRequestSchema.parse({ model: 'm', ...body }));
 const chat = (body: Record<string, unknown>) => chatWorstCase(chatRequestSchema.parse({ model: 'm', max_completion_tokens: 1, ...body }));
@@ -66,17 +66,28 @@ describe('chatWorstCase', () => {
     expect(chat({ messages: [asked], logit_bias, metadata: { a: 'b'.repeat(512) }, user: 'u', seed: 1 })).toBe(base);
   });
 
-  it('holds the larger of max_tokens and max_completion_tokens when both are set (both go upstream, and a server may read either)', () => {
+  it('holds the largest output length the request names, under any name a server may read (both go upstream as they came)', () => {
     const base = chat({ messages: [asked], max_completion_tokens: 1 });
     expect(chat({ messages: [asked], max_completion_tokens: 1, max_tokens: 3000 }) - base).toBe(2999);
     expect(chat({ messages: [asked], max_completion_tokens: 3000, max_tokens: 1 }) - base).toBe(2999);
+    // llama.cpp reads n_predict before max_tokens; Ollama num_predict, in options too. (The
+    // alias's own few bytes count as prompt, as any field passed through does.)
+    expect(chat({ messages: [asked], n_predict: 3000 }) - base).toBeGreaterThanOrEqual(2999);
+    expect(chat({ messages: [asked], options: { num_predict: 3000 } }) - base).toBeGreaterThanOrEqual(2999);
+    expect(completion({ prompt: 'hi', max_tokens: 1, n_predict: 3000 })).toBe(2 + 3000);
+    expect(completion({ prompt: 'hi', parameters: { max_new_tokens: 500 }, n: 2 })).toBe(2 + 1000);
+    // Without any, a completion is held for the 16 it is sent.
+    expect(completion({ prompt: 'hi' })).toBe(2 + 16);
   });
 
-  it('counts the same prompt by the estimate\'s rule for the charge, a quarter of the text and every field the hold counts', () => {
+  it('estimates a charge by the same parts as the hold: tools at a quarter of their text, an image at a typical count, not the hold\'s worst', () => {
     const tool = { type: 'function', function: { name: 'f', description: long, parameters: { type: 'object' } } };
-    const request = chatRequestSchema.parse({ model: 'm', messages: [asked], tools: [tool] });
-    expect(chatPromptTokens(request)).toBeGreaterThanOrEqual(long.length / 4);
-    expect(chatPromptTokens(request)).toBeLessThanOrEqual(chatPromptTokens(request, tokensAtMost));
+    const withTools = chatRequestSchema.parse({ model: 'm', messages: [asked], tools: [tool] });
+    const plain = chatRequestSchema.parse({ model: 'm', messages: [asked] });
+    expect(chatPromptTokens(withTools) - chatPromptTokens(plain)).toBeGreaterThanOrEqual(long.length / 4);
+    const image = chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x/y.png' } }] }] });
+    const noPart = chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [] }] });
+    expect(chatPromptTokens(image) - chatPromptTokens(noPart)).toBe(NON_TEXT_PART_ESTIMATE);
   });
 
   it('holds the output of every choice', () => {

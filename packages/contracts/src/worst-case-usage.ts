@@ -11,6 +11,7 @@ import type { CompletionRequest } from './wire/openai-completion.ts';
 import type { ChatRequest } from './wire/openai-chat.ts';
 import type { SpeechRequest } from './wire/openai-speech.ts';
 import { embeddingInputs, type EmbeddingRequest } from './wire/openai-embeddings.ts';
+import { otherOutputLengths } from './output-length.ts';
 
 /**
  * The most tokens one request is counted for, charged or held: far past any real request, and
@@ -81,7 +82,8 @@ export function completionWorstCase(request: CompletionRequest): number {
   const prompts = promptCount(request.prompt);
   const completions = Math.max(request.n ?? 1, request.best_of ?? 1) * prompts;
   const suffix = request.suffix ? tokensAtMost(request.suffix) * prompts : 0;
-  return promptTokensAtMost(request.prompt) + suffix + (request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS) * completions;
+  const output = Math.max(request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS, ...otherOutputLengths(request));
+  return promptTokensAtMost(request.prompt) + suffix + output * completions;
 }
 
 /**
@@ -109,18 +111,24 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
  */
 export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 
-/** A flat count for a part that is no text (an image, a sound): OpenAI counts a large image at about 1,100. */
+/** A flat count for a part that is no text (an image, a sound) in a hold: OpenAI counts a large image at about 1,100. */
 export const NON_TEXT_PART_TOKENS = 2000;
 
-/** A message's content: its text by `tokensOf`, each other part flat. */
-function contentTokens(content: unknown, tokensOf: (text: string) => number): number {
+/**
+ * The same part in an estimate of what was used (an upstream that reported no usage, a stream cut
+ * short before its usage came): OpenAI's count of a 1024×1024 image at high detail (85 + 4 × 170).
+ */
+export const NON_TEXT_PART_ESTIMATE = 765;
+
+/** A message's content: its text by `tokensOf`, each other part `perPart`. */
+function contentTokens(content: unknown, tokensOf: (text: string) => number, perPart: number): number {
   if (typeof content === 'string') return tokensOf(content);
   if (!Array.isArray(content)) return 0;
   let total = 0;
   for (const part of content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
     if (typeof part?.text === 'string') total += tokensOf(part.text);
     else if (typeof part?.refusal === 'string') total += tokensOf(part.refusal);
-    else total += NON_TEXT_PART_TOKENS;
+    else total += perPart;
   }
   return total;
 }
@@ -145,23 +153,23 @@ const CHAT_FIELDS_NOT_PROMPT = new Set([
  * JSON, and the output for each of the `n` choices.
  */
 export function chatWorstCase(request: ChatRequest): number {
-  // Both limits go upstream as they came, and a server may read either: the larger is held.
-  const limits = [request.max_completion_tokens, request.max_tokens].filter((limit): limit is number => typeof limit === 'number');
+  // Every limit goes upstream as it came, and a server may read any of them: the largest is held.
+  const limits = [request.max_tokens, ...otherOutputLengths(request)].filter((limit): limit is number => typeof limit === 'number');
   const output = limits.length > 0 ? Math.max(...limits) : CHAT_DEFAULT_MAX_TOKENS;
-  return chatPromptTokens(request, tokensAtMost) + output * (request.n ?? 1);
+  return chatPromptTokens(request, tokensAtMost, NON_TEXT_PART_TOKENS) + output * (request.n ?? 1);
 }
 
 /**
  * A chat's prompt, every part of it that chatWorstCase holds (messages, tools, response format,
- * fields passed through), with `tokensOf` for text: `tokensAtMost` for the hold, `estimateTokens`
- * for the charge when an upstream reports no usage or a stream is cut short before it did, so
- * the charge counts what the hold counted, by the gentler rule.
+ * fields passed through), with `tokensOf` for text and `perPart` for each part that is no text:
+ * the hold's rules, or by default the estimate's, for the charge when an upstream reports no
+ * usage or a stream is cut short before it did, so the charge counts what the hold counted.
  */
-export function chatPromptTokens(request: ChatRequest, tokensOf: (text: string) => number = estimateTokens): number {
+export function chatPromptTokens(request: ChatRequest, tokensOf: (text: string) => number = estimateTokens, perPart = NON_TEXT_PART_ESTIMATE): number {
   let prompt = 0;
   for (const message of request.messages) {
     const { content, ...rest } = message as { content?: unknown };
-    prompt += contentTokens(content, tokensOf) + tokensOf(JSON.stringify(rest));
+    prompt += contentTokens(content, tokensOf, perPart) + tokensOf(JSON.stringify(rest));
   }
   const around: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(request)) {

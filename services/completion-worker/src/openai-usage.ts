@@ -1,7 +1,8 @@
 /**
  * What each OpenAI operation is charged when its upstream reports no usage (or a stream is cut
  * short): the rule of thumb the gateway holds quota by, about four characters a token, over the
- * request's prompt and the reply's text. One place for all three operations, so they agree.
+ * request's prompt and the reply's text. One place for all three operations, so they agree; a
+ * chat's prompt is counted by `chatPromptTokens` (@gateway/contracts), beside the hold's count.
  */
 import {
   chatPromptTokens,

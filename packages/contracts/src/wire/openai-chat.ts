@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
-import { completionStop, refuseOutputLengthAliases } from './openai-completion.ts';
+import { checkOutputLengths } from '../output-length.ts';
+import { completionStop } from './openai-completion.ts';
 
 /** OpenAI accepts `null` for every optional field, and its SDK sends it. */
 const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
@@ -139,7 +140,7 @@ export const chatRequestSchema = z
     user: optional(z.string()),
   })
   .superRefine((body, ctx) => {
-    refuseOutputLengthAliases(body, ctx, 'max_completion_tokens (or max_tokens)');
+    checkOutputLengths(body, ctx);
     if (body.stream_options != null && body.stream !== true) {
       ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'is only allowed when stream is true' });
     }

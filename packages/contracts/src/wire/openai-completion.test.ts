@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseOrThrow } from '../validation.ts';
-import { completionRequestSchema, OUTPUT_LENGTH_ALIASES } from './openai-completion.ts';
+import { completionRequestSchema } from './openai-completion.ts';
+import { OUTPUT_LENGTH_FIELDS } from '../output-length.ts';
 import { chatRequestSchema } from './openai-chat.ts';
 import { batchEndpoints } from './openai-batch.ts';
 
@@ -45,12 +46,17 @@ describe('completion request schema', () => {
     expect(paramOf({ model: 'm', prompt: 'x', seed: 1.5 })).toBe('seed');
   });
 
-  it('refuses the output\'s length set by a field the quota hold does not count, in completions, chats and batch lines alike', () => {
-    for (const field of OUTPUT_LENGTH_ALIASES) {
-      expect(paramOf({ model: 'm', prompt: 'x', max_tokens: 1, [field]: 3000 })).toBe(field);
-      expect(() => parseOrThrow(chatRequestSchema, { model: 'm', messages: [{ role: 'user', content: 'x' }], [field]: 3000 }), field).toThrow(/holds quota by max_completion_tokens/);
+  it('refuses an output length under another name that is no whole number of tokens (n_predict: -1 is "no limit" to llama.cpp), in completions, chats and batch lines alike', () => {
+    for (const field of OUTPUT_LENGTH_FIELDS) {
+      for (const bad of [-1, 1.5, '3000']) {
+        expect(paramOf({ model: 'm', prompt: 'x', [field]: bad }), `${field}: ${bad}`).toBe(field);
+      }
+      expect(paramOf({ model: 'm', prompt: 'x', options: { [field]: -1 } }), field).toBe(`options.${field}`);
+      expect(() => parseOrThrow(chatRequestSchema, { model: 'm', messages: [{ role: 'user', content: 'x' }], parameters: { [field]: -1 } }), field).toThrow(/whole number of tokens/);
       // A batch line's body is read by its endpoint's schema, the route's own.
-      expect(() => parseOrThrow(batchEndpoints['/v1/chat/completions']!.schema, { model: 'm', messages: [{ role: 'user', content: 'x' }], [field]: 1 }), field).toThrow(/is not accepted/);
+      expect(() => parseOrThrow(batchEndpoints['/v1/chat/completions']!.schema, { model: 'm', messages: [{ role: 'user', content: 'x' }], [field]: -1 }), field).toThrow(new RegExp(field));
+      // A number of tokens is accepted, and held (worst-case-usage.test.ts).
+      expect(paramOf({ model: 'm', prompt: 'x', max_tokens: 1, [field]: 3000 }), field).toBe('accepted');
     }
     // A null, as the SDKs send for what is unset, is no length.
     expect(paramOf({ model: 'm', prompt: 'x', n_predict: null })).toBe('accepted');

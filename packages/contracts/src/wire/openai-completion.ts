@@ -4,6 +4,7 @@
  * response and of a stream chunk. Fields the schema does not know pass through to the upstream.
  */
 import { z } from 'zod';
+import { checkOutputLengths } from '../output-length.ts';
 import { modelField } from '../validation.ts';
 
 const isTokenId = (value: unknown) => Number.isInteger(value) && (value as number) >= 0;
@@ -40,25 +41,6 @@ export const completionStop = z.union([
   z.array(z.string()).min(1, 'must hold 1 to 4 strings').max(4, 'must hold 1 to 4 strings'),
 ], { error: 'must be a string or an array of 1 to 4 strings' });
 
-/**
- * Fields other servers read as the output's length under another name than `max_tokens` (the
- * gateway passes fields it does not know through): llama.cpp's `n_predict`, Ollama's
- * `num_predict`, Hugging Face's `max_new_tokens` and `max_length`, the Responses API's
- * `max_output_tokens`, Gemini's `maxOutputTokens`, Anthropic's old `max_tokens_to_sample`. Quota
- * is held by `max_tokens` (and a chat's `max_completion_tokens`); a request that set one of these
- * (`n_predict: 3000` with `max_tokens: 1`) was held 1 token a completion and charged 3,000.
- */
-export const OUTPUT_LENGTH_ALIASES = ['n_predict', 'num_predict', 'max_new_tokens', 'max_length', 'max_output_tokens', 'maxOutputTokens', 'max_tokens_to_sample'];
-
-/** Refuses a body that sets the output's length by a field the quota hold does not count. */
-export function refuseOutputLengthAliases(body: Record<string, unknown>, ctx: z.RefinementCtx, limit: string): void {
-  for (const field of OUTPUT_LENGTH_ALIASES) {
-    if (body[field] != null) {
-      ctx.addIssue({ code: 'custom', path: [field], message: `is not accepted: the gateway holds quota by ${limit}, so send the output's length in it instead` });
-    }
-  }
-}
-
 /** OpenAI accepts `null` for every optional field, and its SDK sends it. */
 const optional = <S extends z.ZodType>(schema: S) => schema.nullable().optional();
 
@@ -84,7 +66,7 @@ export const completionRequestSchema = z
     seed: optional(z.number().int()),
   })
   .superRefine((body, ctx) => {
-    refuseOutputLengthAliases(body, ctx, 'max_tokens');
+    checkOutputLengths(body, ctx);
     if (body.best_of != null) {
       if (body.best_of < (body.n ?? 1)) {
         ctx.addIssue({ code: 'custom', path: ['best_of'], message: 'must be greater than or equal to n' });
