@@ -444,6 +444,26 @@ describe('what one user may keep, by way of its batches', () => {
     expect(again.status).toBe(429);
     expect(again.message).toMatch(/FILE_USER_MAX_BYTES/);
   });
+
+  it('counts what a batch keeps that copies nothing (an empty file, the largest metadata), so ended batches cannot grow the database past the cap', async ({ stack }) => {
+    // 300 batches over an empty file, each failed at once (so never more than BATCH_USER_OPEN
+    // open) with 16 pairs of the longest metadata, took 9 MB of PostgreSQL and counted for none.
+    const openai = client(stack, (await tenant(stack)).key);
+    const empty = await openai.files.create({ file: await toFile(Buffer.alloc(0), 'empty.jsonl'), purpose: 'batch' });
+    const metadata = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}`.padEnd(64, 'k'), '漢'.repeat(512)]));
+    let created = 0;
+    let refused: any;
+    while (!refused && created < 200) {
+      const batch = await openai.batches.create({ input_file_id: empty.id, endpoint: '/v1/completions', completion_window: '24h', metadata }).catch((e) => e);
+      if (batch.status === 429 && /FILE_USER_MAX_BYTES/.test(batch.message)) refused = batch;
+      else if (batch.status === 429) await new Promise((r) => setTimeout(r, 200)); // BATCH_USER_OPEN: wait for them to fail
+      else created++;
+    }
+    // About 25 KB each (16 × 512 three-byte characters, and the row): a 1 MiB cap holds about 40.
+    expect(refused, `created ${created}`).toBeDefined();
+    expect(created).toBeGreaterThan(20);
+    expect(created).toBeLessThan(60);
+  }, 60_000);
 });
 
 describe('the Batch API on the other OpenAI endpoints', () => {

@@ -3,7 +3,7 @@ import type { Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
-import { usageOf } from './file-store.ts';
+import { BATCH_ROW_BYTES, usageOf } from './file-store.ts';
 
 /**
  * `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. It must
@@ -108,8 +108,10 @@ export class BatchStore {
       // under the lock uploads take, so an upload and a batch at once cannot pass it together.
       await lockUser(client, 'files', owner.userId);
       const usage = await usageOf(client, owner.userId);
-      if (usage.bytes + inputBytes > maxBytes) {
-        throw insufficientQuota(`this batch would copy ${inputBytes} bytes of lines, and this user's files and batches hold ${usage.bytes} of the ${maxBytes} bytes a user may keep (FILE_USER_MAX_BYTES): delete files, or wait for ended batches to be dropped`);
+      const metadata = request.metadata ? storableJson(request.metadata) : null;
+      const keeps = inputBytes + BATCH_ROW_BYTES + (metadata === null ? 0 : Buffer.byteLength(metadata));
+      if (usage.bytes + keeps > maxBytes) {
+        throw insufficientQuota(`this batch would keep ${keeps} bytes (its copy of the lines, its metadata and its row), and this user's files and batches hold ${usage.bytes} of the ${maxBytes} bytes a user may keep (FILE_USER_MAX_BYTES): delete files, or wait for ended batches to be dropped`);
       }
       const { rows } = await client.query<BatchRow>(
         `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes)
@@ -117,7 +119,7 @@ export class BatchStore {
          WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ${RUNNING_STATUSES_SQL}) < $10
          RETURNING *`,
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-          request.metadata ? storableJson(request.metadata) : null, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes],
+          metadata, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes],
       );
       await client.query('COMMIT');
       row = rows[0];
