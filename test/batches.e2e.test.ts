@@ -255,6 +255,29 @@ describe('the Batch API', () => {
     expect(batch.request_counts.failed).toBeGreaterThan(700);
   });
 
+  it("stops admitting a batch's lines once its key's expired_time passes, with nothing changed at that moment", async ({ stack, upstream, channel }) => {
+    // About 80 lines a second (4 slots of 50 ms calls): the batch is far from its end when the key expires.
+    const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 50 }, { max_concurrency: 4 });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const expiresAt = Math.ceil(Date.now() / 1000) + 4;
+    await stack.adminData('PUT', '/api/token/', { id: owner.tokenId, expired_time: expiresAt });
+    const created = await submit(openai, Array.from({ length: 1000 }, (_, i) => line(model, i)));
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt * 1000 - Date.now())));
+    const callsAtExpiry = mock.requests.length;
+    expect(callsAtExpiry).toBeGreaterThan(0);
+    const deadline = Date.now() + 60_000;
+    let batch = await stack.adminData('GET', `/api/batch/${created.id}`);
+    while (!['completed', 'failed', 'cancelled', 'expired'].includes(batch.status) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      batch = await stack.adminData('GET', `/api/batch/${created.id}`);
+    }
+    // The lines already admitted (at most the window, 128) end; no new one reaches the upstream.
+    // Before, the batch ran all 1,000 on its expired key.
+    expect(mock.requests.length - callsAtExpiry).toBeLessThan(160);
+    expect(batch.request_counts.failed).toBeGreaterThan(500);
+  }, 90_000);
+
   it('withdraws at a cancel the lines still waiting for their channel: only those calling it finish, and only they are charged', async ({ stack, upstream, channel }) => {
     // 40 lines in flight (the window) on a 2-slot channel of 1 s calls: 2 calling, 38 waiting.
     const { mock, model } = await servedModel({ upstream, channel }, { delayMs: 1000 }, { max_concurrency: 2 });

@@ -26,14 +26,19 @@ const store = createStore(redis);
  * (the store's change feed). A key disabled or deleted, or a user's models narrowed, had the
  * batch's lines admitted for a second more: 700 of them against a fast upstream.
  */
-const holders = new Map<number, { at: number; holder: Promise<KeyHolder> }>();
-function batchHolder(batch: BatchRow): Promise<KeyHolder> {
-  const cached = holders.get(batch.token_id);
-  if (cached && Date.now() - cached.at < 1000) return cached.holder;
-  const holder = readHolder(batch);
-  holder.catch(() => holders.delete(batch.token_id));
-  if (holders.size > 10_000) holders.clear();
-  holders.set(batch.token_id, { at: Date.now(), holder });
+const holders = new Map<number, { at: number; key: Promise<BatchKey> }>();
+async function batchHolder(batch: BatchRow): Promise<KeyHolder> {
+  let cached = holders.get(batch.token_id);
+  if (!cached || Date.now() - cached.at >= 1000) {
+    const key = readKey(batch);
+    key.catch(() => holders.delete(batch.token_id));
+    if (holders.size > 10_000) holders.clear();
+    holders.set(batch.token_id, (cached = { at: Date.now(), key }));
+  }
+  const { holder, expiresAtMs } = await cached.key;
+  // At each line, not once a read: a key past its expired_time runs no more of its batch's lines
+  // (as a live request with it gets 401), where before the batch ran on to its end.
+  if (expiresAtMs <= Date.now()) throw invalidApiKey('the API key that created this batch has expired');
   return holder;
 }
 const changes = InvalidationFeed.beside(redis, 'batch-worker-invalidations');
@@ -43,13 +48,19 @@ changes.on((change) => {
 });
 await changes.start();
 
-async function readHolder(batch: BatchRow): Promise<KeyHolder> {
+/** The batch's key with its limits, and when it expires (`expired_time`; never: Infinity). */
+interface BatchKey {
+  holder: KeyHolder;
+  expiresAtMs: number;
+}
+
+async function readKey(batch: BatchRow): Promise<BatchKey> {
   const token = await store.tokens.get(batch.token_id);
   if (!token) throw invalidApiKey('the API key that created this batch no longer exists');
   if (token.status !== TokenStatus.enabled) throw invalidApiKey('the API key that created this batch is disabled, expired or exhausted');
   const user = await store.users.get(token.user_id);
   if (!user || user.status !== UserStatus.enabled) throw invalidApiKey("the batch's user is disabled");
-  return holderOf(token, user);
+  return { holder: holderOf(token, user), expiresAtMs: token.expired_time === -1 ? Infinity : token.expired_time * 1000 };
 }
 
 const runs = new BatchRuns(database);
