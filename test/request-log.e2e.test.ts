@@ -121,6 +121,20 @@ describe('the request log', () => {
     expect(own.body.data.items.every((r: any) => r.user_id === user.id)).toBe(true);
     const stat = await stack.admin('GET', `/api/log/stat?group_by=model&interval=day&model_name=${model}`, undefined, token);
     expect(stat.body.data).toEqual([expect.objectContaining({ key: model, requests: 3, errors: 0, bucket: expect.any(Number) })]);
+    // Channels are the administrators': a user's own rows never say where its requests went, not
+    // even the host of an upstream that could not be reached (its error said only upstream_error).
+    const unreachable = `log-down-${seq}`;
+    await stack.adminData('POST', '/api/channel/', { name: 'internal', type: 'openai', key: 'sk-internal-0123456789abcdef', base_url: 'http://127.0.0.1:9', models: [unreachable] });
+    await client(stack, key, `down-${seq}`).completions.create({ model: unreachable, prompt: 'hi' }).catch(() => {});
+    const failedRow = await rowOf(stack, `down-${seq}`);
+    expect(failedRow.attempts[0].host, 'the administrators see it').toBe('127.0.0.1:9');
+    const mine = (await stack.admin('GET', '/api/log/self?page_size=100', undefined, token)).body.data.items;
+    expect(mine.length).toBe(4);
+    expect(JSON.stringify(mine)).not.toMatch(/127\.0\.0\.1:9|"channel_id"|"upstream_model"|"host"/);
+    expect(mine.find((r: any) => r.model === unreachable).attempts[0]).toMatchObject({ error: expect.any(String) });
+    for (const path of ['/api/log/stat?group_by=channel', `/api/log/self?channel=${failedRow.channel_id}`, `/api/log/stat?channel=${failedRow.channel_id}`]) {
+      expect((await stack.admin('GET', path, undefined, token)).status, path).toBe(403);
+    }
     expect((await stack.admin('GET', '/api/log/self', undefined, 'not-a-token')).status).toBe(401);
     expect((await logPage(stack, { status: 'abc' })).status).toBe(400);
     // Past what PostgreSQL's timestamps and integers take: a 400, not a 500 from the query.

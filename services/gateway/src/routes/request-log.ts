@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, parseOrThrow, Role } from '@gateway/contracts';
-import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database } from '@gateway/database';
+import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database, type RequestLogEntry } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
 import { accessTokenHook } from '../auth/request-auth.ts';
 import { PerUserLimit } from '../per-user-limit.ts';
@@ -69,12 +69,34 @@ export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutes
 
   app.get('/log/self', async (request) => {
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    return answer(await logReads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id })));
+    const admin = request.actor!.role >= Role.admin;
+    if (!admin) refuseChannelFilters(filters);
+    const page = await logReads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id }));
+    return answer(admin ? page : { ...page, items: page.items.map(withoutChannels) });
   });
 
   app.get('/log/stat', async (request) => {
     const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
-    const own = request.actor!.role < Role.admin ? { only_user: request.actor!.id } : {};
+    const admin = request.actor!.role >= Role.admin;
+    if (!admin) refuseChannelFilters(filters);
+    const own = admin ? {} : { only_user: request.actor!.id };
     return answer(await logReads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
   });
+}
+
+/**
+ * Channels are the administrators' (their addresses, names, upstream models): a common user's
+ * rows show the model it asked for and how its request went, never where it went. Its own log
+ * showed `attempts[].host` (an internal upstream's name and port) where its error said only
+ * "upstream_error".
+ */
+function withoutChannels(entry: RequestLogEntry): RequestLogEntry {
+  const { channel_id: _channel, upstream_model: _model, attempts, ...rest } = entry;
+  return { ...rest, attempts: attempts.map(({ channel_id: _id, upstream_model: _upstream, host: _host, ...attempt }) => attempt) } as RequestLogEntry;
+}
+
+/** A common user may not filter or group its rows by channel. */
+function refuseChannelFilters(filters: { channel?: number; group_by?: string }): void {
+  if (filters.channel !== undefined) throw forbidden('only administrators may filter the request log by channel');
+  if (filters.group_by === 'channel') throw forbidden('only administrators may group the request log by channel');
 }
