@@ -45,7 +45,7 @@ const secretKey = z.string().transform((value, ctx) => {
  * address). Otherwise the proxies' addresses or CIDR ranges, comma-separated (or proxy-addr's
  * names: loopback, linklocal, uniquelocal), for a chain of proxies.
  */
-const trustProxy = z.string().transform((value, ctx): boolean | string | number => {
+const trustProxy = z.string().transform((value, ctx): false | string | number => {
   const text = value.trim();
   if (text === 'false') return false;
   if (text === 'true') return 1;

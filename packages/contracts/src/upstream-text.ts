@@ -11,6 +11,8 @@ const KEY_SHAPES = [
   /\bBearer\s+[^\s"',;]+/gi,
   /\b[A-Za-z0-9_-]{32,}\b/g,
 ];
+/** The shapes a key is known by its prefix (the gateway's own keys are `sk-…`). */
+const PREFIXED_KEY_SHAPES = KEY_SHAPES.slice(0, 3);
 const HTML = /<\s*(?:!doctype|html|head|body|div|p|h\d|title|pre)\b/i;
 const MAX_MESSAGE = 500;
 
@@ -80,10 +82,13 @@ export function withoutReflectedSecret(value: unknown, text: string, forms: read
   return forms.length > 0 && mentionsAny(text, forms) ? withoutSecretFormsIn(value, forms) : value;
 }
 
-/** `text` with every key-shaped run (an `sk-…` key, a bearer token, a long opaque token) replaced by `[redacted]`. */
-export function withoutKeyShapes(text: string): string {
+/**
+ * `text` with every key-shaped run replaced by `[redacted]`: an `sk-…` key, a bearer token, and,
+ * unless `opaque` is false, any long opaque token (which a long model name in a path may look like).
+ */
+export function withoutKeyShapes(text: string, { opaque = true } = {}): string {
   let out = text;
-  for (const shape of KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  for (const shape of opaque ? KEY_SHAPES : PREFIXED_KEY_SHAPES) out = out.replace(shape, '[redacted]');
   return out;
 }
 

@@ -55,8 +55,8 @@ export interface GatewayDeps {
   requestTimeoutMs: number;
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
-  /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe (Fastify's trustProxy). */
-  trustProxy?: boolean | string | number;
+  /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe: proxy addresses, or a count of proxies in front whatever their addresses. */
+  trustProxy?: false | string | number;
   /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
   managementBodyLimitBytes: number;
   /** MANAGEMENT_CHANGES_PER_MINUTE. */
@@ -195,8 +195,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     deps.metrics.requests.inc({ route, method: request.method, status: reply.statusCode });
     deps.metrics.duration.observe({ route, method: request.method }, reply.elapsedTime / 1000);
     request.log.info(
-      // A client that put its key in the path (a 404) does not have it written to the log.
-      { method: request.method, path: withoutKeyShapes(pathOf(request.url)), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      // A client that put its key in the path (a 404) does not have it written to the log; a long
+      // model name in a Gemini path is kept.
+      { method: request.method, path: withoutKeyShapes(pathOf(request.url), { opaque: false }), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
   });
