@@ -3,7 +3,7 @@ import type { Database } from './connection.ts';
 import { useTestDatabase } from './test-database.ts';
 import { BatchRuns } from './batch-runs.ts';
 import { BatchStore } from './batch-store.ts';
-import { FileStore } from './file-store.ts';
+import { BATCH_ROW_BYTES, FileStore } from './file-store.ts';
 import { unixNow } from './ids.ts';
 
 describe('what a user\'s batches keep', () => {
@@ -28,10 +28,11 @@ describe('what a user\'s batches keep', () => {
     const recent = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
     for (const batch of [old, recent]) await runs.addLines(batch.id, [{ line: 1, customId: 'a', body: '{}' }]);
     // The file, and each batch's copy of its lines.
-    expect(await files.usage(userId)).toEqual({ files: 1, bytes: 3000 });
+    // Each batch keeps its copy and BATCH_ROW_BYTES for its rows (no metadata here).
+    expect(await files.usage(userId)).toEqual({ files: 1, bytes: 3000 + 2 * BATCH_ROW_BYTES });
     // Deleted, its lines stay in the batches: the bytes stay counted (once a batch).
     await files.remove(input.id, userId);
-    expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 });
+    expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 + 2 * BATCH_ROW_BYTES });
 
     // Ended 31 and 29 days ago, each with a result file.
     const now = unixNow();
@@ -47,7 +48,7 @@ describe('what a user\'s batches keep', () => {
     expect(await left('SELECT 1 FROM batch_lines WHERE batch_id = $1')).toBe(0);
     expect(await left('SELECT 1 FROM files WHERE batch_id = $1')).toBe(0);
     expect(await batches.get(recent.id, userId)).toBeDefined();
-    expect(await files.usage(userId), 'the dropped batch holds nothing').toEqual({ files: 0, bytes: 1000 });
+    expect(await files.usage(userId), 'the dropped batch holds nothing').toEqual({ files: 0, bytes: 1000 + BATCH_ROW_BYTES });
     expect(await runs.dropEnded(now - 30 * 86_400)).toBe(0);
   });
 });
