@@ -78,6 +78,9 @@ describe('chatWorstCase', () => {
     expect(completion({ prompt: 'hi', parameters: { max_new_tokens: 500 }, n: 2 })).toBe(2 + 1000);
     // Without any, a completion is held for the 16 it is sent.
     expect(completion({ prompt: 'hi' })).toBe(2 + 16);
+    // A body no schema checked (a batch line stored before the check): a length that is no
+    // number is not counted, never a hold of NaN (which Redis took as 0).
+    expect(completionWorstCase({ model: 'm', prompt: 'hi', options: { num_predict: 'x' } } as never)).toBe(2 + 16);
   });
 
   it('estimates a charge by the same parts as the hold: tools at a quarter of their text, an image at a typical count, not the hold\'s worst', () => {

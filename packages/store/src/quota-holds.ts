@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { tokenCount } from '@gateway/contracts';
+import { MAX_REQUEST_TOKENS, tokenCount } from '@gateway/contracts';
 import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
@@ -57,7 +57,8 @@ export class QuotaHolds {
    * resolves with the hold (to release) or why the request may not start.
    */
   async reserve(subject: HoldSubject, amount: number, ttlMs: number): Promise<{ hold: string } | HoldRefusal> {
-    const held = tokenCount(Math.ceil(amount));
+    // An amount that is no number (a worst case some field made NaN) holds the most, never nothing.
+    const held = Number.isFinite(amount) ? tokenCount(Math.ceil(amount)) : MAX_REQUEST_TOKENS;
     const hold = `${randomUUID()}:${held}`;
     const [status, detail] = await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve');
     return refusalOf(status, detail) ?? { hold };

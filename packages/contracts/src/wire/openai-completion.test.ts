@@ -62,6 +62,17 @@ describe('completion request schema', () => {
     expect(paramOf({ model: 'm', prompt: 'x', n_predict: null })).toBe('accepted');
   });
 
+  it('refuses a name a server reading names in any case would take for one the hold counts (Go folds ſ to s, K to k)', () => {
+    expect(paramOf({ model: 'm', prompt: 'x', max_tokens: 1, MAX_TOKENS: 100_000 })).toBe('MAX_TOKENS');
+    expect(paramOf({ model: 'm', prompt: 'x', N: 128 })).toBe('N');
+    expect(paramOf({ model: 'm', prompt: 'x', Best_Of: 5 })).toBe('Best_Of');
+    expect(paramOf({ model: 'm', prompt: 'x', max_tokenſ: 100_000 })).toBe('max_tokenſ');
+    expect(paramOf({ model: 'm', prompt: 'x', options: { Num_Predict: 5 } })).toBe('options.Num_Predict');
+    expect(() => parseOrThrow(chatRequestSchema, { model: 'm', messages: [{ role: 'user', content: 'x' }], Max_Completion_Tokens: 9 })).toThrow(/Max_Completion_Tokens/);
+    // Names the hold does not count are the client's to spell as it likes.
+    expect(paramOf({ model: 'm', prompt: 'x', Temperature_Note: 'x' })).toBe('accepted');
+  });
+
   it('accepts the bounds themselves, nulls, and passes unknown fields through', () => {
     const body = parse({
       model: 'm', prompt: 'x', max_tokens: 0, temperature: 2, top_p: 0, n: 2, best_of: 2, logprobs: 5,
