@@ -84,15 +84,34 @@ export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutes
   });
 }
 
+/** One try of a request as its common user sees it: how it went, never where. */
+interface UserAttempt {
+  status?: number;
+  /** The failure's kind, and a connection error's code (`connection ECONNREFUSED`), nothing more. */
+  error?: string;
+  ms: number;
+}
+
+/** A row of the request log as its common user sees it. */
+type UserLogEntry = Omit<RequestLogEntry, 'channel_id' | 'upstream_model' | 'attempts'> & { attempts: UserAttempt[] };
+
 /**
  * Channels are the administrators' (their addresses, names, upstream models): a common user's
  * rows show the model it asked for and how its request went, never where it went. Its own log
- * showed `attempts[].host` (an internal upstream's name and port) where its error said only
- * "upstream_error".
+ * showed `attempts[].host` (an internal upstream's name and port), and an error's message can
+ * name an address ("upstream address refused: 10.0.0.5 is private"), where its answer said only
+ * "upstream_error": of each try, its status, the error's kind and code, and its time.
  */
-function withoutChannels(entry: RequestLogEntry): RequestLogEntry {
+function withoutChannels(entry: RequestLogEntry): UserLogEntry {
   const { channel_id: _channel, upstream_model: _model, attempts, ...rest } = entry;
-  return { ...rest, attempts: attempts.map(({ channel_id: _id, upstream_model: _upstream, host: _host, ...attempt }) => attempt) } as RequestLogEntry;
+  return {
+    ...rest,
+    attempts: attempts.map(({ status, error, ms }) => ({
+      ...(status === undefined ? {} : { status }),
+      ...(error === undefined ? {} : { error: /^\w+(?: [A-Z][A-Z0-9_]+)?/.exec(error)?.[0] ?? 'failed' }),
+      ms,
+    })),
+  };
 }
 
 /** A common user may not filter or group its rows by channel. */
