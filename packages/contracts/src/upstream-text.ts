@@ -11,8 +11,8 @@ const KEY_SHAPES = [
   /\bBearer\s+[^\s"',;]+/gi,
   /\b[A-Za-z0-9_-]{32,}\b/g,
 ];
-/** The shapes a key is known by its prefix (the gateway's own keys are `sk-…`). */
-const PREFIXED_KEY_SHAPES = KEY_SHAPES.slice(0, 3);
+/** The shapes a key is known by in a path: its prefix (the gateway's own keys are `sk-…`), or letters and digits only. */
+const PATH_KEY_SHAPES = [...KEY_SHAPES.slice(0, 3), /\b[A-Za-z0-9]{32,}\b/g];
 const HTML = /<\s*(?:!doctype|html|head|body|div|p|h\d|title|pre)\b/i;
 const MAX_MESSAGE = 500;
 
@@ -83,12 +83,14 @@ export function withoutReflectedSecret(value: unknown, text: string, forms: read
 }
 
 /**
- * `text` with every key-shaped run replaced by `[redacted]`: an `sk-…` key, a bearer token, and,
- * unless `opaque` is false, any long opaque token (which a long model name in a path may look like).
+ * `text` with every key-shaped run replaced by `[redacted]`: an `sk-…` key, a bearer token, and
+ * any long opaque token; with `opaque` false, only a long run of letters and digits with no `-`
+ * or `_` (an access token is 32 of them) is taken for one, so a long model name in a path, which
+ * has hyphens, is kept.
  */
 export function withoutKeyShapes(text: string, { opaque = true } = {}): string {
   let out = text;
-  for (const shape of opaque ? KEY_SHAPES : PREFIXED_KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  for (const shape of opaque ? KEY_SHAPES : PATH_KEY_SHAPES) out = out.replace(shape, '[redacted]');
   return out;
 }
 
