@@ -218,9 +218,11 @@ describe('connections that hold without asking', () => {
     expect(Math.max(...slowMs!)).toBeLessThan(3500);
     expect(Math.max(...idleMs!)).toBeLessThan(4000);
     // Those by their deadline: twice the headers time-out after they opened, or the keep-alive
-    // and the headers time-outs after their answer, each plus Node's check interval of 1 s.
-    expect(Math.max(...blankFirstMs!)).toBeLessThan(4500);
-    expect(Math.max(...blankAfterMs!)).toBeLessThan(5000);
+    // and the headers time-outs after their answer, each plus Node's check interval of 1 s, and
+    // a second for a loaded machine (a fresh-clone CI run beside other work saw 5,013 ms). Before,
+    // they stayed open for good.
+    expect(Math.max(...blankFirstMs!)).toBeLessThan(5500);
+    expect(Math.max(...blankAfterMs!)).toBeLessThan(6000);
     expect(await Promise.all(late)).toEqual(['200', '200']);
     for (const socket of opened) socket.destroy();
   }, 30_000);

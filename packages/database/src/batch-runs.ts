@@ -106,7 +106,8 @@ export class BatchRuns {
     const error = { code: 'batch_error', message };
     await this.db.query(
       `WITH ended AS (UPDATE batch_lines SET state = 2, error = $3 WHERE batch_id = $1 AND state < 2 RETURNING 1)
-       UPDATE batches SET status = 'failed', failed_at = $4, errors = $5, failed = failed + (SELECT count(*) FROM ended), runner = NULL, lease_until = 0
+       UPDATE batches SET status = 'failed', failed_at = $4, errors = $5::text::jsonb, kept_bytes = kept_bytes + octet_length($5::text),
+         failed = failed + (SELECT count(*) FROM ended), runner = NULL, lease_until = 0
        WHERE id = $1 AND runner = $2 AND status IN ${RUNNING_STATUSES_SQL}`,
       [id, runner, storableJson(error), unixNow(), storableJson([{ ...error, param: null, line: null }])]);
   }
@@ -154,7 +155,7 @@ export class BatchRuns {
   async fail(batchId: string, errors: BatchLineError[]): Promise<void> {
     await this.db.query(`DELETE FROM batch_lines WHERE batch_id = $1`, [batchId]);
     await this.db.query(
-      `UPDATE batches SET status = 'failed', errors = $2, failed_at = $3 WHERE id = $1`, [batchId, storableJson(errors), unixNow()]);
+      `UPDATE batches SET status = 'failed', errors = $2::text::jsonb, kept_bytes = kept_bytes + octet_length($2::text), failed_at = $3 WHERE id = $1`, [batchId, storableJson(errors), unixNow()]);
   }
 
   /** Lines sent before (a takeover): their jobs may still run, or have answered meanwhile. */

@@ -114,12 +114,12 @@ export class BatchStore {
         throw insufficientQuota(`this batch would keep ${keeps} bytes (its copy of the lines, its metadata and its row), and this user's files and batches hold ${usage.bytes} of the ${maxBytes} bytes a user may keep (FILE_USER_MAX_BYTES): delete files, or wait for ended batches to be dropped`);
       }
       const { rows } = await client.query<BatchRow>(
-        `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes)
-         SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9, $11
+        `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, metadata, created_at, expires_at, input_bytes, kept_bytes)
+         SELECT $1, $2, $3, $4, $5, $6, 'validating', $7, $8, $9, $11, $12
          WHERE (SELECT count(*) FROM batches WHERE user_id = $2 AND status IN ${RUNNING_STATUSES_SQL}) < $10
          RETURNING *`,
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
-          metadata, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes],
+          metadata, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes, keeps],
       );
       await client.query('COMMIT');
       row = rows[0];
