@@ -177,18 +177,19 @@ export class FileStore {
 export const BATCH_ROW_BYTES = 1024;
 
 /**
- * Its uploads (not batches' result files, which read the batch's lines), as `client` sees them,
- * and what its batches keep (`kept_bytes`, written with the batch and its errors): the bytes of
- * the input files they copied, their metadata and errors, and BATCH_ROW_BYTES each. A batch
- * keeps its input's lines until it is dropped
+ * Its files as `client` sees them (the count of uploads; the bytes of uploads and of its batches'
+ * output and error files, which stand for the results their lines keep), and what its batches
+ * keep (`kept_bytes`, written with the batch and its errors): the bytes of the input files they
+ * copied, their metadata and errors, and BATCH_ROW_BYTES each. A batch keeps its input's lines
+ * until it is dropped
  * (BATCH_RETENTION_DAYS after it ended), whether or not the file is kept. Counting a copy only
  * once its file was deleted let one file kept and run as twelve batches hold 5.7 times the cap,
  * and with 200 MB files there was no bound at all.
  */
 export async function usageOf(client: Pick<Database, 'query'>, userId: number): Promise<FileUsage> {
   const { rows } = await client.query<{ files: string; bytes: string; kept: string }>(
-    `SELECT count(*) AS files, coalesce(sum(bytes), 0) AS bytes,
+    `SELECT count(*) FILTER (WHERE kind = 'upload') AS files, coalesce(sum(bytes), 0) AS bytes,
             (SELECT coalesce(sum(kept_bytes), 0) FROM batches b WHERE b.user_id = $1) AS kept
-     FROM files WHERE user_id = $1 AND kind = 'upload'`, [userId]);
+     FROM files WHERE user_id = $1`, [userId]);
   return { files: Number(rows[0]!.files), bytes: Number(rows[0]!.bytes) + Number(rows[0]!.kept) };
 }
