@@ -45,10 +45,10 @@ const secretKey = z.string().transform((value, ctx) => {
  * address). Otherwise the proxies' addresses or CIDR ranges, comma-separated (or proxy-addr's
  * names: loopback, linklocal, uniquelocal), for a chain of proxies.
  */
-const trustProxy = z.string().transform((value, ctx): false | string | number => {
+const trustProxy = z.string().transform((value, ctx): boolean | string => {
   const text = value.trim();
   if (text === 'false') return false;
-  if (text === 'true') return 1;
+  if (text === 'true') return true;
   const entries = text.split(',').map((e) => e.trim()).filter(Boolean);
   const valid = (e: string) => ['loopback', 'linklocal', 'uniquelocal'].includes(e) || (isIP(e.split('/')[0]!) > 0 && /^[^/]+(\/\d{1,3})?$/.test(e));
   if (entries.length === 0 || !entries.every(valid)) {

@@ -5,14 +5,15 @@
  */
 
 /** Shapes of credentials: OpenAI-style `sk-…`, Google `AIza…`, bearer tokens, long opaque tokens. */
-const KEY_SHAPES = [
+/** Keys known by their prefix: OpenAI-style `sk-…` (the gateway's own), Google `AIza…`, bearer tokens. */
+const PREFIXED_KEY_SHAPES = [
   /\b(?:sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g,
   /\bAIza[0-9A-Za-z_-]{20,}/g,
   /\bBearer\s+[^\s"',;]+/gi,
-  /\b[A-Za-z0-9_-]{32,}\b/g,
 ];
-/** The shapes a key is known by in a path: its prefix (the gateway's own keys are `sk-…`), or letters and digits only. */
-const PATH_KEY_SHAPES = [...KEY_SHAPES.slice(0, 3), /\b[A-Za-z0-9]{32,}\b/g];
+const KEY_SHAPES = [...PREFIXED_KEY_SHAPES, /\b[A-Za-z0-9_-]{32,}\b/g];
+/** In a path: a prefixed key, or a long run of letters and digits only (an access token is 32 of them). */
+const PATH_KEY_SHAPES = [...PREFIXED_KEY_SHAPES, /\b[A-Za-z0-9]{32,}\b/g];
 const HTML = /<\s*(?:!doctype|html|head|body|div|p|h\d|title|pre)\b/i;
 const MAX_MESSAGE = 500;
 
@@ -82,16 +83,19 @@ export function withoutReflectedSecret(value: unknown, text: string, forms: read
   return forms.length > 0 && mentionsAny(text, forms) ? withoutSecretFormsIn(value, forms) : value;
 }
 
-/**
- * `text` with every key-shaped run replaced by `[redacted]`: an `sk-…` key, a bearer token, and
- * any long opaque token; with `opaque` false, only a long run of letters and digits with no `-`
- * or `_` (an access token is 32 of them) is taken for one, so a long model name in a path, which
- * has hyphens, is kept.
- */
-export function withoutKeyShapes(text: string, { opaque = true } = {}): string {
+/** `text` with `shapes` (every key shape by default) replaced by `[redacted]`. */
+export function withoutKeyShapes(text: string, shapes: readonly RegExp[] = KEY_SHAPES): string {
   let out = text;
-  for (const shape of opaque ? KEY_SHAPES : PATH_KEY_SHAPES) out = out.replace(shape, '[redacted]');
+  for (const shape of shapes) out = out.replace(shape, '[redacted]');
   return out;
+}
+
+/**
+ * A URL path without the keys a client may have put in it: a long model name in a path, which has
+ * hyphens, is kept (it would pass for an opaque token).
+ */
+export function withoutPathKeys(path: string): string {
+  return withoutKeyShapes(path, PATH_KEY_SHAPES);
 }
 
 /** `text` with `secrets` and every key-shaped run replaced by `[redacted]`, shortened. */

@@ -154,7 +154,7 @@ const CHAT_FIELDS_NOT_PROMPT = new Set([
  */
 export function chatWorstCase(request: ChatRequest): number {
   // Every limit goes upstream as it came, and a server may read any of them: the largest is held.
-  const limits = [request.max_tokens, ...otherOutputLengths(request)].filter((limit): limit is number => typeof limit === 'number');
+  const limits = request.max_tokens == null ? otherOutputLengths(request) : [request.max_tokens, ...otherOutputLengths(request)];
   const output = limits.length > 0 ? Math.max(...limits) : CHAT_DEFAULT_MAX_TOKENS;
   return chatPromptTokens(request, tokensAtMost, NON_TEXT_PART_TOKENS) + output * (request.n ?? 1);
 }

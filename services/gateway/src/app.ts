@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { badRequest, loopDetected, overloaded, QueueName, withoutKeyShapes } from '@gateway/contracts';
+import { badRequest, loopDetected, overloaded, QueueName, withoutPathKeys } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
@@ -55,8 +55,8 @@ export interface GatewayDeps {
   requestTimeoutMs: number;
   /** The largest model request body (BODY_LIMIT_BYTES). */
   bodyLimitBytes: number;
-  /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe: proxy addresses, or a count of proxies in front whatever their addresses. */
-  trustProxy?: false | string | number;
+  /** TRUST_PROXY: whose X-Forwarded-For/-Proto/-Host to believe: proxy addresses, or (true) the one proxy in front whatever its address. */
+  trustProxy?: boolean | string;
   /** The largest management, login or dashboard body (MANAGEMENT_BODY_LIMIT_BYTES). */
   managementBodyLimitBytes: number;
   /** MANAGEMENT_CHANGES_PER_MINUTE. */
@@ -129,10 +129,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     requestIdHeader: false,
     genReqId: (raw) => clientRequestId(raw.headers['x-request-id']) ?? randomUUID(),
     // Behind a proxy (TRUST_PROXY): request.ip is the client's, request.protocol the proxy's scheme.
-    // A count of hops (TRUST_PROXY=true: the one proxy in front) trusts that many peers from the
-    // socket inwards, so the client is the address the last of them wrote, not the first of the
-    // header (Fastify's own `true`), and not nobody (Fastify's own number).
-    trustProxy: typeof deps.trustProxy === 'number' ? trustedHops(deps.trustProxy) : deps.trustProxy ?? false,
+    // TRUST_PROXY=true trusts the one proxy in front, so the client is the address it wrote, not
+    // the first of the header (Fastify's own `true`), and not nobody (Fastify's own hop count).
+    trustProxy: deps.trustProxy === true ? trustedHops(1) : deps.trustProxy ?? false,
     routerOptions: { ignoreTrailingSlash: true, constraints: { wire: wireConstraint } },
     return503OnClosing: true,
     clientErrorHandler,
@@ -197,7 +196,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     request.log.info(
       // A client that put its key in the path (a 404) does not have it written to the log; a long
       // model name in a Gemini path is kept.
-      { method: request.method, path: withoutKeyShapes(pathOf(request.url), { opaque: false }), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      { method: request.method, path: withoutPathKeys(pathOf(request.url)), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
       'request',
     );
   });

@@ -84,6 +84,9 @@ export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutes
   });
 }
 
+/** Of an attempt's error, its kind and a connection error's code (`connection ECONNREFUSED`). */
+const ERROR_KIND_AND_CODE = /^\w+(?: [A-Z][A-Z0-9_]+)?/;
+
 /** One try of a request as its common user sees it: how it went, never where. */
 interface UserAttempt {
   status?: number;
@@ -108,7 +111,7 @@ function withoutChannels(entry: RequestLogEntry): UserLogEntry {
     ...rest,
     attempts: attempts.map(({ status, error, ms }) => ({
       ...(status === undefined ? {} : { status }),
-      ...(error === undefined ? {} : { error: /^\w+(?: [A-Z][A-Z0-9_]+)?/.exec(error)?.[0] ?? 'failed' }),
+      ...(error === undefined ? {} : { error: ERROR_KIND_AND_CODE.exec(error)?.[0] ?? 'failed' }),
       ms,
     })),
   };
