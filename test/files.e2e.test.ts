@@ -10,7 +10,9 @@ import { gzipSync } from 'node:zlib';
 import { describe, expect } from 'vitest';
 import OpenAI, { toFile } from 'openai';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { createBatchResultFiles, createDatabase, lineResultId } from '@gateway/database';
+import { keys } from '@gateway/store';
 import type { ServiceProcess, Stack } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -460,9 +462,28 @@ describe('the Files API', () => {
       expect(error!.headers?.get('retry-after')).toBe('5');
       const refused = await refusal(upload(openai, jsonl([request(2)])));
       expect(refused?.status).toBe(503);
+      // A new user's id is taken above every id PostgreSQL has rows of: unknown, no user is made.
+      expect((await stack.admin('POST', '/api/user/', { username: `f${++seq}`, password: 'files-password' })).status).toBe(503);
     } finally {
       await stack.postgres!.restart();
     }
     await expect.poll(() => openai.files.retrieve(file.id).then((f) => f.id, () => 'unavailable'), { timeout: 15_000 }).toBe(file.id);
+  });
+
+  it("never numbers a new user as a gone one whose files PostgreSQL still holds (Redis restored from an older copy)", async ({ stack }) => {
+    const gone = await tenant(stack);
+    const file = await upload(gone.openai, jsonl([request(1)]));
+    await stack.adminData('DELETE', `/api/user/${gone.userId}`);
+    // Redis as an older copy left it: its user sequence from before the gone user was made.
+    const redis = new Redis(stack.redis.url);
+    try {
+      await redis.set(keys.userSeq, gone.userId - 1);
+    } finally {
+      redis.disconnect();
+    }
+    const next = await tenant(stack);
+    expect(next.userId).toBeGreaterThan(gone.userId);
+    expect((await next.openai.files.list()).data).toEqual([]);
+    expect(await refusal(next.openai.files.retrieve(file.id))).toBeInstanceOf(OpenAI.NotFoundError);
   });
 });

@@ -33,6 +33,8 @@ export interface PrepareTools {
   sealKey(key: string): { key: string; key_mask: string };
   /** Refuses a channel address the gateway will not call (its own Redis, metadata services, …). */
   checkBaseUrl(baseUrl: string | undefined): Promise<void>;
+  /** The highest user id that owns rows in PostgreSQL (0 without one): a new user is numbered above it. */
+  highestUserIdOnRecord(): Promise<number>;
 }
 
 /** A job's input, and what the gateway adds to the worker's answer: the secret it made, which never reaches Redis. */

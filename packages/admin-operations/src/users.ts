@@ -41,7 +41,9 @@ export const userOperations = {
   /** The gateway hashes the password (scrypt): the job carries the hash. */
   'user.create': operation({
     route: post('/user/'), input: createUserBody, job: createUserJob, minRole: 10,
-    prepare: async ({ password, ...rest }, tools) => ({ input: { ...rest, password_hash: await tools.hashPassword(password) } }),
+    prepare: async ({ password, ...rest }, tools) => ({
+      input: { ...rest, password_hash: await tools.hashPassword(password), id_above: await tools.highestUserIdOnRecord() },
+    }),
     apply: async ({ store, actor, input, once }) => {
       const role = input.role ?? 1;
       assertMayGrant(actor, role);
@@ -53,7 +55,7 @@ export const userOperations = {
         quota: input.quota ?? 0,
         group: input.group ?? 'default',
         ...definedOnly({ rpm_limit: input.rpm_limit, models: input.models, priority: input.priority, max_keys: input.max_keys, max_in_flight: input.max_in_flight }),
-      }, once);
+      }, once, input.id_above);
       return publicUser(user);
     },
   }),

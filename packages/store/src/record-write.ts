@@ -11,7 +11,8 @@ import { storeScripts } from './scripts.ts';
  * caller re-reads and retries.
  */
 export interface RecordWrite {
-  create?: { seq: string; prefix: string };
+  /** A new record, numbered by `seq`; `above`, a number its id must be greater than. */
+  create?: { seq: string; prefix: string; above?: number };
   key?: string;
   id?: string;
   expect?: Record<string, string>;

@@ -45,8 +45,12 @@ export class UserStore {
     this.redis = redis;
   }
 
-  /** `once`: the job making it, so that a job run again after its worker died makes no second user (nor a 409). */
-  async create(input: NewUser, once?: WriteOnce): Promise<StoredUser> {
+  /**
+   * `once`: the job making it, so that a job run again after its worker died makes no second user
+   * (nor a 409). `idAbove`: the highest id that still owns rows elsewhere (PostgreSQL's files,
+   * batches and log), which a new user must never be given.
+   */
+  async create(input: NewUser, once?: WriteOnce, idAbove?: number): Promise<StoredUser> {
     const record: Partial<StoredUser> = {
       display_name: input.username, role: Role.common, status: UserStatus.enabled, quota: 0, group: 'default',
       rpm_limit: 0, models: [], priority: 'interactive', max_keys: DEFAULT_MAX_KEYS, max_in_flight: 0, ...input,
@@ -54,7 +58,7 @@ export class UserStore {
     };
     const name = nameForCreate(input.username);
     const result = await writeRecord(this.redis, {
-      create: { seq: keys.userSeq, prefix: keys.userPrefix },
+      create: { seq: keys.userSeq, prefix: keys.userPrefix, ...(idAbove ? { above: idAbove } : {}) },
       unique: name.unique,
       set: encodeFields(codec, record),
       index: [...name.index, { op: 'zadd', key: keys.users }],

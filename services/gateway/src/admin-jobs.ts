@@ -11,6 +11,7 @@ import { adminOperation, type AdminJobPayload, type AdminOperationName, type Adm
 import type { KeyRateLimit } from '@gateway/admission';
 import { badRequest, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
+import { highestUserIdOnRecord, orUnavailable, type Database } from '@gateway/database';
 import type { JobClient } from '@gateway/queue';
 import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
@@ -26,6 +27,8 @@ export interface AdminJobsOptions {
   /** A common user's changes a minute (MANAGEMENT_CHANGES_PER_MINUTE), counted with `rateLimit`. */
   changesPerMinute: number;
   rateLimit: KeyRateLimit;
+  /** PostgreSQL, whose rows' highest user id a new user is numbered above; none without one. */
+  database?: Database;
 }
 
 /** Who asks for an operation, and for which request. */
@@ -55,6 +58,8 @@ export class AdminJobs {
         const problem = baseUrl === undefined ? undefined : await baseUrlProblem(baseUrl, options.addressPolicy);
         if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
       },
+      // Unreachable, the user is not made (503): its id could be one that owns old rows.
+      highestUserIdOnRecord: async () => (options.database ? orUnavailable(highestUserIdOnRecord(options.database)) : 0),
     };
   }
 

@@ -102,7 +102,8 @@ const newUser = {
   ...userLimits,
 };
 export const createUserBody = z.strictObject({ ...newUser, password });
-export const createUserJob = z.strictObject({ ...newUser, password_hash: passwordHash });
+/** `id_above`: the highest user id PostgreSQL still has rows of (the gateway reads it): the new user's id is above it. */
+export const createUserJob = z.strictObject({ ...newUser, password_hash: passwordHash, id_above: z.number().int().nonnegative().optional() });
 
 const userChanges = {
   id,

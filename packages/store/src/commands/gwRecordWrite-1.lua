@@ -16,6 +16,10 @@ if op.create then
     if redis.call('HEXISTS', u.key, u.field) == 1 then return {'CONFLICT', u.field} end
   end
   if op.limit and redis.call('SCARD', op.limit.key) >= op.limit.max then return {'LIMIT'} end
+  -- `above`: ids that still own rows elsewhere (PostgreSQL), which the sequence must never hand out again.
+  if op.create.above and (tonumber(redis.call('GET', op.create.seq)) or 0) < op.create.above then
+    redis.call('SET', op.create.seq, op.create.above)
+  end
   id = tostring(redis.call('INCR', op.create.seq))
   key = op.create.prefix .. id
 else
