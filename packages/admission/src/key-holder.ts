@@ -1,4 +1,4 @@
-import type { ModelCaller } from '@gateway/contracts';
+import { TokenStatus, UserStatus, type ModelCaller } from '@gateway/contracts';
 import type { StoredToken, StoredUser } from '@gateway/store';
 
 /**
@@ -46,4 +46,25 @@ export function holderOf(token: StoredToken, user: StoredUser | null | undefined
     keyInFlightCap: token.max_in_flight ?? 0, userInFlightCap: user?.max_in_flight ?? 0,
     quotaLimited: !token.unlimited_quota || (user?.quota ?? 0) > 0,
   };
+}
+
+/**
+ * Why `token` (of `user`) may not be used at `now`, as its 401's message; undefined when it may:
+ * a disabled, expired or exhausted key, one past its `expired_time`, or a disabled or missing user.
+ * The gateway asks at each request, the batch worker at each line.
+ */
+export function keyRefusal(token: Pick<StoredToken, 'status' | 'expired_time'>, user: Pick<StoredUser, 'status'> | null | undefined, now = Date.now()): string | undefined {
+  switch (token.status) {
+    case TokenStatus.enabled:
+      break;
+    case TokenStatus.expired:
+      return 'this API key has expired';
+    case TokenStatus.exhausted:
+      return 'this API key has used up its quota';
+    default:
+      return 'this API key is disabled';
+  }
+  if (token.expired_time !== -1 && token.expired_time * 1000 <= now) return 'this API key has expired';
+  if (user?.status !== UserStatus.enabled) return "this API key's user is disabled";
+  return undefined;
 }

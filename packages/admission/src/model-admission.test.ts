@@ -30,7 +30,7 @@ describe('model admission', () => {
       return { tokenId: token.id, userId: user.id, group: 'default', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'batch', keyInFlightCap: 1, userInFlightCap: 0, quotaLimited: false };
     };
     const [holder, other] = [await holderOf('giveback'), await holderOf('beside')];
-    const admit = (h: KeyHolder) => admission.admit({}, h, QueueName.completion, 10, Date.now() + 60_000, { chargeOnce: true });
+    const admit = (h: KeyHolder) => admission.admit(h.priority, h, QueueName.completion, 10, Date.now() + 60_000, { chargeOnce: true });
     // Another tenant's batch job waits beside, so the line's count shows a place given back twice.
     await admit(other);
     const first = await admit(holder);

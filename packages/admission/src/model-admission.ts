@@ -61,17 +61,18 @@ export class ModelAdmission {
   }
 
   /**
-   * Admits the request or throws. `worstCase`: the most quota it may use; `deadline`: epoch ms.
+   * Admits the request or throws. `priority`: the one it runs at (`priorityOf`); `worstCase`: the
+   * most quota it may use; `deadline`: epoch ms.
    * `chargeOnce`: hold even for a key with no limit, because a request with a hold is charged
    * with its hold's release, once however often its job runs (a batch line, whose job a killed
    * worker leaves to run again); without one it is charged by its worker's next flush, which a
    * kill -9 loses.
    */
   async admit(
-    headers: Record<string, string | string[] | undefined>, holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number,
+    priority: 'interactive' | 'batch', holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number,
     { chargeOnce = false }: { chargeOnce?: boolean } = {},
   ): Promise<Admission> {
-    const batch = priorityOf(headers['x-priority'], holder.priority) === 'batch';
+    const batch = priority === 'batch';
     await this.options.rateLimit.check(holder.tokenId, holder.rpmLimit);
     await this.options.rateLimit.checkUser(holder.userId, holder.userRpmLimit);
     let hold: string | undefined;

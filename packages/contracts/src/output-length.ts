@@ -25,6 +25,7 @@ export const OUTPUT_LENGTH_FIELDS = [
  */
 const COUNTED_FIELDS = ['max_tokens', 'n', 'best_of', ...OUTPUT_LENGTH_FIELDS];
 const COUNTED_BY_FOLDED = new Map(COUNTED_FIELDS.map((field) => [folded(field), field]));
+const OTHER_NAMES: ReadonlySet<string> = new Set(OUTPUT_LENGTH_FIELDS);
 
 /** A name as a case-insensitive reader may take it. */
 function folded(name: string): string {
@@ -73,16 +74,14 @@ export function otherOutputLengths(body: Record<string, unknown>): number[] {
  * a name a case-insensitive server would read as one the hold counts.
  */
 export function checkOutputLengths(body: Record<string, unknown>, ctx: z.RefinementCtx): void {
-  for (const { path, value } of lengthFields(body)) {
-    if (!isTokenCount(value)) {
-      ctx.addIssue({ code: 'custom', path, message: 'must be a whole number of tokens, 0 or more: the gateway holds quota for the longest output a request may ask for, by any name' });
-    }
-  }
   for (const { holder, prefix } of holders(body)) {
-    for (const name of Object.keys(holder)) {
+    for (const [name, value] of Object.entries(holder)) {
       const counted = COUNTED_BY_FOLDED.get(folded(name));
-      if (counted !== undefined && counted !== name) {
+      if (counted === undefined) continue;
+      if (counted !== name) {
         ctx.addIssue({ code: 'custom', path: [...prefix, name], message: `is refused: a server that reads names in any case would take it for ${counted}, which the gateway holds quota by as spelled; send ${counted}` });
+      } else if (OTHER_NAMES.has(name) && value != null && !isTokenCount(value)) {
+        ctx.addIssue({ code: 'custom', path: [...prefix, name], message: 'must be a whole number of tokens, 0 or more: the gateway holds quota for the longest output a request may ask for, by any name' });
       }
     }
   }

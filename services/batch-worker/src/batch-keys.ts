@@ -7,18 +7,19 @@
  * `expired_time` runs no more of its batch's lines (as a live request with it gets 401), where
  * before the batch ran on to its end.
  */
-import { holderOf, type KeyHolder } from '@gateway/admission';
-import { invalidApiKey, TokenStatus, UserStatus } from '@gateway/contracts';
+import { holderOf, keyRefusal, type KeyHolder } from '@gateway/admission';
+import { invalidApiKey } from '@gateway/contracts';
 import type { BatchRow } from '@gateway/database';
-import type { Store } from '@gateway/store';
+import type { Store, StoredToken, StoredUser } from '@gateway/store';
 
 /** How long a key's read serves its batch's lines. */
 const READ_FOR_MS = 1000;
 
-/** A batch's key with its limits, and when it expires (`expired_time`; never: Infinity). */
+/** A batch's key with its limits, and what `keyRefusal` checks at each line. */
 interface BatchKey {
   holder: KeyHolder;
-  expiresAtMs: number;
+  token: Pick<StoredToken, 'status' | 'expired_time'>;
+  user: Pick<StoredUser, 'status'> | null;
 }
 
 export class BatchKeys {
@@ -38,8 +39,9 @@ export class BatchKeys {
       if (this.read.size > 10_000) this.read.clear();
       this.read.set(batch.token_id, (cached = { at: Date.now(), key }));
     }
-    const { holder, expiresAtMs } = await cached.key;
-    if (expiresAtMs <= Date.now()) throw invalidApiKey('the API key that created this batch has expired');
+    const { holder, token, user } = await cached.key;
+    const refusal = keyRefusal(token, user);
+    if (refusal) throw invalidApiKey(`${refusal} (the key that created this batch)`);
     return holder;
   }
 
@@ -51,9 +53,7 @@ export class BatchKeys {
   private async readKey(tokenId: number): Promise<BatchKey> {
     const token = await this.store.tokens.get(tokenId);
     if (!token) throw invalidApiKey('the API key that created this batch no longer exists');
-    if (token.status !== TokenStatus.enabled) throw invalidApiKey('the API key that created this batch is disabled, expired or exhausted');
     const user = await this.store.users.get(token.user_id);
-    if (!user || user.status !== UserStatus.enabled) throw invalidApiKey("the batch's user is disabled");
-    return { holder: holderOf(token, user), expiresAtMs: token.expired_time === -1 ? Infinity : token.expired_time * 1000 };
+    return { holder: holderOf(token, user), token: { status: token.status, expired_time: token.expired_time }, user: user && { status: user.status } };
   }
 }

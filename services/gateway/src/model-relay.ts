@@ -143,17 +143,6 @@ export function admissionGate({ admission, turns }: { admission: ModelAdmission;
   };
 }
 
-/** Whose intake window a request waits in: its user's, for its priority (an X-Priority that is not valid is refused by admission next). */
-function intakeOwner(holder: KeyHolder, request: FastifyRequest): string {
-  let batch: boolean;
-  try {
-    batch = priorityOf(request.headers['x-priority'], holder.priority) === 'batch';
-  } catch {
-    batch = false;
-  }
-  return `${holder.userId}:${batch ? 'batch' : 'interactive'}`;
-}
-
 const streamHeaders = {
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
@@ -179,24 +168,35 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   const jobId = randomUUID();
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
   const deadline = arrivedAt + options.timeoutMs;
-  // A place in its user's intake window until its job is on the queue, or the request ends.
+  const refused = (error: unknown): never => {
+    logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
+    throw error;
+  };
+  // X-Priority may lower the key's priority, never raise it; any other value is a 400.
+  let priority: 'interactive' | 'batch';
+  try {
+    priority = priorityOf(request.headers['x-priority'], holder.priority);
+  } catch (error) {
+    return refused(error);
+  }
+  // A place in its user's intake window (one a priority) until its job is on the queue, or the request ends.
   const leaveIntake = options.intake
-    ? await options.intake.enter(intakeOwner(holder, request), clientGoneSignal(request), deadline).catch((error: unknown) => {
-      logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
-      throw error;
-    })
+    ? await options.intake.enter(`${holder.userId}:${priority}`, clientGoneSignal(request), deadline).catch(refused)
     : undefined;
   try {
-    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, leaveIntake });
+    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, priority, leaveIntake });
   } finally {
     leaveIntake?.();
   }
 }
 
 /** `relayModelJob` once the request has its place in the intake window. */
-async function relayAdmitted<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>, { jobId, arrivedAt, deadline, leaveIntake }: { jobId: string; arrivedAt: number; deadline: number; leaveIntake?: () => void }): Promise<unknown> {
+async function relayAdmitted<P extends RelayedPayload>(
+  request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>,
+  { jobId, arrivedAt, deadline, priority, leaveIntake }: { jobId: string; arrivedAt: number; deadline: number; priority: 'interactive' | 'batch'; leaveIntake?: () => void },
+): Promise<unknown> {
   const { holder } = options;
-  const admitting = options.admission.admit(request.headers, holder, options.queue, options.worstCase, deadline);
+  const admitting = options.admission.admit(priority, holder, options.queue, options.worstCase, deadline);
   // Admitted only after the deadline passed: nothing will run, so what it holds goes back.
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {

@@ -1,15 +1,14 @@
 import { LRUCache } from 'lru-cache';
 export type { KeyHolder } from '@gateway/admission';
-import { invalidApiKey, modelNotAllowed, TokenStatus, UserStatus } from '@gateway/contracts';
-import { holderOf, mayUseModel, type KeyHolder } from '@gateway/admission';
-import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
+import { invalidApiKey, modelNotAllowed } from '@gateway/contracts';
+import { holderOf, keyRefusal, mayUseModel, type KeyHolder } from '@gateway/admission';
+import { sha256, touchesCallers, type InvalidationFeed, type StoredToken, type StoredUser, type TokenStore, type UserStore } from '@gateway/store';
 
+/** A key's holder, and what `keyRefusal` checks at each request (its expiry passes while it is cached). */
 interface CachedKey {
   holder: KeyHolder;
-  tokenStatus: number;
-  /** Unix seconds; -1 never. */
-  expiredTime: number;
-  userStatus: number;
+  token: Pick<StoredToken, 'status' | 'expired_time'>;
+  user: Pick<StoredUser, 'status'> | null;
 }
 
 export interface ApiKeyAuthOptions {
@@ -107,28 +106,12 @@ export class ApiKeyAuth {
     const token = await this.tokens.findByKey(key);
     if (!token) return undefined;
     const user = await this.users.get(token.user_id);
-    const entry: CachedKey = {
-      holder: holderOf(token, user),
-      tokenStatus: token.status,
-      expiredTime: token.expired_time,
-      userStatus: user ? user.status : UserStatus.disabled,
-    };
-    return entry;
+    return { holder: holderOf(token, user), token: { status: token.status, expired_time: token.expired_time }, user: user && { status: user.status } };
   }
 
   private check(entry: CachedKey): KeyHolder {
-    switch (entry.tokenStatus) {
-      case TokenStatus.enabled:
-        break;
-      case TokenStatus.expired:
-        throw invalidApiKey('this API key has expired');
-      case TokenStatus.exhausted:
-        throw invalidApiKey('this API key has used up its quota');
-      default:
-        throw invalidApiKey('this API key is disabled');
-    }
-    if (entry.expiredTime !== -1 && entry.expiredTime * 1000 <= Date.now()) throw invalidApiKey('this API key has expired');
-    if (entry.userStatus !== UserStatus.enabled) throw invalidApiKey("this API key's user is disabled");
+    const refusal = keyRefusal(entry.token, entry.user);
+    if (refusal) throw invalidApiKey(refusal);
     return entry.holder;
   }
 }

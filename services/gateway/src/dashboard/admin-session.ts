@@ -14,7 +14,7 @@ import type { AdminJobs } from '../admin-jobs.ts';
 import { actorOfRequest } from '../auth/request-auth.ts';
 import { setRetryHeaders } from '../error-formats.ts';
 import { escapeHtml } from './html.ts';
-import { crossOriginProblem } from './same-origin.ts';
+import { crossOriginProblem, requestScheme } from './same-origin.ts';
 
 /** Every page the session opens is under this path, and the cookie is sent to nothing else. */
 export const ADMIN_PATH = '/admin';
@@ -39,7 +39,7 @@ const sessionOf = (request: FastifyRequest): string | undefined => {
  * only over HTTPS when the request came over HTTPS (behind a proxy that ends TLS: with
  * TRUST_PROXY set, its X-Forwarded-Proto says so).
  */
-const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: ADMIN_PATH, secure: request.protocol.toLowerCase() === 'https' }) as const;
+const sessionCookie = (request: FastifyRequest) => ({ httpOnly: true, sameSite: 'strict', path: ADMIN_PATH, secure: requestScheme(request) === 'https' }) as const;
 
 /**
  * Before the console, the cookie's path was /admin/queues; a browser sends such a cookie first

@@ -26,6 +26,9 @@ function bareHost(host: string, scheme?: string): string {
  */
 const PAGE_SCHEMES: Record<string, ReadonlySet<string>> = { https: new Set(['https:']), http: new Set(['http:', 'https:']) };
 
+/** The scheme the request came over: a proxy's X-Forwarded-Proto (TRUST_PROXY) comes as it was sent (`HTTPS`, or a scheme no page has). */
+export const requestScheme = (request: FastifyRequest) => request.protocol.toLowerCase();
+
 /** Why this request may not change anything from a browser session, or undefined when it may. */
 export function crossOriginProblem(request: FastifyRequest): string | undefined {
   const source = request.headers.origin ?? request.headers.referer;
@@ -36,7 +39,6 @@ export function crossOriginProblem(request: FastifyRequest): string | undefined 
   } catch {
     return 'a change through the dashboard must come from its own pages (the Origin header is not a URL)';
   }
-  // A proxy's X-Forwarded-Proto comes as it was sent (`HTTPS`, or a scheme no page has).
-  if (!ownValue(PAGE_SCHEMES, request.protocol.toLowerCase())?.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
+  if (!ownValue(PAGE_SCHEMES, requestScheme(request))?.has(from.protocol) || bareHost(from.host, from.protocol) !== bareHost(request.host)) return `a change through the dashboard must come from its own pages, not from ${from.origin}`;
   return undefined;
 }

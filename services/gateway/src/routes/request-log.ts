@@ -4,7 +4,7 @@
  * `GET /api/log/stat` (sums over the same filters; a common user's narrowed to its own).
  * Answered by the gateway from PostgreSQL, as the batch overview is.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, parseOrThrow, Role } from '@gateway/contracts';
 import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database, type RequestLogEntry } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
@@ -69,16 +69,14 @@ export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutes
 
   app.get('/log/self', async (request) => {
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    const admin = request.actor!.role >= Role.admin;
-    if (!admin) refuseChannelFilters(filters);
+    const admin = seesChannels(request, filters);
     const page = await logReads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id }));
     return answer(admin ? page : { ...page, items: page.items.map(withoutChannels) });
   });
 
   app.get('/log/stat', async (request) => {
     const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
-    const admin = request.actor!.role >= Role.admin;
-    if (!admin) refuseChannelFilters(filters);
+    const admin = seesChannels(request, filters);
     const own = admin ? {} : { only_user: request.actor!.id };
     return answer(await logReads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
   });
@@ -117,8 +115,10 @@ function withoutChannels(entry: RequestLogEntry): UserLogEntry {
   };
 }
 
-/** A common user may not filter or group its rows by channel. */
-function refuseChannelFilters(filters: { channel?: number; group_by?: string }): void {
+/** Whether the reader sees channels (an administrator); a common user may not filter or group its rows by channel (403). */
+function seesChannels(request: FastifyRequest, filters: { channel?: number; group_by?: string }): boolean {
+  if (request.actor!.role >= Role.admin) return true;
   if (filters.channel !== undefined) throw forbidden('only administrators may filter the request log by channel');
   if (filters.group_by === 'channel') throw forbidden('only administrators may group the request log by channel');
+  return false;
 }
