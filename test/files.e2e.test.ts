@@ -470,11 +470,49 @@ describe('the Files API', () => {
     await expect.poll(() => openai.files.retrieve(file.id).then((f) => f.id, () => 'unavailable'), { timeout: 15_000 }).toBe(file.id);
   });
 
+  it("removes a deleted user's uploads and ended batches with their result files, and cancels its running batch", async ({ stack }) => {
+    const gone = await tenant(stack);
+    const stays = await tenant(stack);
+    await upload(gone.openai, jsonl([request(1)]));
+    await upload(gone.openai, jsonl([request(2)]));
+    const kept = await upload(stays.openai, jsonl([request(3)]));
+    const db = createDatabase(stack.postgres!.url);
+    try {
+      const batch = async (userId: number, status: string) => {
+        const id = `batch_${'cd'.repeat(12)}${++seq}`;
+        await db.query(
+          `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, created_at, expires_at)
+           VALUES ($1, $2, 0, '/v1/completions', 'file-x', '24h', $3, 0, 0)`, [id, userId, status]);
+        await db.query(`INSERT INTO batch_lines (batch_id, line_no, custom_id, body, state, status_code, response) VALUES ($1, 1, 'a', '{}', 2, 200, '{}')`, [id]);
+        return id;
+      };
+      const ended = await batch(gone.userId, 'completed');
+      await createBatchResultFiles(db, ended, gone.userId);
+      const running = await batch(gone.userId, 'in_progress');
+      const othersBatch = await batch(stays.userId, 'completed');
+      const count = async (sql: string, id: number | string) => Number((await db.query(sql, [id])).rows[0].n);
+      expect(await count('SELECT count(*) AS n FROM files WHERE user_id = $1', gone.userId)).toBe(3);
+
+      await stack.adminData('DELETE', `/api/user/${gone.userId}`);
+      // Its uploads and the ended batch's output file, the batch and its lines: gone.
+      expect(await count('SELECT count(*) AS n FROM files WHERE user_id = $1', gone.userId)).toBe(0);
+      expect(await count('SELECT count(*) AS n FROM batches WHERE id = $1', ended)).toBe(0);
+      expect(await count('SELECT count(*) AS n FROM batch_lines WHERE batch_id = $1', ended)).toBe(0);
+      // The running one is cancelled, to end as its batch worker sees it.
+      expect((await db.query('SELECT status FROM batches WHERE id = $1', [running])).rows[0].status).toBe('cancelling');
+      // Another user's: untouched.
+      expect(await count('SELECT count(*) AS n FROM batches WHERE id = $1', othersBatch)).toBe(1);
+      expect((await stays.openai.files.retrieve(kept.id)).id).toBe(kept.id);
+    } finally {
+      await db.end();
+    }
+  });
+
   it("never numbers a new user as a gone one whose files PostgreSQL still holds (Redis restored from an older copy)", async ({ stack }) => {
     const gone = await tenant(stack);
     const file = await upload(gone.openai, jsonl([request(1)]));
-    await stack.adminData('DELETE', `/api/user/${gone.userId}`);
-    // Redis as an older copy left it: its user sequence from before the gone user was made.
+    // Redis as an older copy left it: its user sequence from before the gone user was made (the
+    // copy has no record of it either; here the new user's would be written over it).
     const redis = new Redis(stack.redis.url);
     try {
       await redis.set(keys.userSeq, gone.userId - 1);

@@ -35,6 +35,8 @@ export interface PrepareTools {
   checkBaseUrl(baseUrl: string | undefined): Promise<void>;
   /** The highest user id that owns rows in PostgreSQL (0 without one): a new user is numbered above it. */
   highestUserIdOnRecord(): Promise<number>;
+  /** A deleted user's files and batches removed from PostgreSQL (its open batches cancelled). */
+  forgetUser(userId: number): Promise<void>;
 }
 
 /** A job's input, and what the gateway adds to the worker's answer: the secret it made, which never reaches Redis. */
@@ -68,6 +70,8 @@ export interface AdminOperation<I extends z.ZodType = z.ZodType, J extends z.Zod
   prepare?: (input: z.output<I>, tools: PrepareTools, address: string) => Promise<Prepared<z.input<J>>>;
   /** In the admin worker: the operation applied to the store; its answer is the reply's `data`. */
   apply: (run: OperationRun<z.output<J>, R>) => Promise<unknown>;
+  /** In the gateway, once the worker has applied it: what follows in PostgreSQL, which the admin worker does not reach. */
+  after?: (input: z.output<J>, tools: PrepareTools) => Promise<void>;
 }
 
 /** An entry, typed from its own schemas and role. */

@@ -121,6 +121,7 @@ export const userOperations = {
       }
       return null;
     },
+    after: (input, tools) => tools.forgetUser(input.id),
   }),
 };
 

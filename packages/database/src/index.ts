@@ -9,7 +9,7 @@ export { startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedDatabaseOpti
 export { BatchStore, batchObject, type BatchRow, type OwnedBatch, type BatchPageQuery } from './batch-store.ts';
 export { FileStore, fileCapRefusal, type UserFileCap, type FileUsage } from './file-store.ts';
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
-export { highestUserIdOnRecord } from './user-ids.ts';
+export { forgetUser, highestUserIdOnRecord } from './user-records.ts';
 export { storableText, storableJson } from './storable.ts';
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
 export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';

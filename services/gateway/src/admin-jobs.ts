@@ -11,7 +11,8 @@ import { adminOperation, type AdminJobPayload, type AdminOperationName, type Adm
 import type { KeyRateLimit } from '@gateway/admission';
 import { badRequest, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
-import { highestUserIdOnRecord, orUnavailable, type Database } from '@gateway/database';
+import { forgetUser, highestUserIdOnRecord, orUnavailable, type Database } from '@gateway/database';
+import type { Logger } from '@gateway/log';
 import type { JobClient } from '@gateway/queue';
 import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
 import type { PasswordLane } from './auth/password-lane.ts';
@@ -27,8 +28,9 @@ export interface AdminJobsOptions {
   /** A common user's changes a minute (MANAGEMENT_CHANGES_PER_MINUTE), counted with `rateLimit`. */
   changesPerMinute: number;
   rateLimit: KeyRateLimit;
-  /** PostgreSQL, whose rows' highest user id a new user is numbered above; none without one. */
+  /** PostgreSQL, whose rows' highest user id a new user is numbered above, and where a deleted user's files go; none without one. */
   database?: Database;
+  log: Pick<Logger, 'info' | 'warn'>;
 }
 
 /** Who asks for an operation, and for which request. */
@@ -60,6 +62,14 @@ export class AdminJobs {
       },
       // Unreachable, the user is not made (503): its id could be one that owns old rows.
       highestUserIdOnRecord: async () => (options.database ? orUnavailable(highestUserIdOnRecord(options.database)) : 0),
+      forgetUser: async (userId) => {
+        if (!options.database) return;
+        // The user is gone already: PostgreSQL away, its files and batches stay (said in the log).
+        await forgetUser(options.database, userId).then(
+          (forgotten) => options.log.info({ userId, ...forgotten }, "a deleted user's files and batches removed"),
+          (error: unknown) => options.log.warn({ userId, reason: (error as Error).message }, "a deleted user's files and batches not removed (PostgreSQL unavailable?)"),
+        );
+      },
     };
   }
 
@@ -69,7 +79,7 @@ export class AdminJobs {
    * (a token, a key, a session) joined to it here, having never left the gateway.
    */
   async run(operation: AdminOperationName, rawInput: unknown, call: AdminCall): Promise<unknown> {
-    const { input: schema, prepare, route } = adminOperation(operation);
+    const { input: schema, prepare, after, route } = adminOperation(operation);
     const input = parseOrThrow(schema, rawInput);
     // A common user's changes are counted (a create or a delete leaves its job's record in Redis a while);
     // reading is not, and administrators are not.
@@ -81,6 +91,7 @@ export class AdminJobs {
       timeoutMs: this.options.timeoutMs,
       signal: call.signal,
     });
+    await after?.(prepared.input, this.tools);
     return prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
   }
 }

@@ -214,7 +214,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const rateLimit = new KeyRateLimit(deps.redis);
   const adminJobs = new AdminJobs({
     signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
-    changesPerMinute: deps.managementChangesPerMinute, rateLimit, database: deps.database,
+    changesPerMinute: deps.managementChangesPerMinute, rateLimit, database: deps.database, log: deps.log,
   });
   const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);

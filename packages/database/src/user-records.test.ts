@@ -5,7 +5,7 @@ import { BatchStore } from './batch-store.ts';
 import { FileStore } from './file-store.ts';
 import { RequestLogWriter } from './request-log-writer.ts';
 import { useTestDatabase } from './test-database.ts';
-import { highestUserIdOnRecord } from './user-ids.ts';
+import { highestUserIdOnRecord } from './user-records.ts';
 
 describe('the highest user id on record', () => {
   const database = useTestDatabase();
