@@ -259,16 +259,18 @@ describe('the Files API', () => {
     expect(memoryOf(stack.gateway).rss - before, 'gateway RSS, kB').toBeLessThan(50 * 1024);
   });
 
-  it("lets one user hold at most two uploads at once (429 past them), on connections of their own: other tenants' file requests are answered at once", async ({ stack }) => {
-    const slow = await tenant(stack);
+  it("lets one user hold at most two uploads at once (429 past them), and slow uploads hold no connection: other tenants' file requests are answered at once", async ({ stack }) => {
+    // Five users sending slowly, two uploads each: more than the gateway's 8 upload connections,
+    // which four such users took whole while their uploads were written as they came.
+    const slows = await Promise.all(Array.from({ length: 5 }, () => tenant(stack)));
     const other = await tenant(stack);
     // Uploads that send their first line and then a byte every half second.
     const boundary = 'slow-boundary';
     const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${JSON.stringify(request(1))}\n`;
     const stop = new AbortController();
-    const trickle = () => fetch(`${stack.gateway.url}/v1/files`, {
+    const trickle = (key: string) => fetch(`${stack.gateway.url}/v1/files`, {
       method: 'POST', duplex: 'half', signal: stop.signal,
-      headers: { authorization: `Bearer ${slow.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      headers: { authorization: `Bearer ${key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
       body: new ReadableStream({
         start(controller) {
           controller.enqueue(new TextEncoder().encode(head));
@@ -277,10 +279,10 @@ describe('the Files API', () => {
         },
       }),
     } as RequestInit).then((answer) => answer.status, () => 0);
-    const held = Array.from({ length: 12 }, trickle);
+    const held = slows.flatMap((slow) => Array.from({ length: 12 }, () => trickle(slow.key)));
     try {
-      // Ten of the twelve are refused at once; two trickle on.
-      await expect.poll(async () => (await Promise.all(held.map((h) => Promise.race([h, new Promise((r) => setTimeout(() => r('pending'), 50))])))).filter((s) => s === 429).length, { timeout: 10_000 }).toBe(10);
+      // Ten of each user's twelve are refused at once; two trickle on.
+      await expect.poll(async () => (await Promise.all(held.map((h) => Promise.race([h, new Promise((r) => setTimeout(() => r('pending'), 50))])))).filter((s) => s === 429).length, { timeout: 10_000 }).toBe(50);
       // Meanwhile another tenant lists and uploads at once (it waited 5 s for a connection, then 503).
       const started = Date.now();
       expect((await other.openai.files.list()).data).toEqual([]);

@@ -203,6 +203,13 @@ export const configSchema = z.object({
   FILE_USER_MAX_BYTES: integer(1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
   /** Uploaded files one user may keep (empty ones included). */
   FILE_USER_MAX_FILES: integer(1000, 1, 10_000_000),
+  /**
+   * Where a gateway keeps an upload's lines while its client sends them (the system's temporary
+   * directory when empty), and the bytes all its uploads may hold there at once; past them an
+   * upload is refused with 503 and `Retry-After`.
+   */
+  UPLOAD_SPOOL_DIR: z.string().default(''),
+  UPLOAD_SPOOL_BYTES: integer(2 * 1024 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER),
   /** Batches of one user not yet ended (validating, running, finalizing, cancelling); past it a new one is refused (429). */
   BATCH_USER_OPEN: integer(100, 1, 1_000_000),
   /** Days an ended batch is kept (its lines, results and result files), then dropped; 0 keeps them for good. */

@@ -3,6 +3,7 @@ import { badRequest, GatewayError, type FileObject } from '@gateway/contracts';
 import { fileCapRefusal, type FileStore } from '@gateway/database';
 import type { FileLimits } from '../routes/batch-api-options.ts';
 import { jsonlLines } from './jsonl-lines.ts';
+import { LineSpool, type SpoolBudget } from './line-spool.ts';
 
 /**
  * Why a form could not be read, as the client's error: a form cut short or with no boundary
@@ -41,15 +42,16 @@ const purposeRefusal = (purpose: string | undefined) => {
 };
 
 /**
- * Reads an OpenAI Files upload (multipart: `file` and `purpose`, in either order) into `store`,
- * the file's lines written while its bytes arrive. The SDKs send `purpose` after the file, so the
- * upload's transaction commits only once the whole form is read; a refused or broken form (a bad
- * line, past a limit, a wrong purpose, the client gone) rolls it back, and the answer waits for
- * the rollback, so no upload ever holds a connection after its request. A user who keeps as many
- * files, or bytes of them, as they may is refused before the form is read; an upload that would
- * pass the bytes left is refused as it passes them, and the count is made again at the commit.
+ * Reads an OpenAI Files upload (multipart: `file` and `purpose`, in either order) into `store`.
+ * The file's lines are checked as its bytes arrive and kept in a spool on disk (line-spool.ts);
+ * once the whole form is read (the SDKs send `purpose` after the file), they are written to
+ * PostgreSQL in one transaction, on a connection held only for as long as that takes, never for
+ * the client's pace. A refused or broken form (a bad line, past a limit, a wrong purpose, the
+ * client gone) writes nothing. A user who keeps as many files, or bytes of them, as they may is
+ * refused before the form is read; an upload that would pass the bytes left is refused as it
+ * passes them, and the count is made again at the commit.
  */
-export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits): Promise<FileObject> {
+export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits, spools: SpoolBudget): Promise<FileObject> {
   if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
   const cap = { maxBytes: limits.userMaxBytes, maxFiles: limits.userMaxFiles };
   const usage = await store.usage(userId);
@@ -61,42 +63,41 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
     ? { ...perLine, maxBytes: bytesLeft, tooLarge: (bytes: number) => fileCapRefusal({ files: 0, bytes: usage.bytes + bytes }, cap)! }
     : { ...perLine, maxBytes: limits.maxBytes };
   let purpose: string | undefined;
-  let uploading: Promise<FileObject> | undefined;
-  const formRead = Promise.withResolvers<void>();
-  // Only the upload waits on it, and only once it has read the file: a form that fails sooner
-  // must not leave it rejected and unheeded.
-  formRead.promise.catch(() => {});
+  let filename = '';
+  let bytes = 0;
+  let spooling: Promise<void> | undefined;
+  const spool = new LineSpool(spools, limits.spoolDir);
   try {
-    for await (const part of request.parts()) {
-      if (part.type === 'field') {
-        if (part.fieldname === 'purpose') purpose = String(part.value);
-        continue;
+    try {
+      for await (const part of request.parts()) {
+        if (part.type === 'field') {
+          if (part.fieldname === 'purpose') purpose = String(part.value);
+          continue;
+        }
+        if (part.fieldname !== 'file' || spooling) {
+          part.file.resume();
+          continue;
+        }
+        filename = storedFilename(part.filename);
+        // Sent before the file, a wrong purpose is refused before a line is read. Not awaited
+        // here: the form's fields after the file are read while its lines are spooled.
+        const early = purpose === undefined ? undefined : purposeRefusal(purpose);
+        spooling = early ? Promise.reject(early) : spool.write(jsonlLines(part.file, lineLimits, (n) => (bytes += n)));
+        // A refused upload stops reading its lines: the rest of the form is drained, so the answer can go.
+        spooling.catch(() => part.file.resume());
       }
-      if (part.fieldname !== 'file' || uploading) {
-        part.file.resume();
-        continue;
-      }
-      let bytes = 0;
-      // Sent before the file, a wrong purpose is refused before a line is written. Not awaited
-      // here: the form's fields after the file are read while its lines are written.
-      const early = purpose === undefined ? undefined : purposeRefusal(purpose);
-      uploading = early ? Promise.reject(early) : store.upload(userId, storedFilename(part.filename), jsonlLines(part.file, lineLimits, (n) => (bytes += n)), async () => {
-        await formRead.promise;
-        const refusal = purposeRefusal(purpose);
-        if (refusal) throw refusal;
-        return { bytes, purpose: purpose! };
-      }, cap);
-      // A refused upload stops reading its lines: the rest of the form is drained, so the answer can go.
-      uploading.catch(() => part.file.resume());
+    } catch (error) {
+      // The upload's own refusal (a bad line, past a limit) says more than the form's end.
+      await spooling?.then(() => {}, (refusal: unknown) => { throw formProblem(refusal); });
+      throw formProblem(error);
     }
-  } catch (error) {
-    formRead.reject(error);
-    // The upload's own refusal (a bad line, past a limit) says more than the form's end.
-    await uploading?.then(() => {}, (refusal: unknown) => { throw formProblem(refusal); });
-    throw formProblem(error);
+    if (!spooling) throw badRequest('no file: send it in the multipart field "file"', 'file');
+    // Its lines are read from the form as it comes: a form cut short fails the spool itself.
+    await spooling.catch((refusal: unknown) => { throw formProblem(refusal); });
+    const refusal = purposeRefusal(purpose);
+    if (refusal) throw refusal;
+    return await store.upload(userId, filename, spool.lines(), async () => ({ bytes, purpose: purpose! }), cap);
+  } finally {
+    await spool.remove();
   }
-  formRead.resolve();
-  if (!uploading) throw badRequest('no file: send it in the multipart field "file"', 'file');
-  // Its lines are read from the form as it comes: a form cut short fails the upload itself.
-  return uploading.catch((refusal: unknown) => { throw formProblem(refusal); });
 }

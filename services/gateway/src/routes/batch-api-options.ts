@@ -11,16 +11,17 @@ export interface FileLimits {
   userMaxBytes: number;
   /** Uploads one user may keep. */
   userMaxFiles: number;
+  /** Where uploads are spooled while their clients send them (UPLOAD_SPOOL_DIR); the system's temporary directory when unset. */
+  spoolDir?: string;
+  /** Bytes all uploads may hold in their spools at once (UPLOAD_SPOOL_BYTES); no limit when unset. */
+  spoolBytes?: number;
 }
 
 /** What the Files and Batch API routes are given. */
 export interface BatchApiOptions {
   /** PostgreSQL; unset, the routes answer 503 (the gateway runs without DATABASE_URL). */
   database?: Database;
-  /**
-   * The same PostgreSQL, a pool of its own for uploads (each holds a connection for as long as
-   * its client takes to send the file); `database` when unset.
-   */
+  /** The same PostgreSQL, a pool of its own for uploads' writes (from their spools); `database` when unset. */
   uploadDatabase?: Database;
   /** The largest input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
   files: FileLimits;

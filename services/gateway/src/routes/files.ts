@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { badRequest, notFound, parseOrThrow } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
+import { SpoolBudget } from '../files/line-spool.ts';
 import { receiveUpload } from '../files/multipart-upload.ts';
 import { PerUserLimit } from '../per-user-limit.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
@@ -44,14 +45,15 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
   // the parser's own limit only stops a byte past it.
   await app.register(multipart, { limits: { fileSize: options.files.maxBytes + 1, files: 1, fields: 8, fieldSize: 1024 }, throwFileSizeLimit: false });
   const files = () => new FileStore(databaseOf(options));
-  // An upload holds a connection while its client sends: on a pool of their own, a few per user,
-  // so slow uploads cannot take the connections every tenant's other file and batch requests use.
+  // An upload is spooled to disk while its client sends (line-spool.ts), then written on a pool
+  // of its own: a few at once per user, and the bytes of all of them at once bounded.
   const uploads = new PerUserLimit(UPLOADS_PER_USER, 'uploads');
+  const spools = new SpoolBudget(options.files.spoolBytes ?? Infinity);
   const uploadStore = () => new FileStore(options.uploadDatabase ?? databaseOf(options));
 
   app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024, onRequest: multipartOnly }, async (request) => {
     const userId = keyHolderOf(request).userId;
-    return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files)));
+    return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files, spools)));
   });
 
   app.get('/files', async (request) => {
