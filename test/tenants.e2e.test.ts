@@ -258,6 +258,23 @@ describe('quota held before a job exists', () => {
     await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(201);
   });
 
+  it('holds a chat part that is no text by its bytes (a PDF, with a text beside it), not a flat count: a burst of them stays within the quota', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ delayMs: 300 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey({ unlimited_quota: false, remain_quota: 150_000 });
+    // 60 KB of a file's data: held about 60,000 tokens each, so two of ten fit the quota, and a
+    // third may begin while what is held is under it (a burst's one request over). Held a
+    // flat 2,000 before (21 with the text beside it), all ten ran, and an upstream billing a token
+    // every four bytes charged 150,000 and more.
+    const file_data = `data:application/pdf;base64,${'JVBERi0x'.repeat(7_500)}`;
+    const messages = [{ role: 'user', content: [{ type: 'file', file: { file_data, filename: 'a.pdf' }, text: '.' }] }];
+    const answers = await Promise.all(Array.from({ length: 10 }, () => client(stack, key).chat.completions.create({ model, messages, max_tokens: 5 } as never).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status)));
+    expect(answers.filter((s) => s === 200).length, JSON.stringify(answers)).toBeLessThanOrEqual(3);
+    expect(answers.filter((s) => s === 200).length, JSON.stringify(answers)).toBeGreaterThanOrEqual(1);
+    expect(answers.filter((s) => s !== 200).every((s) => s === 429), JSON.stringify(answers)).toBe(true);
+  });
+
   it('gives back the hold of a client that left before its job was enqueued: its in-flight slot is free at once', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai();
     const model = uniqueModel();

@@ -93,6 +93,24 @@ describe('chatWorstCase', () => {
     expect(chatPromptTokens(image) - chatPromptTokens(noPart)).toBe(NON_TEXT_PART_ESTIMATE);
   });
 
+  it('holds every byte of a part that is no text, its data and a text beside it included, and at least a flat count', () => {
+    const data = `data:application/pdf;base64,${'QUJD'.repeat(50_000)}`;
+    const held = (part: unknown) => chatWorstCase(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [part] }], max_tokens: 1 }))
+      - chatWorstCase(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [] }], max_tokens: 1 }));
+    // A 200 KB file held at least its bytes (it was held 2,000, and 21 with a text beside it).
+    expect(held({ type: 'file', file: { file_data: data } })).toBeGreaterThanOrEqual(data.length);
+    expect(held({ type: 'file', file: { file_data: data }, text: '.' })).toBeGreaterThanOrEqual(data.length);
+    expect(held({ type: 'input_audio', input_audio: { data: 'A'.repeat(90_000), format: 'wav' } })).toBeGreaterThanOrEqual(90_000);
+    // A small one, or one by address, at the flat count; a text part by its bytes.
+    expect(held({ type: 'image_url', image_url: { url: 'https://x/y.png' } })).toBe(2000);
+    expect(held({ type: 'text', text: 'x'.repeat(5000) })).toBeGreaterThanOrEqual(5000);
+    expect(held({ type: 'text', text: 'hi' })).toBeLessThan(100);
+    // Estimated (a charge with no usage reported), a file is the typical count, not its bytes.
+    const estimated = chatPromptTokens(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: data }, text: '.' }] }] }))
+      - chatPromptTokens(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [] }] }));
+    expect(estimated).toBe(NON_TEXT_PART_ESTIMATE);
+  });
+
   it('holds the output of every choice', () => {
     expect(chat({ messages: [asked], max_completion_tokens: 100, n: 3 }) - chat({ messages: [asked], max_completion_tokens: 100 })).toBe(200);
   });

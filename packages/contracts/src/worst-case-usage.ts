@@ -111,7 +111,12 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
  */
 export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 
-/** A flat count for a part that is no text (an image, a sound) in a hold: OpenAI counts a large image at about 1,100. */
+/**
+ * The least a part that is no text (an image, a sound, a file) holds: OpenAI counts a large image
+ * at about 1,100. A part holds every byte of its JSON too, its data (a file's, a sound's, a data
+ * URL's) and any `text` beside it included: 12 PDFs of 200 KB each, held 2,020 tokens (or 21
+ * with `"text": "."` on the part), were billed 50,000 each.
+ */
 export const NON_TEXT_PART_TOKENS = 2000;
 
 /**
@@ -120,15 +125,28 @@ export const NON_TEXT_PART_TOKENS = 2000;
  */
 export const NON_TEXT_PART_ESTIMATE = 765;
 
-/** A message's content: its text by `tokensOf`, each other part `perPart`. */
-function contentTokens(content: unknown, tokensOf: (text: string) => number, perPart: number): number {
-  if (typeof content === 'string') return tokensOf(content);
+/** How a chat's prompt is counted: for its hold (the most it may be), or as an estimate of what was used. */
+export type PromptCount = 'hold' | 'estimate';
+
+/** A part that is text (or an assistant's refusal), by its type: its text. */
+function textOf(part: { type?: unknown; text?: unknown; refusal?: unknown }): string | undefined {
+  if (part?.type === 'text' && typeof part.text === 'string') return part.text;
+  if (part?.type === 'refusal' && typeof part.refusal === 'string') return part.refusal;
+  return undefined;
+}
+
+/**
+ * A message's content. Held: each part at a token a byte of its JSON, and a part that is no text
+ * at least NON_TEXT_PART_TOKENS. Estimated: a text part by its text, any other NON_TEXT_PART_ESTIMATE.
+ */
+function contentTokens(content: unknown, count: PromptCount): number {
+  if (typeof content === 'string') return count === 'hold' ? tokensAtMost(content) : estimateTokens(content);
   if (!Array.isArray(content)) return 0;
   let total = 0;
   for (const part of content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
-    if (typeof part?.text === 'string') total += tokensOf(part.text);
-    else if (typeof part?.refusal === 'string') total += tokensOf(part.refusal);
-    else total += perPart;
+    const text = textOf(part);
+    if (count === 'hold') total += Math.max(text === undefined ? NON_TEXT_PART_TOKENS : 0, tokensAtMost(JSON.stringify(part) ?? ''));
+    else total += text === undefined ? NON_TEXT_PART_ESTIMATE : estimateTokens(text);
   }
   return total;
 }
@@ -146,7 +164,7 @@ const CHAT_FIELDS_NOT_PROMPT = new Set([
 ]);
 
 /**
- * Every message's content by its parts (text by bytes, other parts flat), and everything else a
+ * Every message's content by its parts (each by the bytes of its JSON, one that is no text at least a flat count), and everything else a
  * message carries (its role and name, an assistant's tool calls, function call and refusal, a
  * tool's call id, fields passed through) by its JSON: an assistant's `function_call.arguments` is
  * prompt as much as its content. Then every request field not in CHAT_FIELDS_NOT_PROMPT by its
@@ -156,20 +174,21 @@ export function chatWorstCase(request: ChatRequest): number {
   // Every limit goes upstream as it came, and a server may read any of them: the largest is held.
   const limits = request.max_tokens == null ? otherOutputLengths(request) : [request.max_tokens, ...otherOutputLengths(request)];
   const output = limits.length > 0 ? Math.max(...limits) : CHAT_DEFAULT_MAX_TOKENS;
-  return chatPromptTokens(request, tokensAtMost, NON_TEXT_PART_TOKENS) + output * (request.n ?? 1);
+  return chatPromptTokens(request, 'hold') + output * (request.n ?? 1);
 }
 
 /**
  * A chat's prompt, every part of it that chatWorstCase holds (messages, tools, response format,
- * fields passed through), with `tokensOf` for text and `perPart` for each part that is no text:
- * the hold's rules, or by default the estimate's, for the charge when an upstream reports no
- * usage or a stream is cut short before it did, so the charge counts what the hold counted.
+ * fields passed through), counted for its hold, or by default as an estimate, for the charge when
+ * an upstream reports no usage or a stream is cut short before it did, so the charge counts what
+ * the hold counted.
  */
-export function chatPromptTokens(request: ChatRequest, tokensOf: (text: string) => number = estimateTokens, perPart = NON_TEXT_PART_ESTIMATE): number {
+export function chatPromptTokens(request: ChatRequest, count: PromptCount = 'estimate'): number {
+  const tokensOf = count === 'hold' ? tokensAtMost : estimateTokens;
   let prompt = 0;
   for (const message of request.messages) {
     const { content, ...rest } = message as { content?: unknown };
-    prompt += contentTokens(content, tokensOf, perPart) + tokensOf(JSON.stringify(rest));
+    prompt += contentTokens(content, count) + tokensOf(JSON.stringify(rest));
   }
   const around: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(request)) {
