@@ -350,6 +350,9 @@ describe('limits an administrator sets on a user', () => {
     // The user's own new key, with nothing limited on it.
     const { key } = await stack.adminData('POST', '/api/token/', { name: 'mine', unlimited_quota: true }, access_token);
     expect(await complete(stack, key, { model: other })).toMatchObject({ status: 403 });
+    // Nor the body: a premium tier, or a place ahead at a vLLM upstream (the rpm not counted: refused before admission).
+    expect(await complete(stack, key, { model: allowed, service_tier: 'priority' })).toMatchObject({ status: 400 });
+    expect(await complete(stack, key, { model: allowed, priority: -100 })).toMatchObject({ status: 400 });
     const [first, second] = await Promise.all([
       complete(stack, key, { model: allowed }, { 'x-priority': 'interactive' }),
       new Promise((r) => setTimeout(r, 100)).then(() => complete(stack, key, { model: allowed })),

@@ -24,11 +24,11 @@ export const OUTPUT_LENGTH_FIELDS = [
  * of these once folded, spelled otherwise, is refused.
  */
 const COUNTED_FIELDS = ['max_tokens', 'n', 'best_of', ...OUTPUT_LENGTH_FIELDS];
-const COUNTED_BY_FOLDED = new Map(COUNTED_FIELDS.map((field) => [folded(field), field]));
+const COUNTED_BY_FOLDED = new Map(COUNTED_FIELDS.map((field) => [foldedName(field), field]));
 const OTHER_NAMES: ReadonlySet<string> = new Set(OUTPUT_LENGTH_FIELDS);
 
 /** A name as a case-insensitive reader may take it. */
-function folded(name: string): string {
+export function foldedName(name: string): string {
   return name.normalize('NFKC').toLowerCase();
 }
 
@@ -76,7 +76,7 @@ export function otherOutputLengths(body: Record<string, unknown>): number[] {
 export function checkOutputLengths(body: Record<string, unknown>, ctx: z.RefinementCtx): void {
   for (const { holder, prefix } of holders(body)) {
     for (const [name, value] of Object.entries(holder)) {
-      const counted = COUNTED_BY_FOLDED.get(folded(name));
+      const counted = COUNTED_BY_FOLDED.get(foldedName(name));
       if (counted === undefined) continue;
       if (counted !== name) {
         ctx.addIssue({ code: 'custom', path: [...prefix, name], message: `is refused: a server that reads names in any case would take it for ${counted}, which the gateway holds quota by as spelled; send ${counted}` });

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
 import { checkOutputLengths } from '../output-length.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
 import { completionStop } from './openai-completion.ts';
 
 /** OpenAI accepts `null` for every optional field, and its SDK sends it. */
@@ -134,13 +135,13 @@ export const chatRequestSchema = z
     modalities: optional(z.array(z.enum(['text', 'audio'])).min(1)),
     audio: optional(z.looseObject({ voice: z.union([z.string(), z.looseObject({ id: z.string() })]), format: z.enum(['wav', 'aac', 'mp3', 'flac', 'opus', 'pcm16']) })),
     prediction: optional(z.looseObject({ type: z.literal('content'), content })),
-    service_tier: optional(z.enum(['auto', 'default', 'flex', 'scale', 'priority'])),
     store: optional(z.boolean()),
     metadata: optional(metadata),
     user: optional(z.string()),
   })
   .superRefine((body, ctx) => {
     checkOutputLengths(body, ctx);
+    checkSchedulingFields(body, ctx);
     if (body.stream_options != null && body.stream !== true) {
       ctx.addIssue({ code: 'custom', path: ['stream_options'], message: 'is only allowed when stream is true' });
     }

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { checkOutputLengths } from '../output-length.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
 import { modelField } from '../validation.ts';
 
 const isTokenId = (value: unknown) => Number.isInteger(value) && (value as number) >= 0;
@@ -67,6 +68,7 @@ export const completionRequestSchema = z
   })
   .superRefine((body, ctx) => {
     checkOutputLengths(body, ctx);
+    checkSchedulingFields(body, ctx);
     if (body.best_of != null) {
       if (body.best_of < (body.n ?? 1)) {
         ctx.addIssue({ code: 'custom', path: ['best_of'], message: 'must be greater than or equal to n' });

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
 
 /** OpenAI's own bound: at most 2,048 inputs a request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -27,7 +28,7 @@ export const embeddingRequestSchema = z.looseObject({
   encoding_format: optional(z.enum(['float', 'base64'])),
   dimensions: optional(z.number().int().min(1)),
   user: optional(z.string()),
-});
+}).superRefine(checkSchedulingFields);
 
 export type EmbeddingRequest = z.infer<typeof embeddingRequestSchema>;
 

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
 
 /** OpenAI's own bound on `input`. */
 export const MAX_SPEECH_INPUT_CHARACTERS = 4096;
@@ -32,7 +33,7 @@ export const speechRequestSchema = z.looseObject({
   speed: optional(z.number().min(0.25).max(4)),
   response_format: optional(z.enum(speechFormats)),
   stream_format: optional(z.enum(['audio', 'sse'])),
-});
+}).superRefine(checkSchedulingFields);
 
 export type SpeechRequest = z.infer<typeof speechRequestSchema>;
 
