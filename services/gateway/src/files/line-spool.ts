@@ -38,18 +38,21 @@ export class LineSpool {
   /** Writes `lines` to the spool as they come, at the pace the disk takes them; rejects as `lines` does, or past the budget. */
   async write(lines: AsyncIterable<NumberedLine>): Promise<void> {
     this.written = true;
-    const counted = async function* (this: LineSpool) {
-      for await (const text of formatted(lines)) {
-        const bytes = Buffer.byteLength(text);
-        this.budget.take(bytes);
-        this.held += bytes;
-        yield text;
-      }
-    };
-    await pipeline(Readable.from(counted.call(this)), createWriteStream(this.path, { flags: 'wx', mode: 0o600 })).catch((error: unknown) => {
+    await pipeline(Readable.from(this.counted(lines)), createWriteStream(this.path, { flags: 'wx', mode: 0o600 })).catch((error: unknown) => {
       if ((error as { code?: string }).code === 'ENOSPC') throw overloaded('the gateway has no disk space left for uploads now: retry later', 30);
       throw error;
     });
+  }
+
+  /** Each line as it is written to the file, its bytes taken from the budget. */
+  private async *counted(lines: AsyncIterable<NumberedLine>): AsyncGenerator<string> {
+    for await (const { line, content } of lines) {
+      const text = `${line}\t${content}\n`;
+      const bytes = Buffer.byteLength(text);
+      this.budget.take(bytes);
+      this.held += bytes;
+      yield text;
+    }
   }
 
   /** The lines written, in order. */
@@ -95,8 +98,4 @@ export class SpoolBudget {
   give(bytes: number): void {
     this.used -= bytes;
   }
-}
-
-async function* formatted(lines: AsyncIterable<NumberedLine>): AsyncGenerator<string> {
-  for await (const { line, content } of lines) yield `${line}\t${content}\n`;
 }
