@@ -258,7 +258,7 @@ describe('quota held before a job exists', () => {
     await expect.poll(async () => (await stack.adminData('GET', `/api/token/?user_id=1&page_size=100`)).items.find((t: any) => t.id === id).used_quota).toBe(201);
   });
 
-  it('holds a chat part that is no text by its bytes (a PDF, with a text beside it), not a flat count: a burst of them stays within the quota', async ({ stack, upstream, channel, apiKey }) => {
+  it('holds a chat part that is no text by its kind: a PDF by its bytes (a text beside it too), so a burst of them stays within the quota; an image flat', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({ delayMs: 300 });
     const model = uniqueModel();
     await channel(mock, [model]);
@@ -273,6 +273,14 @@ describe('quota held before a job exists', () => {
     expect(answers.filter((s) => s === 200).length, JSON.stringify(answers)).toBeLessThanOrEqual(3);
     expect(answers.filter((s) => s === 200).length, JSON.stringify(answers)).toBeGreaterThanOrEqual(1);
     expect(answers.filter((s) => s !== 200).every((s) => s === 429), JSON.stringify(answers)).toBe(true);
+    // An image is billed by its pixels: 800 KB photos are held a flat count each, and hold back
+    // nothing else of the key (held by their bytes, a text chat beside three was refused).
+    const photo = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/jpeg;base64,${'/9j/'.repeat(200_000)}` } }] }];
+    const beside = await Promise.all([
+      ...Array.from({ length: 3 }, () => client(stack, key).chat.completions.create({ model, messages: photo, max_tokens: 5 } as never).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status)),
+      new Promise((r) => setTimeout(r, 100)).then(() => client(stack, key).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status)),
+    ]);
+    expect(beside).toEqual([200, 200, 200, 200]);
   });
 
   it('gives back the hold of a client that left before its job was enqueued: its in-flight slot is free at once', async ({ stack, upstream, channel, apiKey }) => {

@@ -93,16 +93,25 @@ describe('chatWorstCase', () => {
     expect(chatPromptTokens(image) - chatPromptTokens(noPart)).toBe(NON_TEXT_PART_ESTIMATE);
   });
 
-  it('holds every byte of a part that is no text, its data and a text beside it included, and at least a flat count', () => {
+  it('holds a part that is no text by its kind: a file by its bytes, a sound by its length, an image flat, and every other byte of it, at least a flat count', () => {
     const data = `data:application/pdf;base64,${'QUJD'.repeat(50_000)}`;
     const held = (part: unknown) => chatWorstCase(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [part] }], max_tokens: 1 }))
       - chatWorstCase(chatRequestSchema.parse({ model: 'm', messages: [{ role: 'user', content: [] }], max_tokens: 1 }));
     // A 200 KB file held at least its bytes (it was held 2,000, and 21 with a text beside it).
     expect(held({ type: 'file', file: { file_data: data } })).toBeGreaterThanOrEqual(data.length);
     expect(held({ type: 'file', file: { file_data: data }, text: '.' })).toBeGreaterThanOrEqual(data.length);
-    expect(held({ type: 'input_audio', input_audio: { data: 'A'.repeat(90_000), format: 'wav' } })).toBeGreaterThanOrEqual(90_000);
-    // A small one, or one by address, at the flat count; a text part by its bytes.
+    // A sound by its length (a token every 32 characters of its base64), a small one at the flat count.
+    const sound = held({ type: 'input_audio', input_audio: { data: 'A'.repeat(320_000), format: 'wav' } });
+    expect(sound).toBeGreaterThanOrEqual(10_000);
+    expect(sound).toBeLessThan(10_100);
+    expect(held({ type: 'input_audio', input_audio: { data: 'A'.repeat(3200), format: 'wav' } })).toBe(2000);
+    // An image, inline or by address, at the flat count, however large its bytes: an upstream bills it by its pixels.
+    expect(held({ type: 'image_url', image_url: { url: `data:image/jpeg;base64,${'/9j/'.repeat(200_000)}` } })).toBe(2000);
     expect(held({ type: 'image_url', image_url: { url: 'https://x/y.png' } })).toBe(2000);
+    // ...but not a text beside it, nor data that is no image in its place.
+    expect(held({ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' }, text: 'x'.repeat(50_000) })).toBeGreaterThanOrEqual(50_000);
+    expect(held({ type: 'image_url', image_url: { url: data } })).toBeGreaterThanOrEqual(data.length);
+    // A text part by its bytes.
     expect(held({ type: 'text', text: 'x'.repeat(5000) })).toBeGreaterThanOrEqual(5000);
     expect(held({ type: 'text', text: 'hi' })).toBeLessThan(100);
     // Estimated (a charge with no usage reported), a file is the typical count, not its bytes.

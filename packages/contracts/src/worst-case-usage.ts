@@ -112,12 +112,22 @@ export function speechWorstCase(request: GeminiGenerateRequest): number {
 export const CHAT_DEFAULT_MAX_TOKENS = 4096;
 
 /**
- * The least a part that is no text (an image, a sound, a file) holds: OpenAI counts a large image
- * at about 1,100. A part holds every byte of its JSON too, its data (a file's, a sound's, a data
- * URL's) and any `text` beside it included: 12 PDFs of 200 KB each, held 2,020 tokens (or 21
- * with `"text": "."` on the part), were billed 50,000 each.
+ * What a part that is no text holds: an image (inline or by address) a flat count, since
+ * upstreams bill an image by its size in pixels, not its bytes (OpenAI counts a large image at
+ * about 1,100, Anthropic at about 1,600); a sound's data at a token every AUDIO_CHARS_PER_TOKEN
+ * characters of its base64; a file's data (a PDF) at a token a character, as a prompt's text. And
+ * every other byte of the part's JSON (a `text` beside an image, any field passed through) at a
+ * token a byte, at least the flat count. 12 PDFs of 200 KB each were held 2,020 tokens (or 21
+ * with `"text": "."` on the part) and billed 50,000 each; an 800 KB photo held by its bytes
+ * (1.07M) held back its key's other requests.
  */
 export const NON_TEXT_PART_TOKENS = 2000;
+
+/**
+ * Base64 characters of a sound a token may stand for: Gemini counts 32 tokens a second of audio,
+ * OpenAI about 10, and 32 characters a token holds enough for audio down to 6 kbps.
+ */
+export const AUDIO_CHARS_PER_TOKEN = 32;
 
 /**
  * The same part in an estimate of what was used (an upstream that reported no usage, a stream cut
@@ -129,23 +139,50 @@ export const NON_TEXT_PART_ESTIMATE = 765;
 export type PromptCount = 'hold' | 'estimate';
 
 /** A part that is text (or an assistant's refusal), by its type: its text. */
-function textOf(part: { type?: unknown; text?: unknown; refusal?: unknown }): string | undefined {
+function textOf(part: Part): string | undefined {
   if (part?.type === 'text' && typeof part.text === 'string') return part.text;
   if (part?.type === 'refusal' && typeof part.refusal === 'string') return part.refusal;
   return undefined;
 }
 
+type Part = { type?: unknown; text?: unknown; refusal?: unknown; image_url?: { url?: unknown }; input_audio?: { data?: unknown }; file?: { file_data?: unknown } };
+
+/** An inline image's data URL (`data:image/…`), whose bytes an upstream does not bill by. */
+const INLINE_IMAGE = /^data:image\//i;
+
 /**
- * A message's content. Held: each part at a token a byte of its JSON, and a part that is no text
- * at least NON_TEXT_PART_TOKENS. Estimated: a text part by its text, any other NON_TEXT_PART_ESTIMATE.
+ * A part that is no text, as its hold counts it (NON_TEXT_PART_TOKENS): its media's data by its
+ * kind, the rest of its JSON at a token a byte, and at least the flat count.
+ */
+function heldMediaPart(part: Part): number {
+  let media = 0;
+  let rest: unknown = part;
+  const url = part.image_url?.url;
+  const audio = part.input_audio?.data;
+  const file = part.file?.file_data;
+  if (part.type === 'image_url' && typeof url === 'string' && INLINE_IMAGE.test(url)) {
+    rest = { ...part, image_url: { ...part.image_url, url: '' } };
+  } else if (part.type === 'input_audio' && typeof audio === 'string') {
+    media = Math.ceil(audio.length / AUDIO_CHARS_PER_TOKEN);
+    rest = { ...part, input_audio: { ...part.input_audio, data: '' } };
+  } else if (part.type === 'file' && typeof file === 'string') {
+    media = file.length;
+    rest = { ...part, file: { ...part.file, file_data: '' } };
+  }
+  return Math.max(NON_TEXT_PART_TOKENS, media + tokensAtMost(JSON.stringify(rest) ?? ''));
+}
+
+/**
+ * A message's content. Held: a text part at a token a byte of its JSON, any other by
+ * `heldMediaPart`. Estimated: a text part by its text, any other NON_TEXT_PART_ESTIMATE.
  */
 function contentTokens(content: unknown, count: PromptCount): number {
   if (typeof content === 'string') return count === 'hold' ? tokensAtMost(content) : estimateTokens(content);
   if (!Array.isArray(content)) return 0;
   let total = 0;
-  for (const part of content as { type?: unknown; text?: unknown; refusal?: unknown }[]) {
+  for (const part of content as Part[]) {
     const text = textOf(part);
-    if (count === 'hold') total += Math.max(text === undefined ? NON_TEXT_PART_TOKENS : 0, tokensAtMost(JSON.stringify(part) ?? ''));
+    if (count === 'hold') total += text === undefined ? heldMediaPart(part) : tokensAtMost(JSON.stringify(part));
     else total += text === undefined ? NON_TEXT_PART_ESTIMATE : estimateTokens(text);
   }
   return total;
