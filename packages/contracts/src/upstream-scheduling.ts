@@ -4,9 +4,9 @@
  * and a batch-priority user's `{"service_tier": "priority", "priority": -100}` reached the
  * upstream as sent: OpenAI's priority tier is billed at a premium the quota does not count, and
  * vLLM's `priority` (lower runs first) put one tenant's requests ahead of every other's in the
- * upstream's own queue. So `service_tier` may only be `auto`, `default` or `flex`, and `priority`
- * only 0 or more (it may lower a request's place, never raise it, as X-Priority may); a name a
- * case-insensitive server would read as either, spelled otherwise, is refused.
+ * upstream's own queue (SGLang runs higher values first, so no value but the default is safe
+ * either way). So `service_tier` may only be `auto`, `default` or `flex`, and `priority` only 0;
+ * a name a case-insensitive server would read as either, spelled otherwise, is refused.
  */
 import type { z } from 'zod';
 import { foldedName } from './output-length.ts';
@@ -23,8 +23,8 @@ export function checkSchedulingFields(body: Record<string, unknown>, ctx: z.Refi
       continue;
     } else if (name === 'service_tier' && !SERVICE_TIERS.has(value)) {
       ctx.addIssue({ code: 'custom', path: [name], message: 'must be "auto", "default" or "flex": a premium tier costs more than the quota counts, and is not offered through this gateway' });
-    } else if (name === 'priority' && !(typeof value === 'number' && Number.isFinite(value) && value >= 0)) {
-      ctx.addIssue({ code: 'custom', path: [name], message: 'must be a number, 0 or more: it may lower a request\'s place in the upstream\'s queue, never raise it (the gateway shares upstreams fairly between tenants)' });
+    } else if (name === 'priority' && value !== 0) {
+      ctx.addIssue({ code: 'custom', path: [name], message: 'may only be 0: servers read it in opposite directions (vLLM runs lower values first, SGLang higher), and the gateway, not the request, orders tenants at a shared upstream' });
     }
   }
 }
