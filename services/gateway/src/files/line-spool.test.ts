@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LineSpool, SpoolBudget, type NumberedLine } from './line-spool.ts';
+import { LineSpool, openSpoolDir, SpoolBudget, type NumberedLine } from './line-spool.ts';
 
 async function* from(lines: NumberedLine[], failAfter?: number) {
   for (const [i, line] of lines.entries()) {
@@ -51,6 +51,25 @@ describe('an upload spooled to disk', () => {
     await third.write(from([{ line: 1, content: `{"c":"${'z'.repeat(80)}"}` }]));
     await third.remove();
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("keeps a gateway's spools in a directory of its own, removed when it stops; a stopped process's left behind are removed by the next to start", async () => {
+    const base = await mkdtemp(join(tmpdir(), 'spool-dirs-'));
+    try {
+      // A killed gateway's (no process runs with that id: above the kernel's largest) and a running one's.
+      await mkdir(join(base, 'gateway-uploads-4194305-0a1b'), { recursive: true });
+      await writeFile(join(base, 'gateway-uploads-4194305-0a1b', 'gateway-upload-x'), 'left behind');
+      await mkdir(join(base, `gateway-uploads-${process.ppid}-0c1d`));
+      await writeFile(join(base, 'unrelated'), 'kept');
+      const opened = await openSpoolDir(base);
+      expect((await readdir(base)).sort()).toEqual([`gateway-uploads-${process.ppid}-0c1d`, opened.dir.slice(base.length + 1), 'unrelated'].sort());
+      const spool = new LineSpool(new SpoolBudget(Infinity), opened.dir);
+      await spool.write(from([{ line: 1, content: '{}' }]));
+      await opened.close();
+      expect((await readdir(base)).sort()).toEqual([`gateway-uploads-${process.ppid}-0c1d`, 'unrelated']);
+    } finally {
+      await rm(base, { recursive: true, force: true });
+    }
   });
 
   it('rejects as its lines do, and leaves nothing once removed', async () => {

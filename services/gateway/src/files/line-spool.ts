@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -19,9 +19,9 @@ export interface NumberedLine {
  * clients took (up to BODY_TIMEOUT_MS), and four users sending slowly took every connection of
  * the pool; another tenant's upload waited for one until its own time ran out.
  *
- * The file is the system's temporary directory's, readable by this process's user only, one
- * line of the upload a line (`<number>\t<content>`: a JSONL line never holds a newline), and
- * removed with `remove` whatever happened.
+ * The file is in the gateway's own spool directory (`openSpoolDir`), readable by this process's
+ * user only, one line of the upload a line (`<number>\t<content>`: a JSONL line never holds a
+ * newline), and removed with `remove` whatever happened.
  */
 export class LineSpool {
   private readonly path: string;
@@ -29,8 +29,8 @@ export class LineSpool {
   private written = false;
   private held = 0;
 
-  /** In `dir` (UPLOAD_SPOOL_DIR, the system's temporary directory by default), its bytes counted in `budget`. */
-  constructor(budget: SpoolBudget, dir = tmpdir()) {
+  /** In `dir` (the gateway's own, `openSpoolDir`), its bytes counted in `budget`. */
+  constructor(budget: SpoolBudget, dir: string) {
     this.budget = budget;
     this.path = join(dir, `gateway-upload-${randomUUID()}`);
   }
@@ -97,5 +97,35 @@ export class SpoolBudget {
 
   give(bytes: number): void {
     this.used -= bytes;
+  }
+}
+
+/** A gateway's spool directory's name: its process's id, and its own (a process may run two gateways, as tests do). */
+const SPOOL_DIR = /^gateway-uploads-(\d+)-[0-9a-f-]+$/;
+
+/**
+ * The gateway's own directory of spools in `base` (UPLOAD_SPOOL_DIR, the system's temporary
+ * directory by default): `gateway-uploads-<pid>-<uuid>`, removed by `close` when the gateway
+ * stops. A gateway stopped before its uploads ended (its shutdown's deadline passed,
+ * or it was killed) left its spools behind, which nothing counted: the directories of processes
+ * no longer running are removed when the next gateway on the same directory starts.
+ */
+export async function openSpoolDir(base = tmpdir()): Promise<{ dir: string; close: () => Promise<void> }> {
+  for (const name of await readdir(base).catch(() => [] as string[])) {
+    const pid = Number(SPOOL_DIR.exec(name)?.[1]);
+    if (pid && !isRunning(pid)) await rm(join(base, name), { recursive: true, force: true });
+  }
+  const dir = join(base, `gateway-uploads-${process.pid}-${randomUUID()}`);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  return { dir, close: () => rm(dir, { recursive: true, force: true }) };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // Another user's process (EPERM) runs too.
+    return (error as { code?: string }).code === 'EPERM';
   }
 }

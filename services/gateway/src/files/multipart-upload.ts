@@ -51,7 +51,7 @@ const purposeRefusal = (purpose: string | undefined) => {
  * refused before the form is read; an upload that would pass the bytes left is refused as it
  * passes them, and the count is made again at the commit.
  */
-export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits, spools: SpoolBudget): Promise<FileObject> {
+export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits, spools: { dir: string; budget: SpoolBudget }): Promise<FileObject> {
   if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
   const cap = { maxBytes: limits.userMaxBytes, maxFiles: limits.userMaxFiles };
   const usage = await store.usage(userId);
@@ -66,7 +66,7 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
   let filename = '';
   let bytes = 0;
   let spooling: Promise<void> | undefined;
-  const spool = new LineSpool(spools, limits.spoolDir);
+  const spool = new LineSpool(spools.budget, spools.dir);
   try {
     try {
       for await (const part of request.parts()) {

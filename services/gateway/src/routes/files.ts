@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { badRequest, notFound, parseOrThrow } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { SpoolBudget } from '../files/line-spool.ts';
+import { openSpoolDir, SpoolBudget } from '../files/line-spool.ts';
 import { receiveUpload } from '../files/multipart-upload.ts';
 import { PerUserLimit } from '../per-user-limit.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
@@ -48,7 +48,9 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
   // An upload is spooled to disk while its client sends (line-spool.ts), then written on a pool
   // of its own: a few at once per user, and the bytes of all of them at once bounded.
   const uploads = new PerUserLimit(UPLOADS_PER_USER, 'uploads');
-  const spools = new SpoolBudget(options.files.spoolBytes ?? Infinity);
+  const spoolDir = await openSpoolDir(options.files.spoolDir);
+  app.addHook('onClose', spoolDir.close);
+  const spools = { dir: spoolDir.dir, budget: new SpoolBudget(options.files.spoolBytes ?? Infinity) };
   const uploadStore = () => new FileStore(options.uploadDatabase ?? databaseOf(options));
 
   app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024, onRequest: multipartOnly }, async (request) => {
