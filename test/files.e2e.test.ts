@@ -510,6 +510,32 @@ describe('the Files API', () => {
     }
   });
 
+  it("keeps no file its user was deleted while it was sent", async ({ stack }) => {
+    const gone = await tenant(stack);
+    const boundary = 'deleted-boundary';
+    let send!: ReadableStreamDefaultController<Uint8Array>;
+    const answer = fetch(`${stack.gateway.url}/v1/files`, {
+      method: 'POST', duplex: 'half',
+      headers: { authorization: `Bearer ${gone.key}`, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: new ReadableStream({ start: (controller) => { send = controller; } }),
+    } as RequestInit);
+    const bytes = (text: string) => send.enqueue(new TextEncoder().encode(text));
+    bytes(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${JSON.stringify(request(1))}\n`);
+    await new Promise((r) => setTimeout(r, 300));
+    await stack.adminData('DELETE', `/api/user/${gone.userId}`);
+    bytes(`${JSON.stringify(request(2))}\n\r\n--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}--\r\n`);
+    send.close();
+    const refused = await answer;
+    expect(refused.status, await refused.clone().text()).toBe(401);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/deleted or disabled while the file was sent/);
+    const db = createDatabase(stack.postgres!.url);
+    try {
+      expect(Number((await db.query('SELECT count(*) AS n FROM files WHERE user_id = $1', [gone.userId])).rows[0].n)).toBe(0);
+    } finally {
+      await db.end();
+    }
+  });
+
   it("never numbers a new user as a gone one whose files PostgreSQL still holds (Redis restored from an older copy)", async ({ stack }) => {
     const gone = await tenant(stack);
     const file = await upload(gone.openai, jsonl([request(1)]));

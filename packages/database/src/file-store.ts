@@ -68,6 +68,8 @@ export class FileStore {
    */
   async upload(
     userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, finish: () => Promise<{ bytes: number; purpose: string }>, cap?: UserFileCap,
+    /** Run under the user's lock just before the commit (which `forgetUser` takes too): throws when the user may no longer keep the file. */
+    owned?: () => Promise<void>,
   ): Promise<FileObject> {
     const client = await this.db.connect();
     const id = newFileId();
@@ -98,11 +100,12 @@ export class FileStore {
       const { bytes, purpose } = await finish();
       const { rows } = await client.query<FileRow>(
         `UPDATE files SET bytes = $2, line_count = $3, purpose = $4 WHERE id = $1 RETURNING *`, [id, bytes, count, purpose]);
+      if (cap || owned) await lockUser(client, 'files', userId);
       if (cap) {
-        await lockUser(client, 'files', userId);
         const refusal = fileCapRefusal(await usageOf(client, userId), cap);
         if (refusal) throw refusal;
       }
+      await owned?.();
       await client.query('COMMIT');
       return fileObject(rows[0]!);
     } catch (error) {

@@ -1,5 +1,7 @@
 import type { Database } from './connection.ts';
+import type pg from 'pg';
 import { unixNow } from './ids.ts';
+import { lockUser } from './user-lock.ts';
 
 /**
  * The highest user id any row of PostgreSQL belongs to (files, batches, the request log), 0 when
@@ -23,7 +25,26 @@ export async function highestUserIdOnRecord(db: Database): Promise<number> {
  * retention drops their day.
  */
 export async function forgetUser(db: Database, userId: number): Promise<{ files: number; batches: number; cancelled: number }> {
-  const { rows } = await db.query<{ files: number; batches: number; cancelled: number }>(
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    // The locks a batch's creation and an upload's commit take, in their order: one that began
+    // before the user was deleted commits first and is removed here, or waits and sees it gone.
+    await lockUser(client, 'batches', userId);
+    await lockUser(client, 'files', userId);
+    const forgotten = await forget(client, userId);
+    await client.query('COMMIT');
+    return forgotten;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+async function forget(client: pg.ClientBase, userId: number): Promise<{ files: number; batches: number; cancelled: number }> {
+  const { rows } = await client.query<{ files: number; batches: number; cancelled: number }>(
     `WITH cancelled AS (
        UPDATE batches SET status = 'cancelling', cancelling_at = $2 WHERE user_id = $1 AND status IN ('validating', 'in_progress') RETURNING id),
      ended AS (SELECT id FROM batches WHERE user_id = $1 AND status IN ('completed', 'failed', 'expired', 'cancelled')),

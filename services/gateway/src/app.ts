@@ -245,7 +245,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       bodyBudget: new BodyBudget(deps.bodyBudget),
       requestLog: deps.requestLog,
     };
-    const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen };
+    const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen, users: deps.store.users };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });

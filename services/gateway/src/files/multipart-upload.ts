@@ -51,7 +51,9 @@ const purposeRefusal = (purpose: string | undefined) => {
  * refused before the form is read; an upload that would pass the bytes left is refused as it
  * passes them, and the count is made again at the commit.
  */
-export async function receiveUpload(request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits, spools: { dir: string; budget: SpoolBudget }): Promise<FileObject> {
+export async function receiveUpload(
+  request: FastifyRequest, store: FileStore, userId: number, limits: FileLimits, spools: { dir: string; budget: SpoolBudget }, owned?: () => Promise<void>,
+): Promise<FileObject> {
   if (!request.isMultipart()) throw badRequest('send the file as multipart/form-data, with the fields file and purpose', 'file');
   const cap = { maxBytes: limits.userMaxBytes, maxFiles: limits.userMaxFiles };
   const usage = await store.usage(userId);
@@ -96,7 +98,7 @@ export async function receiveUpload(request: FastifyRequest, store: FileStore, u
     await spooling.catch((refusal: unknown) => { throw formProblem(refusal); });
     const refusal = purposeRefusal(purpose);
     if (refusal) throw refusal;
-    return await store.upload(userId, filename, spool.lines(), async () => ({ bytes, purpose: purpose! }), cap);
+    return await store.upload(userId, filename, spool.lines(), async () => ({ bytes, purpose: purpose! }), cap, owned);
   } finally {
     await spool.remove();
   }

@@ -1,5 +1,6 @@
 import type { Database } from '@gateway/database';
 import { notConfigured } from '@gateway/contracts';
+import type { UserStore } from '@gateway/store';
 
 /** How large a file may be, and what one user may keep (FILE_MAX_BYTES, FILE_MAX_LINES, FILE_USER_MAX_BYTES, FILE_USER_MAX_FILES). */
 export interface FileLimits {
@@ -29,6 +30,8 @@ export interface BatchApiOptions {
   completionWindowMs: number;
   /** Batches of one user not yet ended (BATCH_USER_OPEN). */
   userMaxOpenBatches: number;
+  /** The store's users: an upload's user is read again before its file is kept (deleted or disabled while it sent, nothing is kept). */
+  users?: Pick<UserStore, 'get'>;
 }
 
 /** The database, or a 503 saying this gateway has none. */

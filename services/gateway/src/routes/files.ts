@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import { z } from 'zod';
-import { badRequest, notFound, parseOrThrow } from '@gateway/contracts';
+import { badRequest, invalidApiKey, notFound, parseOrThrow, UserStatus } from '@gateway/contracts';
 import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { openSpoolDir, SpoolBudget } from '../files/line-spool.ts';
@@ -55,7 +55,14 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
 
   app.post('/files', { bodyLimit: options.files.maxBytes + 1024 * 1024, onRequest: multipartOnly }, async (request) => {
     const userId = keyHolderOf(request).userId;
-    return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files, spools)));
+    // Its key was checked when the form began, up to BODY_TIMEOUT_MS before: its user is read
+    // again under the lock that deleting a user takes, so a file sent while its user was deleted
+    // is never kept (no one could see or remove it).
+    const owned = async () => {
+      const user = options.users && (await options.users.get(userId));
+      if (options.users && user?.status !== UserStatus.enabled) throw invalidApiKey("this API key's user was deleted or disabled while the file was sent");
+    };
+    return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files, spools, owned)));
   });
 
   app.get('/files', async (request) => {
