@@ -510,6 +510,28 @@ describe('the Files API', () => {
     }
   });
 
+  it("removes a deleted user's files when the DELETE is sent again, if PostgreSQL was away the first time", async ({ stack }) => {
+    const gone = await tenant(stack);
+    await upload(gone.openai, jsonl([request(1)]));
+    await stack.postgres!.stop();
+    try {
+      // The user is deleted; its files cannot be removed now (said in the gateway's log).
+      await stack.adminData('DELETE', `/api/user/${gone.userId}`);
+    } finally {
+      await stack.postgres!.restart();
+    }
+    const db = createDatabase(stack.postgres!.url);
+    try {
+      const files = async () => Number((await db.query('SELECT count(*) AS n FROM files WHERE user_id = $1', [gone.userId])).rows[0].n);
+      await expect.poll(() => files().catch(() => -1), { timeout: 15_000 }).toBe(1);
+      // Sent again: no such user (404), and what it left is removed.
+      expect((await stack.admin('DELETE', `/api/user/${gone.userId}`)).status).toBe(404);
+      expect(await files()).toBe(0);
+    } finally {
+      await db.end();
+    }
+  });
+
   it("keeps no file its user was deleted while it was sent", async ({ stack }) => {
     const gone = await tenant(stack);
     const boundary = 'deleted-boundary';

@@ -70,7 +70,11 @@ export interface AdminOperation<I extends z.ZodType = z.ZodType, J extends z.Zod
   prepare?: (input: z.output<I>, tools: PrepareTools, address: string) => Promise<Prepared<z.input<J>>>;
   /** In the admin worker: the operation applied to the store; its answer is the reply's `data`. */
   apply: (run: OperationRun<z.output<J>, R>) => Promise<unknown>;
-  /** In the gateway, once the worker has applied it: what follows in PostgreSQL, which the admin worker does not reach. */
+  /**
+   * In the gateway, once the worker has applied it: what follows in PostgreSQL, which the admin
+   * worker does not reach. Run also when the worker found nothing to apply it to (404), so that
+   * a step cut short (its gateway stopped between the two) runs when the call is made again.
+   */
   after?: (input: z.output<J>, tools: PrepareTools) => Promise<void>;
 }
 

@@ -9,7 +9,7 @@
  */
 import { adminOperation, type AdminJobPayload, type AdminOperationName, type AdminResult, type PrepareTools } from '@gateway/admin-operations';
 import type { KeyRateLimit } from '@gateway/admission';
-import { badRequest, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
+import { badRequest, GatewayError, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
 import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
 import { forgetUser, highestUserIdOnRecord, orUnavailable, type Database } from '@gateway/database';
 import type { Logger } from '@gateway/log';
@@ -90,6 +90,9 @@ export class AdminJobs {
       requestId: call.requestId,
       timeoutMs: this.options.timeoutMs,
       signal: call.signal,
+    }).catch(async (error: unknown) => {
+      if (after && error instanceof GatewayError && error.status === 404) await after(prepared.input, this.tools);
+      throw error;
     });
     await after?.(prepared.input, this.tools);
     return prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
