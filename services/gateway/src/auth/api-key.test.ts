@@ -48,6 +48,15 @@ describe('API-key authentication', () => {
     expect(reads).toBe(0);
   });
 
+  it('answers a key whose lookup was in flight when the cache was cleared (a token or user changed): read again, never an error', async () => {
+    const { token, key } = await newKey();
+    const looking = [auth.authenticate(bearer(key)), auth.authenticate(bearer('sk-not-a-key')).then(() => 'ok', (e: { status?: number }) => e.status)];
+    auth.clear();
+    const [holder, unknown] = await Promise.all(looking);
+    expect((holder as { tokenId: number }).tokenId).toBe(token.id);
+    expect(unknown).toBe(401);
+  });
+
   it('looks a key up once when many requests bring it at the same moment', async () => {
     const { token, key } = await newKey();
     const hgetall = redis.hgetall.bind(redis);

@@ -71,9 +71,15 @@ export class ApiKeyAuth {
     }
     const key = this.keyFrom(sources);
     const status: LRUCache.Status<string, CachedKey, string> = {};
-    let entry = await this.cache.fetch(sha256(key), { context: key, status });
-    // Cleared while it was looked up (a token or user changed): read again, past the cache.
-    if (!entry && status.fetchAborted) entry = await this.lookup(key);
+    // Cleared while it was looked up (a token or user changed), the lookup is aborted and its
+    // promise rejects ("deleted"; it was a 500): read again, past the cache.
+    const entry = await this.cache.fetch(sha256(key), { context: key, status }).then(
+      (found) => (found === undefined && status.fetchAborted ? this.lookup(key) : found),
+      (error: unknown) => {
+        if (status.fetchAborted) return this.lookup(key);
+        throw error;
+      },
+    );
     if (!entry) throw invalidApiKey('invalid API key');
     return this.check(entry);
   }
