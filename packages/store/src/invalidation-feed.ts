@@ -44,6 +44,16 @@ export class InvalidationFeed {
     this.subscriber.disconnect();
   }
 
+  /**
+   * A change this process has just seen made, heard by its own listeners at once: the
+   * announcement through Redis comes on a connection of its own, and may be read after the
+   * answer to the request that made the change (a model list right after disabling a channel
+   * still showed it).
+   */
+  heardHere(change: Change): void {
+    this.emit(change);
+  }
+
   private emit(change: Change): void {
     for (const listener of this.listeners) listener(change);
   }

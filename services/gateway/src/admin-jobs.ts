@@ -31,6 +31,8 @@ export interface AdminJobsOptions {
   /** PostgreSQL, whose rows' highest user id a new user is numbered above, and where a deleted user's files go; none without one. */
   database?: Database;
   log: Pick<Logger, 'info' | 'warn'>;
+  /** Called once a change (any operation but a read) is applied: this gateway's caches are dropped before it answers. */
+  changed?: () => void;
 }
 
 /** Who asks for an operation, and for which request. */
@@ -42,6 +44,9 @@ export interface AdminCall {
   /** Aborted when the client leaves: the job is removed if it has not started. */
   signal?: AbortSignal;
 }
+
+/** Operations that change no key, user limit or channel that a cache holds: a sign-in, a dashboard session. */
+const SIGN_INS: ReadonlySet<AdminOperationName> = new Set(['user.login', 'session.create', 'session.delete']);
 
 export class AdminJobs {
   private readonly options: AdminJobsOptions;
@@ -95,6 +100,7 @@ export class AdminJobs {
       throw error;
     });
     await after?.(prepared.input, this.tools);
+    if (route?.method !== 'GET' && !SIGN_INS.has(operation)) this.options.changed?.();
     return prepared.reveal ? { ...(result.data as object), ...prepared.reveal } : result.data;
   }
 }

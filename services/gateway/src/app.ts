@@ -215,6 +215,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const adminJobs = new AdminJobs({
     signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
     changesPerMinute: deps.managementChangesPerMinute, rateLimit, database: deps.database, log: deps.log,
+    // This gateway's own caches of keys and channels, before the answer: the next request it
+    // reads sees the change (every gateway's hear it from the change feed).
+    changed: () => app.changeFeed?.heardHere({ kind: 'everything' }),
   });
   const management = { adminJobs, bodyLimitBytes: deps.managementBodyLimitBytes };
   const batches = new BatchOverview(deps.database, deps.store.users);
