@@ -276,6 +276,31 @@ describe('routing', () => {
     expect(refusing.requests.length).toBe(2);
   });
 
+  it("lets no tenant disable, cool down or rest a shared channel by what it sends: a 403 for its content, a 429 for its size", async ({ stack, upstream, channel, apiKey, client }) => {
+    const [moderating, backup] = [await upstream.openai({ delayMs: 0 }), await upstream.openai()];
+    const model = uniqueModel();
+    const shared = await channel(moderating, [model], { priority: 10 });
+    await channel(backup, [model]);
+    const attacker = client((await apiKey()).key);
+    const other = client((await apiKey()).key);
+    const refusal = (promise: Promise<unknown>) => promise.then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status);
+    // Flagged input: the moderating upstream answers 403, the backup too; the caller gets the 403.
+    const flagged = { status: 403, body: { error: { message: 'Your input was flagged by moderation', type: 'invalid_request_error', param: null, code: 'moderation' } } };
+    for (let i = 0; i < 4; i++) {
+      moderating.next(flagged);
+      backup.next(flagged);
+      expect(await refusal(attacker.completions.create({ model, prompt: 'flagged' }))).toBe(403);
+    }
+    // A 429 for its own size ("Request too large"), with a Retry-After of an hour: returned as it came, nothing rests.
+    moderating.next({ status: 429, retryAfter: 3600, body: { error: { message: 'Request too large for gpt in organization org-x on tokens per min (TPM): Limit 10000, Requested 900000.', type: 'tokens', param: null, code: 'rate_limit_exceeded' } } });
+    expect(await refusal(attacker.completions.create({ model, prompt: 'huge' }))).toBe(429);
+    // The shared channel is enabled, not cooling, not resting: the other tenant's request goes to it.
+    expect((await stack.admin('GET', `/api/channel/${shared.id}`)).body.data.status).toBe(1);
+    const before = moderating.requests.length;
+    expect(await refusal(other.completions.create({ model, prompt: 'hello' }))).toBe(200);
+    expect(moderating.requests.length).toBe(before + 1);
+  });
+
   it('serves the highest priority tier only, split by weight', async ({ upstream, channel, apiKey, client }) => {
     const [light, heavy, low] = [await upstream.openai(), await upstream.openai(), await upstream.openai()];
     const model = uniqueModel();

@@ -14,6 +14,12 @@ export interface UpstreamErrorOptions {
   retryAfter?: number;
   /** The upstream's error body, parsed when it was JSON. */
   body?: unknown;
+  /**
+   * The request's own doing, not the channel's: a reply past the gateway's size limits (what the
+   * request asked for), a time-out at the request's own deadline rather than the channel's.
+   * Another channel would fare no better, and the channel's health is left as it is.
+   */
+  ofTheRequest?: boolean;
   cause?: unknown;
 }
 
@@ -25,6 +31,7 @@ export class UpstreamError extends Error {
   readonly status: number;
   readonly retryAfter?: number;
   readonly body?: unknown;
+  readonly ofTheRequest: boolean;
 
   constructor(options: UpstreamErrorOptions) {
     super(options.message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -33,6 +40,7 @@ export class UpstreamError extends Error {
     this.status = options.status ?? 0;
     this.retryAfter = options.retryAfter;
     this.body = options.body;
+    this.ofTheRequest = options.ofTheRequest ?? false;
   }
 }
 

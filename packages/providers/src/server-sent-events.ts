@@ -28,8 +28,8 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
     sinceEvent += piece.length;
     parser.feed(decoder.decode(piece, { stream: true }));
     yield* ready.splice(0);
-    if (sinceEvent > maxEventBytes) throw new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${maxEventBytes} bytes (the gateway's limit)` });
-    if (total > maxReplyBytes) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)` });
+    if (sinceEvent > maxEventBytes) throw new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${maxEventBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+    if (total > maxReplyBytes) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, ofTheRequest: true });
   }
   parser.feed(`${decoder.decode()}\n\n`);
   yield* ready.splice(0);

@@ -175,7 +175,7 @@ async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUps
 const timeoutError = (timeoutMs: number) => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${timeoutMs} ms` });
 
 const tooLarge = (what: string, limit: number) =>
-  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)` });
+  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)`, ofTheRequest: true });
 
 /** An address written in the URL is never looked up, so the policy is checked here. */
 function literalAddressProblem(target: string): string | undefined {

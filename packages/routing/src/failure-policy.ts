@@ -7,8 +7,11 @@ import { GatewayError, rateLimited, timedOut, upstreamError } from '@gateway/con
 import { NOT_JSON_BODY, UpstreamError } from '@gateway/contracts';
 
 export type FailureDecision =
-  /** Another channel may succeed; counts against this channel's health. */
-  | { action: 'failover'; auth: boolean; reason: string }
+  /**
+   * Another channel may succeed. `counts`: against this channel's health (cooldown, and with
+   * `auth` its auto-disable); a failure a request can bring on itself does not.
+   */
+  | { action: 'failover'; auth: boolean; counts: boolean; reason: string }
   /**
    * The upstream is busy (429): try another channel, and this one again once it has rested
    * (`retryAfterMs` when the upstream said, else a back-off). The channel works, so its health
@@ -20,19 +23,44 @@ export type FailureDecision =
 
 const failoverStatuses = new Set([401, 403, 408, 409, 429]);
 
+/**
+ * The longest an upstream's Retry-After rests a channel for every request: one request's 429
+ * with `Retry-After: 3600` (or a date a week ahead) refused every tenant's requests on the
+ * channel for that long, with no upstream call.
+ */
+export const MAX_UPSTREAM_REST_MS = 60_000;
+
+/**
+ * Which failures one tenant could bring on a shared channel by what it sends, so that they never
+ * rest, cool down or disable it for the others:
+ * - a 403: an upstream that moderates answers it for flagged input (OpenRouter), Gemini for a
+ *   file of another project; three such requests auto-disabled every channel of a model. Only a
+ *   401 says the channel's key is refused. A 403 still fails over (another channel's key may
+ *   have the access), but counts for nothing.
+ * - a 429 for a request larger than the upstream's limit per minute ("Request too large"): no
+ *   wait helps it, so it is the caller's, as it came.
+ * - a reply past the gateway's size limits (what the request asked for): the caller's too.
+ */
 export function decideOnFailure(error: UpstreamError): FailureDecision {
+  if (error.kind === 'protocol' && error.ofTheRequest) return { action: 'return', error: upstreamError(`${error.message}: ask for less`) };
   if (error.kind !== 'http') {
-    return { action: 'failover', auth: false, reason: error.kind === 'timeout' ? 'time-out' : error.message };
+    return { action: 'failover', auth: false, counts: true, reason: error.kind === 'timeout' ? 'time-out' : error.message };
   }
   const status = error.status;
+  if (status === 429 && isTooLargeForTheLimit(error)) return { action: 'return', error: callerError(error) };
   if (status === 429 && !isQuotaExhausted(error)) {
-    return { action: 'back-off', retryAfterMs: error.retryAfter ? error.retryAfter * 1000 : undefined };
+    return { action: 'back-off', retryAfterMs: error.retryAfter ? Math.min(error.retryAfter * 1000, MAX_UPSTREAM_REST_MS) : undefined };
   }
   if (status >= 500 || failoverStatuses.has(status) || status < 400) {
-    const auth = status === 401 || status === 403;
-    return { action: 'failover', auth, reason: `upstream answered ${status}` };
+    return { action: 'failover', auth: status === 401, counts: status !== 403, reason: `upstream answered ${status}` };
   }
   return { action: 'return', error: callerError(error) };
+}
+
+/** OpenAI's 429 for one request larger than the limit a minute: "Request too large for … Requested 900000". */
+function isTooLargeForTheLimit(error: UpstreamError): boolean {
+  const message = (error.body as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return typeof message === 'string' && /request too large/i.test(message);
 }
 
 /**
@@ -83,9 +111,12 @@ export function exhaustedError(last: UpstreamError | undefined, tried: number): 
   if (last.kind === 'http' && last.status === 429) {
     return rateLimited(`the upstream is rate-limiting requests; retry later${suffix}`, last.retryAfter ?? 1);
   }
-  if (last.kind === 'http' && (last.status === 401 || last.status === 403)) {
+  if (last.kind === 'http' && last.status === 401) {
     return upstreamError(`the upstream refused the channel's credentials${suffix}`);
   }
+  // Every channel refused it: most often for what it asks (content an upstream moderates, a file
+  // of another project), so the upstream's own words, as its 403.
+  if (last.kind === 'http' && last.status === 403) return callerError(last);
   // The upstream's own words are not relayed for a 5xx; whether it sent JSON at all is.
   const notJson = last.kind === 'http' && last.message.endsWith(NOT_JSON_BODY) ? NOT_JSON_BODY : '';
   // A protocol error's message is the gateway's own (malformed, or past a size limit).

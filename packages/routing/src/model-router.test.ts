@@ -7,6 +7,7 @@ import { issueApiKey, type NewChannel } from '@gateway/store';
 import { type MockOpenAIUpstream } from '@gateway/testkit';
 import { serveWhole, useRouterTestbed } from '@gateway/testkit/router';
 import { type ModelRequest, type RouteTarget } from './model-router.ts';
+import { routingKeys } from './routing-keys.ts';
 
 const bed = useRouterTestbed({ failuresBeforeCooldown: 100 });
 const log = createLogger('test', 'silent');
@@ -64,6 +65,29 @@ describe('ModelRouter', () => {
     await channel(other, m);
     await expect(serveWhole(bed.router, request(m, await caller()), complete())).rejects.toMatchObject({ status: 400, upstreamBody: body });
     expect(other.requests.length).toBe(0);
+  });
+
+  it("keeps a channel's failures when a caller's own 4xx comes between them: one tenant's bad requests cannot wipe a failing channel's record", async () => {
+    const [flaky, other] = [await upstream(), await upstream()];
+    const m = model();
+    const c = await channel(flaky, m, { priority: 10 });
+    await channel(other, m);
+    const who = await caller();
+    for (const status of [500, 400, 500]) {
+      flaky.next({ status });
+      await serveWhole(bed.router, request(m, who), complete()).catch(() => {});
+    }
+    expect(await bed.redis.hget(routingKeys.health(c.id), 'failures')).toBe('2');
+  });
+
+  it("blames a time-out at the request's own deadline on the request, not on the channel", async () => {
+    const slow = await upstream();
+    slow.setBehaviour({ hang: true });
+    const m = model();
+    const c = await channel(slow, m, { timeout_ms: 2000 });
+    const late = { ...request(m, await caller()), deadline: Date.now() + 300 };
+    await expect(serveWhole(bed.router, late, complete())).rejects.toMatchObject({ status: 504 });
+    expect(await bed.redis.hget(routingKeys.health(c.id), 'failures')).toBeNull();
   });
 
   it('maps the last failure when every channel failed: 502, 504; 429 with Retry-After past the deadline', async () => {

@@ -268,7 +268,7 @@ export class ModelRouter {
       key: '',
       upstreamModel: upstreamModelFor(channel, request.model) ?? request.model,
       attempt: ++attempts.count,
-      timeoutMs: Math.max(1, Math.min(channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs, request.deadline - Date.now())),
+      timeoutMs: Math.max(1, Math.min(this.channelTimeoutMs(channel), request.deadline - Date.now())),
       signal: request.signal,
     };
     const record = request.record;
@@ -313,6 +313,9 @@ export class ModelRouter {
         if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
         if (!(error instanceof UpstreamError)) throw error;
         attempts.lastFailure = error;
+        // Cut to the request's own deadline, a time-out is the request's: the channel had not yet
+        // had its own timeout_ms (a burst of requests whose last leases came late cooled it).
+        if (error.kind === 'timeout' && target.timeoutMs < this.channelTimeoutMs(channel)) throw timedOut('the request ran out of time');
         if (committed) await this.failAfterCommit(request, channel, error, attempts.count);
         await this.afterFailure(request, channel, error, attempts);
       },
@@ -322,9 +325,14 @@ export class ModelRouter {
     };
   }
 
-  /** Output already reached the client: no failover, but the cut stream counts against the channel. */
+  /** A channel's own time-out for a call (`timeout_ms`, or the default). */
+  private channelTimeoutMs(channel: Channel): number {
+    return channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs;
+  }
+
+  /** Output already reached the client: no failover, but the cut stream counts against the channel (unless the request's own doing). */
   private async failAfterCommit(request: ModelRequest, channel: Channel, error: UpstreamError, attempt: number): Promise<never> {
-    await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short' }).catch(() => 'none' as const);
+    if (!error.ofTheRequest) await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short' }).catch(() => 'none' as const);
     request.log.warn({ channelId: channel.id, attempt, kind: error.kind, status: error.status || undefined }, 'upstream failed after output reached the client');
     throw exhaustedError(error, 1);
   }
@@ -336,16 +344,20 @@ export class ModelRouter {
    */
   private async afterFailure(request: ModelRequest, channel: Channel, error: UpstreamError, attempts: Attempts): Promise<void> {
     const decision = decideOnFailure(error);
-    if (decision.action === 'return') {
-      await this.health.recordSuccess(channel.id).catch(() => {});
-      throw decision.error;
-    }
+    // The caller's own error says nothing of the channel: its health (a cooldown, a streak of
+    // failures) stays as it was, where a caller's 4xx between failures used to wipe it.
+    if (decision.action === 'return') throw decision.error;
     if (decision.action === 'back-off') {
       const until = attempts.rest(channel.id, decision.retryAfterMs);
       request.log.debug({ channelId: channel.id, attempt: attempts.count, restMs: until - Date.now() }, 'upstream rate-limited: the channel rests');
       return;
     }
     attempts.failed.add(channel.id);
+    if (!decision.counts) {
+      request.log.warn({ channelId: channel.id, attempt: attempts.count, kind: error.kind, status: error.status || undefined }, 'upstream call failed (not counted against the channel)');
+      this.settings.observer.failover?.();
+      return;
+    }
     const verdict = await this.health.recordFailure(channel.id, {
       auth: decision.auth,
       reason: `auto-disabled: ${decision.reason} (refusing the channel's key) ${this.settings.authFailuresBeforeDisable} times in a row`,
@@ -465,6 +477,7 @@ function withoutSecrets(error: UpstreamError, key: string): UpstreamError {
     retryAfter: error.retryAfter,
     body: error.body === undefined ? undefined : redactUpstreamBody(error.body, secrets),
     message: redactUpstreamText(error.message, secrets),
+    ofTheRequest: error.ofTheRequest,
     cause: error.cause,
   });
 }
