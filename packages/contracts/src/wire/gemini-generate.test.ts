@@ -96,6 +96,19 @@ describe('geminiGenerateRequest', () => {
     }
   });
 
+  it("refuses what reaches the channel's project or a premium tier: a file in the system instruction, tools, serviceTier priority", () => {
+    const file = rejection({ ...singleVoice(), systemInstruction: { parts: [{ fileData: { fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/abc123' } }] } });
+    expect(file.status).toBe(400);
+    expect(file.param).toMatch(/^systemInstruction/);
+    const tools = rejection({ ...singleVoice(), tools: [{ fileSearch: { fileSearchStoreNames: ['fileSearchStores/x'] } }] });
+    expect([tools.status, tools.param]).toEqual([400, 'tools']);
+    expect(tools.message).toMatch(/channel's project/);
+    const tier = rejection({ ...singleVoice(), serviceTier: 'PRIORITY' });
+    expect([tier.status, tier.param]).toEqual([400, 'serviceTier']);
+    // A text system instruction is served as it comes.
+    expect(parseOrThrow(geminiGenerateRequest, { ...singleVoice(), systemInstruction: { parts: [{ text: 'Speak slowly.' }] } }).systemInstruction).toEqual({ parts: [{ text: 'Speak slowly.' }] });
+  });
+
   it('refuses an unknown voice, naming the field', () => {
     const body = singleVoice();
     body.generationConfig.speechConfig.voiceConfig.prebuiltVoiceConfig.voiceName = 'Alexa';

@@ -123,17 +123,22 @@ const generateRequestObject = z.strictObject({
   generationConfig: geminiGenerationConfig,
   // Gemini accepts the model in the body too; the path's model is the one that counts.
   model: z.string().optional(),
-  // Passed through as they are (the SDK moves these out of its `config`).
-  systemInstruction: z.looseObject({ role: z.string().optional(), parts: z.array(looseRecord) }).optional(),
+  // Passed through as they are (the SDK moves these out of its `config`). A system instruction
+  // of text only: a part may name a file (`fileData`) of the channel's project, which every
+  // tenant shares (another project's answered 403, which cooled the channel for everyone).
+  systemInstruction: z.looseObject({ role: z.string().optional(), parts: z.array(textPart) }).optional(),
   safetySettings: z.array(z.looseObject({ category: z.string(), threshold: z.string() })).optional(),
-  tools: z.array(looseRecord).optional(),
+  // A tool may search the channel's project's stores (`fileSearch`, `retrieval`) or the web at
+  // a price the quota does not count; speech generation calls none.
+  tools: z.never({ error: 'is not served: speech generation calls no tools, and a tool may reach the channel\'s project, which every caller of this gateway shares' }).optional(),
   toolConfig: looseRecord.optional(),
   labels: z.record(z.string(), z.string()).optional(),
   // A cache lives in the channel's project, which every tenant of the channel shares: another
   // tenant's (or the operator's) cached prompt is not a caller's to read, and its tokens, which
   // the upstream charges, are not in the request for its hold to count.
   cachedContent: z.never({ error: 'is not served: a cached content belongs to the channel\'s project, which every caller of this gateway shares; send the text in contents' }).optional(),
-  serviceTier: z.string().optional(),
+  // A premium tier costs more than the quota counts (as OpenAI's `service_tier`).
+  serviceTier: z.string().refine((tier) => !/priority/i.test(tier), 'is not offered through this gateway: a premium tier costs more than the quota counts').optional(),
   store: z.boolean().optional(),
   continuationToken: z.string().optional(),
 });
