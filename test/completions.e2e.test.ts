@@ -276,13 +276,18 @@ describe('routing', () => {
     expect(refusing.requests.length).toBe(2);
   });
 
-  it("lets no tenant disable, cool down or rest a shared channel by what it sends: a 403 for its content, a 429 for its size", async ({ stack, upstream, channel, apiKey, client }) => {
+  it("lets no tenant disable, cool down or rest a shared channel by what it sends: a 403 for its content, a 429 for its size, time-outs of the long outputs it asks for", async ({ stack, upstream, channel, apiKey, client }) => {
     const [moderating, backup] = [await upstream.openai({ delayMs: 0 }), await upstream.openai()];
     const model = uniqueModel();
-    const shared = await channel(moderating, [model], { priority: 10 });
+    const shared = await channel(moderating, [model], { priority: 10, timeout_ms: 600 });
     await channel(backup, [model]);
-    const attacker = client((await apiKey()).key);
-    const other = client((await apiKey()).key);
+    // Two tenants: users of their own.
+    const tenantKey = async (name: string) => {
+      const user = await stack.adminData('POST', '/api/user/', { username: `${name}${model.slice(-4)}`, password: 'tenant-password' });
+      return (await stack.adminData('POST', '/api/token/', { name, user_id: user.id, unlimited_quota: true })).key as string;
+    };
+    const attacker = client(await tenantKey('attacker'));
+    const other = client(await tenantKey('other'));
     const refusal = (promise: Promise<unknown>) => promise.then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status);
     // Flagged input: the moderating upstream answers 403, the backup too; the caller gets the 403.
     const flagged = { status: 403, body: { error: { message: 'Your input was flagged by moderation', type: 'invalid_request_error', param: null, code: 'moderation' } } };
@@ -294,11 +299,21 @@ describe('routing', () => {
     // A 429 for its own size ("Request too large"), with a Retry-After of an hour: returned as it came, nothing rests.
     moderating.next({ status: 429, retryAfter: 3600, body: { error: { message: 'Request too large for gpt in organization org-x on tokens per min (TPM): Limit 10000, Requested 900000.', type: 'tokens', param: null, code: 'rate_limit_exceeded' } } });
     expect(await refusal(attacker.completions.create({ model, prompt: 'huge' }))).toBe(429);
-    // The shared channel is enabled, not cooling, not resting: the other tenant's request goes to it.
+    // Long outputs it asks for time out on the shared channel, twice (CHANNEL_FAILURES_BEFORE_COOLDOWN):
+    // each fails over to the backup, and the shared channel cools down for this tenant alone.
+    for (let i = 0; i < 2; i++) {
+      moderating.next({ hang: true });
+      expect(await refusal(attacker.completions.create({ model, prompt: 'write a book', max_tokens: 8000 }))).toBe(200);
+    }
+    const tried = moderating.requests.length;
+    expect(await refusal(attacker.completions.create({ model, prompt: 'hello' }))).toBe(200);
+    expect(moderating.requests.length, 'the tenant whose requests timed out skips the channel').toBe(tried);
+    // The shared channel is enabled, not cooling, not resting for the others: the other tenant's request goes to it at once.
     expect((await stack.admin('GET', `/api/channel/${shared.id}`)).body.data.status).toBe(1);
-    const before = moderating.requests.length;
+    const started = Date.now();
     expect(await refusal(other.completions.create({ model, prompt: 'hello' }))).toBe(200);
-    expect(moderating.requests.length).toBe(before + 1);
+    expect(moderating.requests.length).toBe(tried + 1);
+    expect(Date.now() - started).toBeLessThan(500);
   });
 
   it('serves the highest priority tier only, split by weight', async ({ upstream, channel, apiKey, client }) => {

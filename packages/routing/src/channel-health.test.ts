@@ -67,6 +67,31 @@ describe('channel health', () => {
     expect((await store.channels.get(channel.id))!.status).toBe(2);
   });
 
+  it("cools a channel for everyone only on failures from two users or more; one user's alone cool it for that user, in every process", async () => {
+    const subscriber = new Redis(server.url);
+    const feed = new InvalidationFeed(subscriber);
+    const other = new ChannelHealth(new Redis(server.url), options);
+    feed.on((m) => other.hear(m));
+    await feed.start();
+    const health = new ChannelHealth(redis, options);
+    const channel = await newChannel();
+    const byUser = (userId: number) => ({ ...transient, userId });
+    expect(await health.recordFailure(channel.id, byUser(7))).toBe('none');
+    expect(await health.recordFailure(channel.id, byUser(7))).toBe('none');
+    expect(await health.recordFailure(channel.id, byUser(7))).toBe('caller-cooldown');
+    expect(health.isCoolingDown(channel.id)).toBe(false);
+    expect(health.isCoolingDown(channel.id, 8)).toBe(false);
+    expect(health.isCoolingDown(channel.id, 7)).toBe(true);
+    await expect.poll(() => other.isCoolingDown(channel.id, 7), { timeout: 1000 }).toBe(true);
+    expect(other.isCoolingDown(channel.id, 8)).toBe(false);
+    // A new streak, from two users: the whole channel.
+    expect(await health.recordFailure(channel.id, byUser(7))).toBe('none');
+    expect(await health.recordFailure(channel.id, byUser(8))).toBe('none');
+    expect(await health.recordFailure(channel.id, byUser(7))).toBe('cooldown');
+    expect(health.isCoolingDown(channel.id, 9)).toBe(true);
+    feed.close();
+  });
+
   it('shares cooldowns between processes: announced at once, and loaded by a newcomer', async () => {
     const subscriber = new Redis(server.url);
     const feed = new InvalidationFeed(subscriber);

@@ -8,19 +8,24 @@ export interface ChannelHealthOptions {
   failuresBeforeCooldown: number;
   /** How long a cooled-down channel is chosen only as a last resort. */
   cooldownMs: number;
-  /** Consecutive 401/403 answers after which a channel is auto-disabled (status 3). */
+  /** Consecutive 401 answers after which a channel is auto-disabled (status 3). */
   authFailuresBeforeDisable: number;
 }
 
-/** What a failure led to. */
-export type HealthVerdict = 'none' | 'cooldown' | 'disabled';
+/** What a failure led to: `caller-cooldown`, a channel cooled for the one user whose requests failed on it. */
+export type HealthVerdict = 'none' | 'cooldown' | 'caller-cooldown' | 'disabled';
 
 /** A failure as health sees it: whether the upstream refused the channel's credentials. */
 export interface ChannelFailure {
   auth: boolean;
   /** Why, for the channel's status_reason when it gets disabled; never a secret. */
   reason: string;
+  /** The user whose request failed: a streak of one user's failures cools the channel for that user only. */
+  userId?: number;
 }
+
+/** Cooldowns for one user kept at most: past it they are dropped (they only ever spare that user a slow channel). */
+const MAX_CALLER_COOLDOWNS = 10_000;
 
 type Scripted = Redis & {
   gwRecordChannelFailure(health: string, channel: string, ...args: string[]): Promise<[string, string]>;
@@ -36,6 +41,8 @@ export class ChannelHealth {
   private readonly redis: Scripted;
   private readonly options: ChannelHealthOptions;
   private readonly coolingUntil = new Map<number, number>();
+  /** `<channel>:<user>` → until: channels cooled for one user (this process's, as it saw them). */
+  private readonly coolingForCaller = new Map<string, number>();
 
   constructor(redis: Redis, options: ChannelHealthOptions) {
     defineLuaScripts(redis, routingScripts);
@@ -43,9 +50,13 @@ export class ChannelHealth {
     this.options = options;
   }
 
-  isCoolingDown(channelId: number, now = Date.now()): boolean {
+  /** Whether the channel cools down, for everyone or (given `userId`) for that user. */
+  isCoolingDown(channelId: number, userId?: number, now = Date.now()): boolean {
     const until = this.coolingUntil.get(channelId);
-    return until !== undefined && until > now;
+    if (until !== undefined && until > now) return true;
+    if (userId === undefined) return false;
+    const forCaller = this.coolingForCaller.get(`${channelId}:${userId}`);
+    return forCaller !== undefined && forCaller > now;
   }
 
   /** Counts a failure; cools the channel down or disables it when the thresholds are reached. */
@@ -62,8 +73,12 @@ export class ChannelHealth {
       String(now),
       failure.reason,
       String(ttl),
+      failure.userId === undefined ? '' : String(failure.userId),
     );
-    if (verdict === 'cooldown') {
+    if (verdict === 'caller-cooldown') {
+      this.coolForCaller(channelId, failure.userId!, Number(until));
+      await publishChange(this.redis, { kind: 'channel-cooldown', channelId, until: Number(until), userId: failure.userId });
+    } else if (verdict === 'cooldown') {
       this.coolingUntil.set(channelId, Number(until));
       await publishChange(this.redis, { kind: 'channel-cooldown', channelId, until: Number(until) });
     } else if (verdict === 'disabled') {
@@ -82,8 +97,9 @@ export class ChannelHealth {
   }
 
   /** Forgets a local cooldown; the Redis side is reset by the caller's write. */
-  noteSuccess(channelId: number): void {
+  noteSuccess(channelId: number, userId?: number): void {
     this.coolingUntil.delete(channelId);
+    if (userId !== undefined) this.coolingForCaller.delete(`${channelId}:${userId}`);
   }
 
   /** Loads the cooldowns of these channels (with a channel-table load). */
@@ -105,6 +121,13 @@ export class ChannelHealth {
 
   /** Applies a cooldown another process announced. */
   hear(change: Change): void {
-    if (change.kind === 'channel-cooldown') this.coolingUntil.set(change.channelId, change.until);
+    if (change.kind !== 'channel-cooldown') return;
+    if (change.userId === undefined) this.coolingUntil.set(change.channelId, change.until);
+    else this.coolForCaller(change.channelId, change.userId, change.until);
+  }
+
+  private coolForCaller(channelId: number, userId: number, until: number): void {
+    if (this.coolingForCaller.size >= MAX_CALLER_COOLDOWNS) this.coolingForCaller.clear();
+    this.coolingForCaller.set(`${channelId}:${userId}`, until);
   }
 }

@@ -7,9 +7,10 @@ const http = (status: number, extra: { retryAfter?: number; message?: string } =
 
 describe('what a failure means for the channel', () => {
   it('counts only what the channel is to blame for: a 401 toward its auto-disable, a 5xx or time-out toward its cooldown, a 403 for nothing', () => {
-    expect(decideOnFailure(http(401))).toMatchObject({ action: 'failover', auth: true, counts: true });
-    expect(decideOnFailure(http(500))).toMatchObject({ action: 'failover', auth: false, counts: true });
-    expect(decideOnFailure(new UpstreamError({ kind: 'timeout', message: 't' }))).toMatchObject({ action: 'failover', counts: true });
+    expect(decideOnFailure(http(401))).toMatchObject({ action: 'failover', auth: true, counts: true, byRequest: false });
+    expect(decideOnFailure(http(500))).toMatchObject({ action: 'failover', auth: false, counts: true, byRequest: true });
+    expect(decideOnFailure(new UpstreamError({ kind: 'timeout', message: 't' }))).toMatchObject({ action: 'failover', counts: true, byRequest: true });
+    expect(decideOnFailure(new UpstreamError({ kind: 'connection', message: 'refused' }))).toMatchObject({ action: 'failover', counts: true, byRequest: false });
     // Flagged input, another project's file: fail over, but neither cool nor disable the channel.
     expect(decideOnFailure(http(403))).toMatchObject({ action: 'failover', auth: false, counts: false });
     // All channels refused it: the upstream's 403, as it came.

@@ -9,9 +9,13 @@ import { NOT_JSON_BODY, UpstreamError } from '@gateway/contracts';
 export type FailureDecision =
   /**
    * Another channel may succeed. `counts`: against this channel's health (cooldown, and with
-   * `auth` its auto-disable); a failure a request can bring on itself does not.
+   * `auth` its auto-disable); a failure a request can bring on itself does not. `byRequest`: a
+   * failure a request's size or content may have caused (a time-out, a 5xx, a malformed reply),
+   * which cools the channel for everyone only when the failures came from two users or more
+   * (channel-health.ts); a refused key, an account out of credit or a connection that cannot be
+   * made are the channel's whoever sent the request.
    */
-  | { action: 'failover'; auth: boolean; counts: boolean; reason: string }
+  | { action: 'failover'; auth: boolean; counts: boolean; byRequest: boolean; reason: string }
   /**
    * The upstream is busy (429): try another channel, and this one again once it has rested
    * (`retryAfterMs` when the upstream said, else a back-off). The channel works, so its health
@@ -44,7 +48,7 @@ export const MAX_UPSTREAM_REST_MS = 60_000;
 export function decideOnFailure(error: UpstreamError): FailureDecision {
   if (error.kind === 'protocol' && error.ofTheRequest) return { action: 'return', error: upstreamError(`${error.message}: ask for less`) };
   if (error.kind !== 'http') {
-    return { action: 'failover', auth: false, counts: true, reason: error.kind === 'timeout' ? 'time-out' : error.message };
+    return { action: 'failover', auth: false, counts: true, byRequest: error.kind !== 'connection', reason: error.kind === 'timeout' ? 'time-out' : error.message };
   }
   const status = error.status;
   if (status === 429 && isTooLargeForTheLimit(error)) return { action: 'return', error: callerError(error) };
@@ -52,7 +56,8 @@ export function decideOnFailure(error: UpstreamError): FailureDecision {
     return { action: 'back-off', retryAfterMs: error.retryAfter ? Math.min(error.retryAfter * 1000, MAX_UPSTREAM_REST_MS) : undefined };
   }
   if (status >= 500 || failoverStatuses.has(status) || status < 400) {
-    return { action: 'failover', auth: status === 401, counts: status !== 403, reason: `upstream answered ${status}` };
+    const ofTheChannel = status === 401 || status === 429;
+    return { action: 'failover', auth: status === 401, counts: status !== 403, byRequest: !ofTheChannel, reason: `upstream answered ${status}` };
   }
   return { action: 'return', error: callerError(error) };
 }

@@ -199,7 +199,7 @@ export class ModelRouter {
     if (!ready) return undefined;
       const waitStarted = performance.now();
       const { channel, lease } = await this.leaseQueue.acquire(
-        channelOrder(ready, (id) => this.health.isCoolingDown(id)),
+        channelOrder(ready, (id) => this.health.isCoolingDown(id, request.caller.userId)),
         {
           signal: request.signal, deadline: request.deadline, batch: isBatchRank(request.priority),
           tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId }, idle: request.idle,
@@ -297,7 +297,7 @@ export class ModelRouter {
         end('succeeded');
         noteAttempt();
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
-        this.health.noteSuccess(channel.id);
+        this.health.noteSuccess(channel.id, request.caller.userId);
         this.charge(request, channel.id, usage, performance.now() - started);
       },
       fail: async (thrown, usage) => {
@@ -360,6 +360,7 @@ export class ModelRouter {
     }
     const verdict = await this.health.recordFailure(channel.id, {
       auth: decision.auth,
+      userId: decision.byRequest ? request.caller.userId : undefined,
       reason: `auto-disabled: ${decision.reason} (refusing the channel's key) ${this.settings.authFailuresBeforeDisable} times in a row`,
     }).catch((e: unknown) => {
       request.log.warn({ err: (e as Error).message, channelId: channel.id }, 'could not record channel failure');

@@ -16,8 +16,8 @@ export type Change =
   | { kind: 'token'; id: number }
   /** One user (its role, its status, its quota). */
   | { kind: 'user'; id: number }
-  /** A channel cools down until an epoch-ms time (routing's, on the same feed). */
-  | { kind: 'channel-cooldown'; channelId: number; until: number };
+  /** A channel cools down until an epoch-ms time (routing's, on the same feed); for one user only when `userId` is given. */
+  | { kind: 'channel-cooldown'; channelId: number; until: number; userId?: number };
 
 export function encodeChange(change: Change): string {
   switch (change.kind) {
@@ -25,7 +25,7 @@ export function encodeChange(change: Change): string {
     case 'channels': return 'channels';
     case 'token': return `token:${change.id}`;
     case 'user': return `user:${change.id}`;
-    case 'channel-cooldown': return `channel-cooldown:${change.channelId}:${change.until}`;
+    case 'channel-cooldown': return `channel-cooldown:${change.channelId}:${change.until}${change.userId === undefined ? '' : `:${change.userId}`}`;
   }
 }
 
@@ -35,8 +35,8 @@ export function decodeChange(message: string): Change | undefined {
   if (message === 'channels') return { kind: 'channels' };
   const record = /^(token|user):(\d+)$/.exec(message);
   if (record) return { kind: record[1] as 'token' | 'user', id: Number(record[2]) };
-  const cooldown = /^channel-cooldown:(\d+):(\d+)$/.exec(message);
-  if (cooldown) return { kind: 'channel-cooldown', channelId: Number(cooldown[1]), until: Number(cooldown[2]) };
+  const cooldown = /^channel-cooldown:(\d+):(\d+)(?::(\d+))?$/.exec(message);
+  if (cooldown) return { kind: 'channel-cooldown', channelId: Number(cooldown[1]), until: Number(cooldown[2]), ...(cooldown[3] ? { userId: Number(cooldown[3]) } : {}) };
   return undefined;
 }
 
