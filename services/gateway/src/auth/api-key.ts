@@ -42,6 +42,8 @@ export class ApiKeyAuth {
   private readonly users: UserStore;
   /** Key hash → holder; a lookup still running when the cache is cleared is not kept. */
   private readonly cache: LRUCache<string, CachedKey, string>;
+  /** Bumped by every `clear`: a lookup that began before it is read again. */
+  private generation = 0;
 
   constructor(options: ApiKeyAuthOptions) {
     this.tokens = options.tokens;
@@ -57,6 +59,7 @@ export class ApiKeyAuth {
   }
 
   clear(): void {
+    this.generation++;
     this.cache.clear();
   }
 
@@ -70,14 +73,16 @@ export class ApiKeyAuth {
       throw invalidApiKey('API keys are not accepted in the query string: send it in the Authorization header (Bearer sk-…)' + (sources.googleHeader ? ' or the x-goog-api-key header' : ''));
     }
     const key = this.keyFrom(sources);
-    const status: LRUCache.Status<string, CachedKey, string> = {};
-    // Cleared while it was looked up (a token or user changed), the lookup is aborted and its
-    // promise rejects ("deleted"; it was a 500): read again, past the cache.
-    const entry = await this.cache.fetch(sha256(key), { context: key, status }).then(
-      (found) => (found === undefined && status.fetchAborted ? this.lookup(key) : found),
+    // Cleared while it was looked up (a token or user changed), a lookup is aborted: its promise
+    // rejects ("deleted": it was a 500) for every request waiting on it, and only the first of
+    // them is told why in its status. The cache's generation tells them all: each reads the key
+    // once more, past the cache, so none answers from what was read before the change.
+    const generation = this.generation;
+    const entry = await this.cache.fetch(sha256(key), { context: key }).then(
+      (found) => (this.generation === generation ? found : this.lookup(key)),
       (error: unknown) => {
-        if (status.fetchAborted) return this.lookup(key);
-        throw error;
+        if (this.generation === generation) throw error;
+        return this.lookup(key);
       },
     );
     if (!entry) throw invalidApiKey('invalid API key');
