@@ -112,13 +112,17 @@ describe('the operations console', () => {
     await page.locator('tr[data-queue="completion"] .workers .process').first().waitFor();
     await screenshot(page, 'overview');
 
-    // The upstream starts failing: two failures in a row cool the channel down.
+    // The upstream starts failing: two failures in a row, from two users, cool the channel down
+    // (one user's alone would cool it for that user only).
     slow.setBehaviour({ status: 500 });
     const outcomes = await Promise.all(burst);
     expect(outcomes).toContain('ok');
+    const user = await stack.adminData('POST', '/api/user/', { username: 'console-second', password: 'console-password' });
+    const second = client(stack, (await stack.adminData('POST', '/api/token/', { name: 'second', user_id: user.id, unlimited_quota: true })).key);
     // (A success charged after the failures resets their count: fail until the channel cools down.)
     await expect.poll(async () => {
       await openai.completions.create({ model: 'console-burst', prompt: 'hi' }).catch(() => undefined);
+      await second.completions.create({ model: 'console-burst', prompt: 'hi' }).catch(() => undefined);
       await page.waitForTimeout(500);
       return row.locator('.state').textContent();
     }, { timeout: 20_000 }).toMatch(/cooling down until \d/);
