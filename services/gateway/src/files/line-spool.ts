@@ -58,7 +58,7 @@ export class LineSpool {
   /** The lines written, in order. */
   async *lines(): AsyncGenerator<NumberedLine> {
     let pending = '';
-    for await (const chunk of createReadStream(this.path, { encoding: 'utf8', highWaterMark: 1 << 20 }) as AsyncIterable<string>) {
+    for await (const chunk of createReadStream(this.path, { encoding: 'utf8' }) as AsyncIterable<string>) {
       let start = 0;
       for (let end = chunk.indexOf('\n'); end !== -1; start = end + 1, end = chunk.indexOf('\n', start)) {
         const text = pending + chunk.slice(start, end);
