@@ -10,6 +10,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { jsonSchema, streamText, tool } from 'ai';
 import { caught } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
+import { Redis } from 'ioredis';
+import { routingKeys } from '@gateway/routing';
 
 const it = stackTest({
   workers: ['completion-worker'],
@@ -123,6 +125,31 @@ describe('chat from an anthropic channel', () => {
     const reply = await client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'x' }] });
     expect(reply.choices[0]!.finish_reason).toBe('stop');
     expect(mock.requests).toHaveLength(2);
+  });
+
+  it("counts an error event for a stream's own input as nothing against the channel, and an overload as a failure", async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic();
+    const model = uniqueModel();
+    const made = await channel(mock, [model]);
+    const { key } = await apiKey();
+    const health = async () => {
+      const redis = new Redis(stack.redis.url);
+      try {
+        return await redis.hget(routingKeys.health(made.id), 'failures');
+      } finally {
+        redis.disconnect();
+      }
+    };
+    const cut = async () => {
+      const stream = await client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'tell me a story' }], stream: true });
+      return (async () => { for await (const _ of stream) { /* read on */ } })().then(() => 'ended', () => 'cut');
+    };
+    mock.next({ streamError: { afterEvents: 3, type: 'invalid_request_error', message: 'the input was refused' } });
+    expect(await cut()).toBe('cut');
+    expect(await health()).toBeNull();
+    mock.next({ streamError: { afterEvents: 3, type: 'overloaded_error' } });
+    expect(await cut()).toBe('cut');
+    expect(await health()).toBe('1');
   });
 });
 

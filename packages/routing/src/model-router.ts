@@ -330,9 +330,18 @@ export class ModelRouter {
     return channel.timeout_ms > 0 ? channel.timeout_ms : this.settings.defaultTimeoutMs;
   }
 
-  /** Output already reached the client: no failover, but the cut stream counts against the channel (unless the request's own doing). */
+  /**
+   * Output already reached the client: no failover, but the cut stream counts against the
+   * channel as the same failure before any output would (`decideOnFailure`): not at all when it
+   * is the request's own (an error event for its input, a reply past the limits) or the
+   * upstream's back-pressure, for its user alone when a request may have caused it.
+   */
   private async failAfterCommit(request: ModelRequest, channel: Channel, error: UpstreamError, attempt: number): Promise<never> {
-    if (!error.ofTheRequest) await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short' }).catch(() => 'none' as const);
+    const decision = decideOnFailure(error);
+    if (decision.action === 'failover' && decision.counts) {
+      const userId = decision.byRequest ? request.caller.userId : undefined;
+      await this.health.recordFailure(channel.id, { auth: false, reason: 'stream cut short', userId }).catch(() => 'none' as const);
+    }
     request.log.warn({ channelId: channel.id, attempt, kind: error.kind, status: error.status || undefined }, 'upstream failed after output reached the client');
     throw exhaustedError(error, 1);
   }
