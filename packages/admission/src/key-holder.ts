@@ -49,6 +49,21 @@ export function holderOf(token: StoredToken, user: StoredUser | null | undefined
 }
 
 /**
+ * A key as its caches keep it: its holder, and what `keyRefusal` checks at each use (its expiry
+ * passes while it is kept).
+ */
+export interface KeyRecord {
+  holder: KeyHolder;
+  token: Pick<StoredToken, 'status' | 'expired_time'>;
+  user: Pick<StoredUser, 'status'> | null;
+}
+
+/** The record of `token` and its user (missing: null) for a cache. */
+export function keyRecordOf(token: StoredToken, user: StoredUser | null | undefined): KeyRecord {
+  return { holder: holderOf(token, user), token: { status: token.status, expired_time: token.expired_time }, user: user ? { status: user.status } : null };
+}
+
+/**
  * Why `token` (of `user`) may not be used at `now`, as its 401's message; undefined when it may:
  * a disabled, expired or exhausted key, one past its `expired_time`, or a disabled or missing user.
  * The gateway asks at each request, the batch worker at each line.

@@ -22,7 +22,7 @@ describe('what a user\'s batches keep', () => {
     const batches = new BatchStore(db);
     const runs = new BatchRuns(db);
     const userId = 77;
-    const input = await files.upload(userId, 'in.jsonl', lines(3), async () => ({ bytes: 1000, purpose: 'batch' }));
+    const input = await files.upload(userId, 'in.jsonl', lines(3), { bytes: 1000, purpose: 'batch' });
     const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
     const old = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);
     const recent = await batches.create({ userId, tokenId: 1 }, request, 60_000, 10, input.bytes);

@@ -1,5 +1,5 @@
 import { INT4_MAX, insufficientQuota, rateLimited, RUNNING_BATCH_STATUSES, type BatchCreate, type BatchLineError, type BatchObject, type BatchStatus } from '@gateway/contracts';
-import type { Database } from './connection.ts';
+import { inTransaction, type Database } from './connection.ts';
 import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
@@ -99,10 +99,7 @@ export class BatchStore {
    */
   async create(owner: { userId: number; tokenId: number }, request: BatchCreate, windowMs: number, maxOpen = Number.MAX_SAFE_INTEGER, inputBytes = 0, maxBytes = Number.MAX_SAFE_INTEGER): Promise<BatchObject> {
     const now = unixNow();
-    const client = await this.db.connect();
-    let row: BatchRow | undefined;
-    try {
-      await client.query('BEGIN');
+    const row = await inTransaction(this.db, async (client) => {
       await lockUser(client, 'batches', owner.userId);
       // Its copy of the input counts against what the user's files may hold (FILE_USER_MAX_BYTES),
       // under the lock uploads take, so an upload and a batch at once cannot pass it together.
@@ -121,14 +118,8 @@ export class BatchStore {
         [newBatchId(), owner.userId, owner.tokenId, request.endpoint, request.input_file_id, request.completion_window,
           metadata, now, now + Math.ceil(windowMs / 1000), Math.min(maxOpen, INT4_MAX), inputBytes, keeps],
       );
-      await client.query('COMMIT');
-      row = rows[0];
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+      return rows[0];
+    });
     if (!row) throw rateLimited(`this user has ${maxOpen} batches not yet ended, the most a user may have (BATCH_USER_OPEN): create more as they end`, 60);
     return batchObject(row);
   }

@@ -36,11 +36,11 @@ describe('a connection the server ends while it is taken out of the pool', () =>
       await new Promise((resolve) => setTimeout(resolve, 200));
       for (let i = 2; i <= 2000; i++) yield { line: i, content: `{"custom_id":"${i}"}` };
     };
-    await expect(files.upload(91, 'in.jsonl', lines(), async () => ({ bytes: 100, purpose: 'batch' }))).rejects.toThrow();
+    await expect(files.upload(91, 'in.jsonl', lines(), { bytes: 100, purpose: 'batch' })).rejects.toThrow();
     expect(killed).toBe(true);
     // Nothing of it was kept, and the next work gets a working connection.
     expect((await db.query('SELECT count(*)::int AS n FROM files WHERE user_id = 91')).rows[0].n).toBe(0);
-    const kept = await files.upload(91, 'again.jsonl', (async function* () { yield { line: 1, content: '{}' }; })(), async () => ({ bytes: 2, purpose: 'batch' }));
+    const kept = await files.upload(91, 'again.jsonl', (async function* () { yield { line: 1, content: '{}' }; })(), { bytes: 2, purpose: 'batch' });
     expect(kept.id).toBeTruthy();
   });
 });

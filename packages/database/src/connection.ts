@@ -67,6 +67,25 @@ const storableParameter = (value: unknown): unknown => {
   return value;
 };
 
+/**
+ * `work` in one transaction on a connection of the pool: committed when it resolves, rolled back
+ * when it throws (and its error thrown on), the connection given back either way.
+ */
+export async function inTransaction<T>(db: Database, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
 /** Error codes of a PostgreSQL that is away, starting, shutting down or unreachable. */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006', '53300']);
 

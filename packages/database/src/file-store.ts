@@ -1,5 +1,5 @@
 import { insufficientQuota, type FileObject } from '@gateway/contracts';
-import type { Database } from './connection.ts';
+import { inTransaction, type Database } from './connection.ts';
 import { newFileId, unixNow } from './ids.ts';
 import { lockUser } from './user-lock.ts';
 import { resultFileContent, type ResultKind } from './result-files.ts';
@@ -60,21 +60,18 @@ export class FileStore {
 
   /**
    * Stores an upload, a page of lines at a time in one transaction, so a refused or broken
-   * upload leaves nothing. `lines` throws to refuse it (a bad line, past a limit); `finish` is
-   * awaited after the last line for its size and purpose (a form may send the purpose after the
-   * file), and throws to refuse it. With `cap`, the user's uploads with this one are counted
-   * under a lock of the user's right before the commit, so uploads at once cannot pass it
-   * together.
+   * upload leaves nothing. `lines` throws to refuse it (a bad line, past a limit); `file` is its
+   * size and purpose, known once its form was read (the gateway spools the lines first). With
+   * `cap`, the user's uploads with this one are counted under a lock of the user's right before
+   * the commit, so uploads at once cannot pass it together.
    */
   async upload(
-    userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, finish: () => Promise<{ bytes: number; purpose: string }>, cap?: UserFileCap,
+    userId: number, filename: string, lines: AsyncIterable<{ line: number; content: string }>, file: { bytes: number; purpose: string }, cap?: UserFileCap,
     /** Run under the user's lock just before the commit (which `forgetUser` takes too): throws when the user may no longer keep the file. */
     owned?: () => Promise<void>,
   ): Promise<FileObject> {
-    const client = await this.db.connect();
     const id = newFileId();
-    try {
-      await client.query('BEGIN');
+    return inTransaction(this.db, async (client) => {
       await client.query(
         `INSERT INTO files (id, user_id, purpose, filename, bytes, line_count, created_at) VALUES ($1, $2, 'batch', $3, 0, 0, $4)`,
         [id, userId, filename.slice(0, 512), unixNow()]);
@@ -97,23 +94,16 @@ export class FileStore {
         if (page.length >= INSERT_ROWS || chars >= INSERT_CHARS) await write();
       }
       await write();
-      const { bytes, purpose } = await finish();
       const { rows } = await client.query<FileRow>(
-        `UPDATE files SET bytes = $2, line_count = $3, purpose = $4 WHERE id = $1 RETURNING *`, [id, bytes, count, purpose]);
+        `UPDATE files SET bytes = $2, line_count = $3, purpose = $4 WHERE id = $1 RETURNING *`, [id, file.bytes, count, file.purpose]);
       if (cap || owned) await lockUser(client, 'files', userId);
       if (cap) {
         const refusal = fileCapRefusal(await usageOf(client, userId), cap);
         if (refusal) throw refusal;
       }
       await owned?.();
-      await client.query('COMMIT');
       return fileObject(rows[0]!);
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** What the user's uploads hold now. */

@@ -3,7 +3,7 @@
  * Batch API's files, batches and their lines. Its connection pool, its migrations, an embedded
  * server for `npm start` and the tests, and the stores over its tables.
  */
-export { createDatabase, isDatabaseUnavailable, isRefusedForItsValues, isStatementTimeout, databaseUnavailableError, orUnavailable, type Database, type DatabaseOptions } from './connection.ts';
+export { createDatabase, inTransaction, isDatabaseUnavailable, isRefusedForItsValues, isStatementTimeout, databaseUnavailableError, orUnavailable, type Database, type DatabaseOptions } from './connection.ts';
 export { migrate, MIGRATIONS_DIR } from './migrate.ts';
 export { startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedDatabaseOptions } from './embedded-postgres.ts';
 export { BatchStore, batchObject, type BatchRow, type OwnedBatch, type BatchPageQuery } from './batch-store.ts';

@@ -20,7 +20,7 @@ describe('the highest user id on record', () => {
     const lines = async function* () {
       yield { line: 1, content: '{"custom_id":"1"}' };
     };
-    const input = await files.upload(5, 'in.jsonl', lines(), async () => ({ bytes: 17, purpose: 'batch' }));
+    const input = await files.upload(5, 'in.jsonl', lines(), { bytes: 17, purpose: 'batch' });
     expect(await highestUserIdOnRecord(db)).toBe(5);
 
     await new BatchStore(db).create({ userId: 9, tokenId: 1 }, { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' }, 60_000, 1, input.bytes);

@@ -1,4 +1,4 @@
-import type { Database } from './connection.ts';
+import { inTransaction, type Database } from './connection.ts';
 import type pg from 'pg';
 import { unixNow } from './ids.ts';
 import { lockUser } from './user-lock.ts';
@@ -25,22 +25,13 @@ export async function highestUserIdOnRecord(db: Database): Promise<number> {
  * retention drops their day.
  */
 export async function forgetUser(db: Database, userId: number): Promise<{ files: number; batches: number; cancelled: number }> {
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(db, async (client) => {
     // The locks a batch's creation and an upload's commit take, in their order: one that began
     // before the user was deleted commits first and is removed here, or waits and sees it gone.
     await lockUser(client, 'batches', userId);
     await lockUser(client, 'files', userId);
-    const forgotten = await forget(client, userId);
-    await client.query('COMMIT');
-    return forgotten;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+    return forget(client, userId);
+  });
 }
 
 async function forget(client: pg.ClientBase, userId: number): Promise<{ files: number; batches: number; cancelled: number }> {

@@ -24,6 +24,9 @@ export interface ChannelFailure {
   userId?: number;
 }
 
+/** A channel's cooldown for one user, as `coolingForCaller` keys it. */
+const callerKey = (channelId: number, userId: number) => `${channelId}:${userId}`;
+
 /** Cooldowns for one user kept at most: past it they are dropped (they only ever spare that user a slow channel). */
 const MAX_CALLER_COOLDOWNS = 10_000;
 
@@ -55,7 +58,7 @@ export class ChannelHealth {
     const until = this.coolingUntil.get(channelId);
     if (until !== undefined && until > now) return true;
     if (userId === undefined) return false;
-    const forCaller = this.coolingForCaller.get(`${channelId}:${userId}`);
+    const forCaller = this.coolingForCaller.get(callerKey(channelId, userId));
     return forCaller !== undefined && forCaller > now;
   }
 
@@ -99,7 +102,7 @@ export class ChannelHealth {
   /** Forgets a local cooldown; the Redis side is reset by the caller's write. */
   noteSuccess(channelId: number, userId?: number): void {
     this.coolingUntil.delete(channelId);
-    if (userId !== undefined) this.coolingForCaller.delete(`${channelId}:${userId}`);
+    if (userId !== undefined) this.coolingForCaller.delete(callerKey(channelId, userId));
   }
 
   /** Loads the cooldowns of these channels (with a channel-table load). */
@@ -128,6 +131,6 @@ export class ChannelHealth {
 
   private coolForCaller(channelId: number, userId: number, until: number): void {
     if (this.coolingForCaller.size >= MAX_CALLER_COOLDOWNS) this.coolingForCaller.clear();
-    this.coolingForCaller.set(`${channelId}:${userId}`, until);
+    this.coolingForCaller.set(callerKey(channelId, userId), until);
   }
 }

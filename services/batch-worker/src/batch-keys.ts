@@ -7,24 +7,17 @@
  * `expired_time` runs no more of its batch's lines (as a live request with it gets 401), where
  * before the batch ran on to its end.
  */
-import { holderOf, keyRefusal, type KeyHolder } from '@gateway/admission';
+import { keyRecordOf, keyRefusal, type KeyHolder, type KeyRecord } from '@gateway/admission';
 import { invalidApiKey } from '@gateway/contracts';
 import type { BatchRow } from '@gateway/database';
-import type { Store, StoredToken, StoredUser } from '@gateway/store';
+import type { Store } from '@gateway/store';
 
 /** How long a key's read serves its batch's lines. */
 const READ_FOR_MS = 1000;
 
-/** A batch's key with its limits, and what `keyRefusal` checks at each line. */
-interface BatchKey {
-  holder: KeyHolder;
-  token: Pick<StoredToken, 'status' | 'expired_time'>;
-  user: Pick<StoredUser, 'status'> | null;
-}
-
 export class BatchKeys {
   private readonly store: Pick<Store, 'tokens' | 'users'>;
-  private readonly read = new Map<number, { at: number; key: Promise<BatchKey> }>();
+  private readonly read = new Map<number, { at: number; key: Promise<KeyRecord> }>();
 
   constructor(store: Pick<Store, 'tokens' | 'users'>) {
     this.store = store;
@@ -50,10 +43,9 @@ export class BatchKeys {
     this.read.clear();
   }
 
-  private async readKey(tokenId: number): Promise<BatchKey> {
+  private async readKey(tokenId: number): Promise<KeyRecord> {
     const token = await this.store.tokens.get(tokenId);
     if (!token) throw invalidApiKey('the API key that created this batch no longer exists');
-    const user = await this.store.users.get(token.user_id);
-    return { holder: holderOf(token, user), token: { status: token.status, expired_time: token.expired_time }, user: user && { status: user.status } };
+    return keyRecordOf(token, await this.store.users.get(token.user_id));
   }
 }

@@ -1,15 +1,9 @@
 import { LRUCache } from 'lru-cache';
 export type { KeyHolder } from '@gateway/admission';
 import { invalidApiKey, modelNotAllowed } from '@gateway/contracts';
-import { holderOf, keyRefusal, mayUseModel, type KeyHolder } from '@gateway/admission';
-import { sha256, touchesCallers, type InvalidationFeed, type StoredToken, type StoredUser, type TokenStore, type UserStore } from '@gateway/store';
+import { keyRecordOf, keyRefusal, mayUseModel, type KeyHolder, type KeyRecord } from '@gateway/admission';
+import { sha256, touchesCallers, type InvalidationFeed, type TokenStore, type UserStore } from '@gateway/store';
 
-/** A key's holder, and what `keyRefusal` checks at each request (its expiry passes while it is cached). */
-interface CachedKey {
-  holder: KeyHolder;
-  token: Pick<StoredToken, 'status' | 'expired_time'>;
-  user: Pick<StoredUser, 'status'> | null;
-}
 
 export interface ApiKeyAuthOptions {
   tokens: TokenStore;
@@ -41,14 +35,14 @@ export class ApiKeyAuth {
   private readonly tokens: TokenStore;
   private readonly users: UserStore;
   /** Key hash → holder; a lookup still running when the cache is cleared is not kept. */
-  private readonly cache: LRUCache<string, CachedKey, string>;
+  private readonly cache: LRUCache<string, KeyRecord, string>;
   /** Bumped by every `clear`: a lookup that began before it is read again. */
   private generation = 0;
 
   constructor(options: ApiKeyAuthOptions) {
     this.tokens = options.tokens;
     this.users = options.users;
-    this.cache = new LRUCache<string, CachedKey, string>({
+    this.cache = new LRUCache<string, KeyRecord, string>({
       max: options.maxEntries ?? 10_000,
       ttl: options.maxAgeMs ?? 60_000,
       fetchMethod: (_hash, _stale, { context: key }) => this.lookup(key),
@@ -113,14 +107,13 @@ export class ApiKeyAuth {
   }
 
   /** The key's holder and statuses from the store; undefined for a key that does not exist. */
-  private async lookup(key: string): Promise<CachedKey | undefined> {
+  private async lookup(key: string): Promise<KeyRecord | undefined> {
     const token = await this.tokens.findByKey(key);
     if (!token) return undefined;
-    const user = await this.users.get(token.user_id);
-    return { holder: holderOf(token, user), token: { status: token.status, expired_time: token.expired_time }, user: user && { status: user.status } };
+    return keyRecordOf(token, await this.users.get(token.user_id));
   }
 
-  private check(entry: CachedKey): KeyHolder {
+  private check(entry: KeyRecord): KeyHolder {
     const refusal = keyRefusal(entry.token, entry.user);
     if (refusal) throw invalidApiKey(refusal);
     return entry.holder;

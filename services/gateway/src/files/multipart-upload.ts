@@ -98,7 +98,7 @@ export async function receiveUpload(
     await spooling.catch((refusal: unknown) => { throw formProblem(refusal); });
     const refusal = purposeRefusal(purpose);
     if (refusal) throw refusal;
-    return await store.upload(userId, filename, spool.lines(), async () => ({ bytes, purpose: purpose! }), cap, owned);
+    return await store.upload(userId, filename, spool.lines(), { bytes, purpose: purpose! }, cap, owned);
   } finally {
     await spool.remove();
   }

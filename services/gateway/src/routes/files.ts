@@ -58,10 +58,10 @@ export async function fileRoutes(app: FastifyInstance, options: BatchApiOptions)
     // Its key was checked when the form began, up to BODY_TIMEOUT_MS before: its user is read
     // again under the lock that deleting a user takes, so a file sent while its user was deleted
     // is never kept (no one could see or remove it).
-    const owned = async () => {
-      const user = options.users && (await options.users.get(userId));
-      if (options.users && user?.status !== UserStatus.enabled) throw invalidApiKey("this API key's user was deleted or disabled while the file was sent");
-    };
+    const users = options.users;
+    const owned = users && (async () => {
+      if ((await users.get(userId))?.status !== UserStatus.enabled) throw invalidApiKey("this API key's user was deleted or disabled while the file was sent");
+    });
     return uploads.run(userId, () => orUnavailable(receiveUpload(request, uploadStore(), userId, options.files, spools, owned)));
   });
 
