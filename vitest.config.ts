@@ -4,8 +4,11 @@ export default defineConfig({
   test: {
     include: ['packages/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'services/*/test/**/*.test.ts', 'test/**/*.test.ts', 'scripts/**/*.test.ts'],
     pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    // Generous, so a suite sharing the machine with other work (a second copy of itself, a build)
+    // is slower, not red: each file starts real Redis, PostgreSQL and Node processes, and a cold
+    // start of them under load took over a minute. A test's own waits use polling, not sleeps.
+    testTimeout: 120_000,
+    hookTimeout: 240_000,
     // Each file starts its own Redis and processes; two at a time suits a 2-core machine.
     maxWorkers: 2,
   },

@@ -32,7 +32,7 @@ export interface ServiceProcess {
 export async function startService(
   name: ServiceName,
   env: Record<string, string>,
-  timeoutMs = 20_000,
+  timeoutMs = 90_000,
   /**
    * `keepLogs: false` stops keeping log lines once ready (benchmarks: the lines are read and
    * dropped); `cwd` runs the service from another copy of the project (the image's install test).
