@@ -50,6 +50,8 @@ describe('refusals in the request log', () => {
       { id: `bad-key-${seq}`, key: badKey, body: { model }, status: 401, code: 'invalid_api_key', headersOnly: true },
       { id: `not-allowed-${seq}`, key: narrow.key, body: { model }, status: 403, code: 'permission_denied', token: narrow.id },
       { id: `temperature-${seq}`, key: good.key, body: { model, temperature: 7 }, status: 400, code: 'invalid_request', token: good.id },
+      // Refused by the relay after the body was read, with the job not yet made.
+      { id: `priority-${seq}`, key: good.key, body: { model }, headers: { 'x-priority': 'urgent' }, status: 400, code: 'invalid_request', token: good.id },
       { id: `quota-${seq}`, key: spent.key, body: { model }, status: 429, code: 'insufficient_quota', token: spent.id, headersOnly: true },
       { id: `rpm-${seq}`, key: limited.key, body: { model }, status: 429, code: 'rate_limited', token: limited.id },
       { id: `in-flight-${seq}`, key: single.key, body: { model }, status: 429, code: 'rate_limited', token: single.id, headersOnly: true },
@@ -57,7 +59,7 @@ describe('refusals in the request log', () => {
     const busy = client(stack, single.key, `busy-${seq}`).chat.completions.create({ model: `${model}-slow`, messages: [{ role: 'user', content: 'hi' }] });
     await expect.poll(() => slow.requests.length, { timeout: 15_000 }).toBe(1);
     for (const c of cases) {
-      const error = await caught(client(stack, c.key, c.id).chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], ...c.body } as any));
+      const error = await caught(client(stack, c.key, c.id).chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], ...c.body } as any, { headers: c.headers }));
       expect(error, c.id).toBeInstanceOf(OpenAI.APIError);
       expect([error.status, error.headers.get('x-request-id')], c.id).toEqual([c.status, c.id]);
     }

@@ -37,6 +37,7 @@ export function logRefusals(app: FastifyInstance, refusals: RefusalLog | undefin
       arrivedAt: Math.round(Date.now() - reply.elapsedTime),
       status: reply.statusCode,
       code: error?.code ?? 'unknown',
+      param: error?.param,
       message: error?.message ?? `answered ${reply.statusCode}`,
       route,
       model,

@@ -2,9 +2,9 @@
  * The request log's rows for the gateway's refusals (a bad key, a model the key may not use, an
  * invalid body, a quota or rate limit, an overloaded gateway), sampled so that a flood cannot
  * grow the log or load PostgreSQL: in each window, the first refusal of one credential (a key's
- * id, an unknown key's hash, or the address when no key came), status and reason is a row, with
- * its request id; its repeats only raise that row's `count` (the row is written again, the same
- * key, at most every `countEveryMs`). Unknown keys from one address have rows of their own up to
+ * id, an unknown key's hash, or the address when no key came), status and reason (the error's
+ * code and the field at fault) is a row, with its request id; its repeats only raise that row's
+ * `count` (the row is written again, the same key, at most every `countEveryMs`). Unknown keys from one address have rows of their own up to
  * `keysPerAddress`, then one row per status and reason counts the rest of them; and past
  * `rowsPerWindow` rows in a window, one row per status and reason counts every further refusal.
  * Only `record` is on the request's path: a few map operations, and the writer's buffer.
@@ -38,6 +38,8 @@ export interface Refusal {
   arrivedAt: number;
   status: number;
   code: string;
+  /** The field at fault, for a 400: part of the reason, so that two mistakes of one key are two rows. */
+  param?: string | null;
   message: string;
   route: string;
   model: string;
@@ -85,7 +87,7 @@ export class RefusalLog {
 
   record(refusal: Refusal): void {
     this.roll();
-    const reason = `${refusal.status}|${refusal.code}`;
+    const reason = `${refusal.status}|${refusal.code}|${refusal.param?.slice(0, 64) ?? ''}`;
     const { caller } = refusal;
     const identity = caller.kind === 'key' ? `t${caller.tokenId}` : caller.kind === 'unknown-key' ? `k${sha256(caller.key)}` : `a${refusal.address}`;
     const own = this.sampled.get(`${identity}|${reason}`);
