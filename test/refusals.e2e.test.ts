@@ -95,6 +95,33 @@ describe('refusals in the request log', () => {
     });
   });
 
+  it('has a row for a 503 of a queue too long to serve the request in time', async ({ stack, apiKey }) => {
+    // This stack runs no audio worker: speech jobs wait, and past ADMISSION_MAX_BACKLOG a tenant
+    // that already has jobs waiting is refused.
+    const gateway = await stack.add('gateway', { ADMISSION_MAX_BACKLOG: '1' });
+    const key = await apiKey();
+    const waiting = new AbortController();
+    const speech = { model: `tts-${++seq}`, input: 'hi', voice: 'alloy' as const };
+    const held = [1, 2].map((n) => fetch(`${gateway.url}/v1/audio/speech`, {
+      method: 'POST', signal: waiting.signal, body: JSON.stringify(speech),
+      headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'x-request-id': `held-${seq}-${n}` },
+    }).catch(() => undefined));
+    try {
+      let tries = 0;
+      let refusedId = '';
+      await expect.poll(async () => {
+        refusedId = `overloaded-${seq}-${++tries}`;
+        const speaker = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key.key, maxRetries: 0, timeout: 2_000, defaultHeaders: { 'x-request-id': refusedId } });
+        return (await caught(speaker.audio.speech.create(speech))).status;
+      }, { timeout: 30_000, interval: 300 }).toBe(503);
+      expect(await rowOf(stack, refusedId)).toMatchObject({ status: 503, error_code: 'overloaded', route: '/v1/audio/speech', model: speech.model, token_id: key.id });
+    } finally {
+      waiting.abort();
+      await Promise.all(held);
+      await gateway.stop();
+    }
+  });
+
   it('counts a flood of 2,000 refusals of one bad key, then of 2,000 different bad keys from one address, on a bounded number of rows', async ({ stack }) => {
     const address = `127.0.0.${40 + ++seq}`;
     const from = clientAt(address);
