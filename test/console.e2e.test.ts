@@ -207,6 +207,27 @@ describe('the operations console', () => {
     const statuses = await page.locator('tr.entry .status').allTextContents();
     expect(statuses.every((s) => Number(s) >= 400)).toBe(true);
 
+    // A refusal the gateway made itself (an unknown key) is in the log too, the key shown only
+    // as its mask and a short hash.
+    const refusedId = `console-refused-${Date.now()}`;
+    const badKey = 'sk-console0123456789abcdefghijklmnop';
+    const refusal = await fetch(`${stack.gateway.url}/v1/completions`, {
+      method: 'POST', body: '{}', headers: { authorization: `Bearer ${badKey}`, 'content-type': 'application/json', 'x-request-id': refusedId },
+    });
+    expect(refusal.status).toBe(401);
+    await page.fill('input[name=request_id]', refusedId);
+    await expect.poll(async () => {
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForTimeout(300);
+      return page.locator(`tr[data-request="${refusedId}"]`).count();
+    }, { timeout: 15_000 }).toBe(1);
+    await page.locator(`tr[data-request="${refusedId}"]`).click();
+    await expect(detail.locator('[data-field=status]').textContent()).resolves.toBe('401');
+    await expect(detail.locator('[data-field=error_code]').textContent()).resolves.toBe('invalid_api_key');
+    await expect(detail.locator('[data-field=client_ip]').textContent()).resolves.toBe('127.0.0.1');
+    await expect(detail.locator('[data-field=credential]').textContent()).resolves.toMatch(/^sk-\w{2}\*{8}\w{4}#[0-9a-f]{8}$/);
+    expect(await page.content()).not.toContain(badKey.slice(6));
+
     await page.getByRole('link', { name: 'Charts' }).click();
     await page.locator('figure.chart figcaption', { hasText: 'Requests per minute' }).waitFor({ timeout: 15_000 });
     expect(await page.locator('figure.chart canvas').count()).toBeGreaterThanOrEqual(4);

@@ -196,6 +196,16 @@ export const configSchema = z.object({
   LOG_QUERY_TIMEOUT_MS: integer(5000, 100, 600_000),
   /** Request log rows one process holds while PostgreSQL is away; past it rows are dropped and counted. */
   LOG_BUFFER_ROWS: integer(50_000, 100, 10_000_000),
+  /**
+   * A gateway's refusals on the model routes (bad key, model not allowed, invalid body, quota,
+   * rate limits, overload) in the request log: the first of one credential (or address), status
+   * and reason in each window of this many ms is a row, its repeats raise that row's count.
+   */
+  REFUSAL_LOG_WINDOW_MS: integer(60_000, 1000, 86_400_000),
+  /** Refusal rows one gateway writes in a window at most; past it, one row per status and reason counts the rest. */
+  REFUSAL_LOG_ROWS: integer(1000, 10, 1_000_000),
+  /** Unknown keys from one address with a row of their own in a window; past it, one row per status and reason counts the rest. */
+  REFUSAL_LOG_KEYS_PER_ADDRESS: integer(10, 1, 10_000),
   /** The largest batch input file (OpenAI's: 200 MB and 50,000 lines). */
   FILE_MAX_BYTES: integer(200 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
   FILE_MAX_LINES: integer(50_000, 1, 1_000_000),

@@ -62,6 +62,15 @@ export interface RequestLogRow {
   total_ms: number;
   prompt?: string;
   reply?: string;
+  /**
+   * Requests the row stands for: 1, except for a refusal's row, which counts the refusals of its
+   * credential (or address), status and reason within a window (the gateway's `RefusalLog`).
+   */
+  count?: number;
+  /** The client's address, on a refusal's row. */
+  client_ip?: string;
+  /** On a refusal's row for a key the gateway does not know: its mask and a short hash, never the key; `*` for many. */
+  credential?: string;
 }
 
 /** The route each model operation is served on, as the log names it. */

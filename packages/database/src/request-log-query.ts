@@ -63,7 +63,7 @@ function where(filters: Filters & { only_user?: number }): { sql: string; params
 
 const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, job_id, request_id, user_id, token_id, token_name, route, model,
   upstream_model, channel_id, attempts, status, error_code, error_message, priority, batch_id, streamed, prompt_tokens,
-  completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply`;
+  completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply, count, client_ip, credential`;
 
 /** Nulls left out, as the writer left them out. */
 function entryOf(row: Record<string, unknown>): RequestLogEntry {
@@ -100,7 +100,7 @@ export class RequestLogQuery {
     const groupBy = keys.length ? `GROUP BY ${columns.join(', ')} ORDER BY ${columns.map((c) => `${c} DESC`).join(', ')}` : '';
     const reorder = keys.length ? `ORDER BY ${columns.join(', ')}` : '';
     const { rows } = await this.db.query(
-      `SELECT * FROM (SELECT ${keys.length ? `${keys.join(', ')}, ` : ''}count(*)::int AS requests, count(*) FILTER (WHERE status >= 400)::int AS errors,
+      `SELECT * FROM (SELECT ${keys.length ? `${keys.join(', ')}, ` : ''}coalesce(sum(count), 0)::int8 AS requests, coalesce(sum(count) FILTER (WHERE status >= 400), 0)::int8 AS errors,
          coalesce(sum(prompt_tokens), 0)::int8 AS prompt_tokens, coalesce(sum(completion_tokens), 0)::int8 AS completion_tokens,
          coalesce(sum(total_tokens), 0)::int8 AS total_tokens, coalesce(sum(quota), 0)::int8 AS quota,
          coalesce(round(avg(total_ms)), 0)::int AS mean_ms,
@@ -112,6 +112,8 @@ export class RequestLogQuery {
     return rows.map((row) => ({
       ...row,
       ...(row.bucket !== undefined ? { bucket: Number(row.bucket) } : {}),
+      requests: Number(row.requests),
+      errors: Number(row.errors),
       prompt_tokens: Number(row.prompt_tokens),
       completion_tokens: Number(row.completion_tokens),
       total_tokens: Number(row.total_tokens),

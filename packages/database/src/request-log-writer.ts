@@ -30,7 +30,7 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
   ['error_message', 'text'], ['priority', 'text'], ['batch_id', 'text'], ['streamed', 'bool'],
   ['prompt_tokens', 'int4'], ['completion_tokens', 'int4'], ['total_tokens', 'int4'], ['quota', 'int4'],
   ['queue_ms', 'int4'], ['slot_ms', 'int4'], ['first_byte_ms', 'int4'], ['upstream_ms', 'int4'],
-  ['total_ms', 'int4'], ['prompt', 'text'], ['reply', 'text'],
+  ['total_ms', 'int4'], ['prompt', 'text'], ['reply', 'text'], ['count', 'int4'], ['client_ip', 'text'], ['credential', 'text'],
 ];
 
 /** A row's key: one row per request (its job). */
@@ -179,6 +179,7 @@ export class RequestLogWriter {
       const value = row[name];
       if (name === 'created_at') return new Date(value as number);
       if (name === 'attempts') return storableJson(value);
+      if (name === 'count') return storableInt(value as number | undefined) ?? 1;
       if (type === 'int4') return storableInt(value as number | undefined);
       if (typeof value === 'string' && !LONG_TEXT.has(name)) return value.slice(0, MAX_NAME_CHARS);
       return value ?? null;

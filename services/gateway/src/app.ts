@@ -43,6 +43,7 @@ import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
 import type { Database } from '@gateway/database';
 import type { RequestLogSink } from './model-relay.ts';
+import type { RefusalLog } from './refusals/refusal-log.ts';
 import { OperationsSnapshot } from './operations-snapshot.ts';
 
 export interface GatewayDeps {
@@ -104,6 +105,8 @@ export interface GatewayDeps {
   batchUserMaxOpen: number;
   /** Rows for the requests that end here without running on a worker (refused, or removed unrun). */
   requestLog?: RequestLogSink;
+  /** Rows for the requests the model routes refuse, sampled (refusals/refusal-log.ts). */
+  refusals?: RefusalLog;
 }
 
 export interface Gateway {
@@ -168,6 +171,8 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   rememberRequestPaths(app);
   app.decorateRequest('keyHolder', null);
   app.decorateRequest('actor', null);
+  app.decorateRequest('refusal', null);
+  app.decorateRequest('loggedAsJob', false);
 
   app.addHook('onRequest', async (request, reply) => {
     watchClient(request, reply);
@@ -247,6 +252,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       responseBufferBytes: deps.responseBufferBytes,
       bodyBudget: new BodyBudget(deps.bodyBudget),
       requestLog: deps.requestLog,
+      refusals: deps.refusals,
     };
     const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen, users: deps.store.users };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });

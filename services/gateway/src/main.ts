@@ -9,6 +9,7 @@ import { createDatabase, migrate, startRequestLog } from '@gateway/database';
 import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
 import { UPLOAD_CONNECTIONS } from './routes/files.ts';
 import { buildGateway } from './app.ts';
+import { RefusalLog } from './refusals/refusal-log.ts';
 
 const config = loadServiceConfig('gateway');
 const secretKey = requireSecretKey(config, 'gateway');
@@ -51,6 +52,10 @@ const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS });
 const metrics = createGatewayMetrics();
 // The rows of requests that end here without a worker (refused, removed unrun); workers write the rest.
 const requestLog = startRequestLog(database && (() => database), config, log, (buffered) => requestLogMetrics(metrics.registry, buffered));
+// The model routes' refusals, sampled so that a flood of them adds a bounded number of rows.
+const refusals = requestLog && new RefusalLog(requestLog, {
+  windowMs: config.REFUSAL_LOG_WINDOW_MS, rowsPerWindow: config.REFUSAL_LOG_ROWS, keysPerAddress: config.REFUSAL_LOG_KEYS_PER_ADDRESS,
+}).start();
 const gateway = buildGateway({
   redis,
   store: createStore(redis),
@@ -90,6 +95,7 @@ const gateway = buildGateway({
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
   requestLog,
+  refusals,
 });
 
 await gateway.app.listen({ port: config.PORT, host: config.HOST, backlog: config.LISTEN_BACKLOG });
@@ -102,6 +108,7 @@ onShutdown(async () => {
   await gateway.app.close(); // waits for requests in flight
   await inbox.stop();
   await jobs.close();
+  refusals?.close();
   await requestLog?.close();
   await database?.end();
   await logReads?.end();

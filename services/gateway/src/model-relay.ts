@@ -128,6 +128,17 @@ function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: Mo
 }
 
 /**
+ * A request refused before it became a job: its row is the refusal log's (refusal-hooks.ts),
+ * sampled; one whose client left meanwhile was refused nothing, and has a row of its own (499).
+ */
+function logIfLeft<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, error: unknown, priority: 'interactive' | 'batch'): void {
+  const failure = GatewayError.from(error);
+  if (failure.code !== 'cancelled') return;
+  request.loggedAsJob = true;
+  logUnrun(request, options, jobId, arrivedAt, failure, priority);
+}
+
+/**
  * A model route's `onRequest` hook, after its authentication: a key or user that may not start a
  * request now (quota used up, requests in flight at their cap) is refused before its body is read.
  */
@@ -169,7 +180,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
   const deadline = arrivedAt + options.timeoutMs;
   const refused = (error: unknown): never => {
-    logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
+    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority);
     throw error;
   };
   // X-Priority may lower the key's priority, never raise it; any other value is a 400.
@@ -201,9 +212,11 @@ async function relayAdmitted<P extends RelayedPayload>(
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
     void admitting.then((late) => late.unrun(), () => {});
-    logUnrun(request, options, jobId, arrivedAt, GatewayError.from(error), holder.priority);
+    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority);
     throw error;
   });
+  // From here its row is the job's: its worker's, or logUnrun's if it never runs.
+  request.loggedAsJob = true;
   // The job's failure as the client saw it, for the row of a job removed unrun.
   let failure: GatewayError | undefined;
   // The priority the request runs at, which X-Priority may have lowered but never raised.

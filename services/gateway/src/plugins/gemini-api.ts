@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { geminiFormat, useErrorFormat } from '../error-formats.ts';
+import { logRefusals } from '../refusals/refusal-hooks.ts';
 import { generateContentRoutes } from '../routes/generate-content.ts';
 import { geminiModels, modelListRoutes } from '../routes/model-lists.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
@@ -22,6 +23,7 @@ export async function geminiApi(app: FastifyInstance, options: ModelApiOptions &
   // The key is checked in a context of its own, so an unknown /v1beta path is a 404, not a 401.
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
+    logRefusals(routes, options.refusals);
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     generateContentRoutes(routes, options);
     modelListRoutes(routes, geminiModels(options.version), options.catalog, besideOpenAI ? { wire: 'gemini' } : undefined);

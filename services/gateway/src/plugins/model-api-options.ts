@@ -6,6 +6,7 @@ import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from '../model-catalog.ts';
 import { streamWindowOf, type RequestLogSink } from '../model-relay.ts';
+import type { RefusalLog } from '../refusals/refusal-log.ts';
 
 /** What both model wire formats' plugins are given. */
 export interface ModelApiOptions {
@@ -27,6 +28,8 @@ export interface ModelApiOptions {
   responseBufferBytes: number;
   /** Rows for the requests that end in the gateway without running on a worker. */
   requestLog?: RequestLogSink;
+  /** Rows for the requests these routes refuse, sampled. */
+  refusals?: RefusalLog;
 }
 
 /** What every model route hands the relay from the plugin's options, besides its own job. */

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../error-formats.ts';
+import { logRefusals } from '../refusals/refusal-hooks.ts';
 import { openaiModelRoutes } from '../routes/openai-models.ts';
 import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
@@ -22,6 +23,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
+    logRefusals(routes, options.refusals);
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
@@ -31,6 +33,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
   // PostgreSQL, up to FILE_MAX_BYTES).
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
+    logRefusals(routes, options.refusals);
     // A context of its own: only the Files API takes multipart forms.
     await routes.register(fileRoutes, options.batch);
     batchRoutes(routes, options.batch);

@@ -207,12 +207,12 @@ export function LogSearch({ base }) {
       <p>${number(result.total)} request(s)${result.total > PAGE_SIZE ? ` · page ${page} of ${pages}` : ''}
         ${page > 1 && html` <button onClick=${() => search(page - 1)}>Newer</button>`}
         ${page < pages && html` <button onClick=${() => search(page + 1)}>Older</button>`}</p>
-      <table class="log"><thead><tr><th>Time</th><th>Request id</th><th>User</th><th>Key</th><th>Route</th><th>Model</th><th>Channel</th><th>Status</th><th>Tokens</th><th>Total</th></tr></thead>
+      <table class="log"><thead><tr><th>Time</th><th>Request id</th><th>User</th><th>Key</th><th>Route</th><th>Model</th><th>Channel</th><th>Status</th><th title="requests the row counts: a refusal's repeats in its window">Count</th><th>Tokens</th><th>Total</th></tr></thead>
       <tbody>${result.items.map((row) => html`
         <tr class=${`entry${row.status >= 400 ? ' failed' : ''}${open?.job_id === row.job_id ? ' open' : ''}`} data-request=${row.request_id} tabindex="0"
           onClick=${() => setOpen(row)} onKeyDown=${(e) => e.key === 'Enter' && setOpen(row)}>
-          <td>${dateTime(row.created_at)}</td><td><code>${row.request_id}</code></td><td>${row.user_id}</td><td>${row.token_name || `#${row.token_id}`}</td>
-          <td>${row.route}</td><td>${row.model}</td><td>${row.channel_id ?? '–'}</td><td class="status">${row.status}</td><td>${number(row.total_tokens)}</td><td>${ms(row.total_ms)}</td>
+          <td>${dateTime(row.created_at)}</td><td><code>${row.request_id}</code></td><td>${row.user_id || '–'}</td><td>${row.token_name || (row.token_id ? `#${row.token_id}` : row.credential ?? '–')}</td>
+          <td>${row.route}</td><td>${row.model}</td><td>${row.channel_id ?? '–'}</td><td class="status">${row.status}</td><td class="count">${number(row.count ?? 1)}</td><td>${number(row.total_tokens)}</td><td>${ms(row.total_ms)}</td>
         </tr>`)}</tbody></table>`}
     ${open && html`<${LogEntry} entry=${open} close=${() => setOpen(undefined)} />`}
   </section>`;
@@ -224,6 +224,7 @@ const DETAIL_FIELDS = [
   ['error_code', 'Error code'], ['error_message', 'Error'], ['priority', 'Priority'], ['batch_id', 'Batch'], ['streamed', 'Streamed'],
   ['prompt_tokens', 'Prompt tokens'], ['completion_tokens', 'Completion tokens'], ['total_tokens', 'Total tokens'], ['quota', 'Quota charged'],
   ['queue_ms', 'In the queue'], ['slot_ms', 'Waiting for a channel slot'], ['first_byte_ms', 'Upstream first byte'], ['upstream_ms', 'Upstream'], ['total_ms', 'Total'],
+  ['count', 'Requests counted'], ['client_ip', 'Client address'], ['credential', 'Unknown key'],
   ['prompt', 'Prompt'], ['reply', 'Reply'],
 ];
 
@@ -242,7 +243,7 @@ function LogEntry({ entry, close }) {
     <h3>Request <code>${entry.request_id}</code></h3>
     <dl>${DETAIL_FIELDS.filter(([name]) => entry[name] !== undefined && entry[name] !== null).map(([name, label]) => html`<dt>${label}</dt><dd data-field=${name}>${shown(name, entry[name])}</dd>`)}</dl>
     <h4>Channels tried</h4>
-    ${entry.attempts.length === 0 ? html`<p>None: the request never reached a channel.</p>` : html`
+    ${entry.attempts.length === 0 ? html`<p>None: the request never reached a channel${entry.job_id.startsWith('refusal-') ? ': the gateway refused it' : ''}.</p>` : html`
     <table class="attempts"><thead><tr><th>#</th><th>Channel</th><th>Upstream model</th><th>Status</th><th>Why it was left</th><th>Host</th><th>Time</th></tr></thead>
     <tbody>${entry.attempts.map((a, i) => html`<tr><td>${i + 1}</td><td>${a.channel_id}</td><td>${a.upstream_model}</td><td>${a.status ?? '–'}</td><td>${a.status === 200 ? 'answered' : a.error === 'http' ? `answered ${a.status}` : a.error ?? ''}</td><td>${a.host ?? ''}</td><td>${ms(a.ms)}</td></tr>`)}</tbody></table>`}
   </aside>`;
