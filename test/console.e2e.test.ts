@@ -264,6 +264,12 @@ describe('the operations console', () => {
         expect(errors, tag).toEqual([]);
         await odd.close();
       }
+      // And a library that throws as it loads all the same is said, not left at "Loading…".
+      const broken = await context.newPage();
+      await broken.addInitScript(() => { Intl.NumberFormat = function () { throw new RangeError('no number formats here'); } as never; });
+      await broken.goto(stack.gateway.url + '/admin');
+      await expect(broken.locator('[role=alert]').textContent({ timeout: 15_000 })).resolves.toMatch(/could not start: .*no number formats here/);
+      await broken.close();
       await context.close();
     } finally {
       await euro.close();
