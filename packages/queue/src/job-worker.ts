@@ -256,7 +256,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // says so to an ingress that has its answer from the first.
       if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
       // A job kept once finished keeps no payload: its data is made small before it ends
-      // (BullMQ's script that ends it has no way to; one command more, after the reply went out).
+      // (BullMQ's script that ends it has no way to; one round trip more, after the reply went out).
       if (keptWhenFinished(job.opts)) await job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
     }
   };
