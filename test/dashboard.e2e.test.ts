@@ -314,6 +314,11 @@ describe('in a browser', () => {
     const board = await page.goto(stack.gateway.url + '/admin/queues/queue/completion?status=completed');
     // The requests of the test before, answered and gone from every live state, are listed.
     await page.getByText('board-0', { exact: false }).first().waitFor({ timeout: 15_000 });
+    // A finished job's own page too, its data shown as kept.
+    const id = await page.evaluate(async () => ((await (await fetch('/admin/queues/api/queues?activeQueue=completion&status=completed&page=1&jobsPerPage=10')).json()) as any)
+      .queues.find((q: any) => q.name === 'completion').jobs.find((j: any) => j.data.requestId === 'board-0').id);
+    await page.goto(`${stack.gateway.url}/admin/queues/queue/completion/${id}`);
+    await page.getByText('board-model', { exact: false }).first().waitFor({ timeout: 15_000 });
     expect(elsewhere).toEqual([]);
     expect(board?.headers()['content-security-policy']).toMatch(/default-src 'none'/);
     expect(refused).toEqual([]);
