@@ -21,10 +21,19 @@ const it = stackTest({
   env: { ADMIN_PASSWORD: ROOT_PASSWORD, CHANNEL_FAILURES_BEFORE_COOLDOWN: '2', CHANNEL_COOLDOWN_MS: '60000' },
 });
 
+/**
+ * Chromium under a system locale of its own: it reports navigator.language from LANG, and no
+ * locale is forced on its pages. Under LANG=C.UTF-8 that is `en-US@posix`, a tag Intl refuses.
+ */
+async function browserUnder(lang: string): Promise<Browser> {
+  const { executablePath } = await findChromium();
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name, value]) => value !== undefined && !/^(LANG|LANGUAGE|LC_.*)$/.test(name))) as Record<string, string>;
+  return chromium.launch({ executablePath, args: [...CHROMIUM_ARGS], env: { ...env, LANG: lang } });
+}
+
 let browser: Browser;
 beforeAll(async () => {
-  const { executablePath } = await findChromium();
-  browser = await chromium.launch({ executablePath, args: [...CHROMIUM_ARGS] });
+  browser = await browserUnder('C.UTF-8');
 });
 afterAll(async () => {
   await browser?.close();
@@ -38,10 +47,9 @@ async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-async function signedIn(stack: Stack, username = 'root', password = ROOT_PASSWORD): Promise<{ context: BrowserContext; page: Page }> {
-  // A locale Intl accepts: headless Chromium under LANG=C reports en-US@posix, which uPlot's
-  // number format (made when it loads) refuses.
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, locale: 'en-US' });
+async function signedIn(stack: Stack, username = 'root', password = ROOT_PASSWORD, under = browser): Promise<{ context: BrowserContext; page: Page }> {
+  // No locale forced: the page gets whatever tag the browser reports.
+  const context = await under.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
   const first = await page.goto(stack.gateway.url + '/admin');
   expect(first?.status()).toBe(401);
@@ -235,4 +243,57 @@ describe('the operations console', () => {
     await screenshot(page, 'charts');
     await context.close();
   }, 60_000);
+
+  it('shows the data whatever language tag the browser reports, and finished jobs a second falling to 0 once the queue is idle', async ({ stack, upstream, channel, apiKey }) => {
+    const fast = await upstream.openai({ text: 'quick' });
+    await channel(fast, ['console-idle']);
+    const { key } = await apiKey();
+    const euro = await browserUnder('de_DE.UTF-8@euro'); // reported as de-DE@euro, refused by Intl too
+    try {
+      const { context, page } = await signedIn(stack, 'root', ROOT_PASSWORD, euro);
+      await page.waitForURL(/\/admin$/);
+      const drain = page.locator('tr[data-queue="completion"] .drain');
+      await drain.waitFor({ timeout: 15_000 });
+      await expect(page.locator('#console').textContent()).resolves.not.toContain('Loading…');
+      // Libraries that read the browser's language read a tag Intl accepts.
+      expect(await page.evaluate(() => navigator.language)).toBe('de-DE');
+
+      // A burst of requests: the rate shows; then nothing finishes and it falls to 0.
+      const openai = client(stack, key);
+      await expect.poll(async () => {
+        await Promise.all(Array.from({ length: 10 }, () => openai.completions.create({ model: 'console-idle', prompt: 'hi' })));
+        return Number(await drain.textContent());
+      }, { timeout: 20_000 }).toBeGreaterThan(0);
+      await expect.poll(async () => drain.textContent(), { timeout: 30_000 }).toBe('0.0');
+      // The live chart's series say the same: its last point is 0.
+      await page.getByRole('link', { name: 'Charts' }).click();
+      await page.locator('figure.chart figcaption', { hasText: 'Jobs finished per second, live' }).waitFor({ timeout: 15_000 });
+      const last = await page.evaluate(async () => {
+        const answer: any = await (await fetch('/admin/api/overview')).json();
+        return answer.data.queues.find((q: any) => q.queue === 'completion').drain_per_second;
+      });
+      expect(last).toBe(0);
+
+      // Other tags a browser may report, each as navigator.language before the page's scripts run.
+      for (const tag of ['C', '', 'en_US.UTF-8', 'sr-RS@latin', 'de-DE-u-co-phonebk', '!!']) {
+        const odd = await context.newPage();
+        const errors: string[] = [];
+        odd.on('pageerror', (error) => errors.push(error.message));
+        await odd.addInitScript((value) => Object.defineProperty(navigator, 'language', { value, configurable: true }), tag);
+        await odd.goto(stack.gateway.url + '/admin');
+        await odd.locator('tr[data-queue="completion"] .drain').waitFor({ timeout: 15_000 });
+        expect(errors, tag).toEqual([]);
+        await odd.close();
+      }
+      // And a library that throws as it loads all the same is said, not left at "Loading…".
+      const broken = await context.newPage();
+      await broken.addInitScript(() => { Intl.NumberFormat = function () { throw new RangeError('no number formats here'); } as never; });
+      await broken.goto(stack.gateway.url + '/admin');
+      await expect(broken.locator('[role=alert]').textContent({ timeout: 15_000 })).resolves.toMatch(/could not start: .*no number formats here/);
+      await broken.close();
+      await context.close();
+    } finally {
+      await euro.close();
+    }
+  }, 90_000);
 });

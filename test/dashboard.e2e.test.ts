@@ -7,8 +7,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { chromium, type Browser } from 'playwright-core';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
+import { KEPT_COMPLETED } from '@gateway/queue';
 import { CHROMIUM_ARGS, findChromium, repoRoot, type Stack } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -129,6 +131,56 @@ describe('what the board shows of jobs', () => {
   });
 });
 
+describe('jobs already finished', () => {
+  const PROMPT = `board-prompt ${'private words '.repeat(300)}`;
+
+  it('lists the jobs of requests already answered, a recent few, kept in Redis without their payloads', async ({ stack, upstream, channel, apiKey }) => {
+    const worker = await stack.add('completion-worker');
+    try {
+      const mock = await upstream.openai({ text: 'fine' });
+      await channel(mock, ['board-model']);
+      const { key } = await apiKey();
+      for (let i = 0; i < 5; i++) {
+        const answer = await fetch(`${stack.gateway.url}/v1/completions`, {
+          method: 'POST', body: JSON.stringify({ model: 'board-model', prompt: PROMPT }),
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': `board-${i}` },
+        });
+        expect(answer.status).toBe(200);
+      }
+      // After the fact, the board lists them as completed (a job is marked done just after its reply goes out).
+      const completed = async () => ((await (await fetch(`${stack.gateway.url}/admin/queues/api/queues?activeQueue=completion&status=completed&page=1&jobsPerPage=50`, {
+        headers: { authorization: `Bearer ${adminToken}` },
+      })).json()) as any).queues.find((q: any) => q.name === 'completion');
+      await expect.poll(async () => (await completed()).jobs.map((j: any) => j.data.requestId), { timeout: 10_000 })
+        .toEqual(expect.arrayContaining(['board-0', 'board-1', 'board-2', 'board-3', 'board-4']));
+      const job = (await completed()).jobs.find((j: any) => j.data.requestId === 'board-0');
+      expect(job.data.payload).toEqual({ operation: 'completions', model: 'board-model' });
+      // Bounded: BullMQ trims the set by count and age as each job ends.
+      expect(job.opts.removeOnComplete).toEqual(KEPT_COMPLETED);
+
+      // In Redis itself (the board redacts, Redis does not): no kept job holds a prompt, a reply
+      // address, a hold, or anything made from a secret (the management jobs of the tests before).
+      const redis = new Redis(stack.redis.url);
+      try {
+        let seen = 0;
+        for (const queue of [QueueName.completion, QueueName.admin]) {
+          for (const id of await redis.zrange(`${QUEUE_PREFIX}:${queue}:completed`, 0, -1)) {
+            const data = (await redis.hget(`${QUEUE_PREFIX}:${queue}:${id}`, 'data'))!;
+            expect(data).not.toMatch(/private words|replyTo|hold|scrypt\$|enc:v1|[0-9a-f]{64}|sk-upstream/);
+            expect(data.length).toBeLessThan(400);
+            seen++;
+          }
+        }
+        expect(seen).toBeGreaterThanOrEqual(8);
+      } finally {
+        redis.disconnect();
+      }
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+});
+
 describe('cross-site requests and the cookie', () => {
   const signIn = (gateway: string, headers: Record<string, string>) =>
     fetch(`${gateway}/admin/queues/login`, {
@@ -244,6 +296,32 @@ describe('in a browser', () => {
     // docs/dashboard.png is this page; it is rewritten only when asked (UPDATE_DOCS=1), so a test
     // run leaves the working tree clean.
     if (process.env.UPDATE_DOCS === '1') await page.screenshot({ path: join(repoRoot, 'docs', 'dashboard.png') });
+    await context.close();
+  });
+
+  it('shows the jobs already finished, and fetches nothing from another origin', async ({ stack }) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const elsewhere: string[] = [];
+    const refused: string[] = [];
+    page.on('request', (request) => { if (new URL(request.url()).origin !== stack.gateway.url) elsewhere.push(request.url()); });
+    page.on('console', (message) => { if (/Content Security Policy/i.test(message.text())) refused.push(message.text()); });
+    await page.goto(stack.gateway.url + '/admin/queues');
+    await page.fill('#username', 'root');
+    await page.fill('#password', ROOT_PASSWORD);
+    await page.click('button[type=submit]');
+    await page.waitForURL(/\/admin\/queues$/);
+    const board = await page.goto(stack.gateway.url + '/admin/queues/queue/completion?status=completed');
+    // The requests of the test before, answered and gone from every live state, are listed.
+    await page.getByText('board-0', { exact: false }).first().waitFor({ timeout: 15_000 });
+    // A finished job's own page too, its data shown as kept.
+    const id = await page.evaluate(async () => ((await (await fetch('/admin/queues/api/queues?activeQueue=completion&status=completed&page=1&jobsPerPage=10')).json()) as any)
+      .queues.find((q: any) => q.name === 'completion').jobs.find((j: any) => j.data.requestId === 'board-0').id);
+    await page.goto(`${stack.gateway.url}/admin/queues/queue/completion/${id}`);
+    await page.getByText('board-model', { exact: false }).first().waitFor({ timeout: 15_000 });
+    expect(elsewhere).toEqual([]);
+    expect(board?.headers()['content-security-policy']).toMatch(/default-src 'none'/);
+    expect(refused).toEqual([]);
     await context.close();
   });
 });

@@ -14,3 +14,4 @@ export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS 
 export { FairShares, type FairPlace, type Tenant } from './fair-shares.ts';
 export { registerWorker, workersOf, workerRegistryKey, WORKER_HEARTBEAT_MS, WORKER_STALE_MS, type WorkerProcess } from './worker-registry.ts';
 export { PAYLOAD_INLINE_MAX_CHARS, textSlices } from './payload-beside.ts';
+export { finishedJobData, KEPT_COMPLETED, KEPT_FAILED } from './finished-jobs.ts';

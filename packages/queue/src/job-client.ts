@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { Queue, type JobsOptions } from 'bullmq';
 import { defineLuaScripts } from '@gateway/config';
 import { clientCancelled, GatewayError, timedOut, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import { shardPrefixes } from './queue-shards.ts';
@@ -10,6 +10,7 @@ import { publishJobControl } from './job-control.ts';
 import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
 import { dropPayload, newPayloadKey, PAYLOAD_INLINE_MAX_CHARS, putPayload } from './payload-beside.ts';
 import { queueScripts } from './queue-scripts.ts';
+import { KEPT_WHEN_FINISHED, REMOVED_WHEN_FINISHED } from './finished-jobs.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -131,11 +132,11 @@ async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promi
  * A job leaves Redis when it ends, however it ends: completed, or failed (which only a job that
  * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
  * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
- * set; nobody reads that set, and the worker's log says why the job ended.
+ * set; nobody reads that set, and the worker's log says why the job ended. A client made with
+ * `keepFinished` keeps a recent few instead, without their payloads (finished-jobs.ts).
  */
 export const defaultJobOptions = {
-  removeOnComplete: true,
-  removeOnFail: true,
+  ...REMOVED_WHEN_FINISHED,
   attempts: 1,
 } as const;
 
@@ -179,12 +180,19 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue[]>();
   /** Next shard of each queue, round robin. */
   private readonly turn = new Map<QueueName, number>();
+  private readonly jobOptions: JobsOptions;
 
-  /** `shards`: how many BullMQ queues the completion and audio queues are split into (QUEUE_SHARDS). */
-  constructor(redis: Redis, inbox: ReplyInbox, { shards = 1 }: { shards?: number } = {}) {
+  /**
+   * `shards`: how many BullMQ queues the completion and audio queues are split into (QUEUE_SHARDS).
+   * `keepFinished`: its jobs stay in their queue's completed or failed set once they end, a recent
+   * few (KEPT_COMPLETED, KEPT_FAILED), for the queue dashboard; not for jobs whose ids are reused
+   * (a batch line's), which an add would take for the finished one.
+   */
+  constructor(redis: Redis, inbox: ReplyInbox, { shards = 1, keepFinished = false }: { shards?: number; keepFinished?: boolean } = {}) {
     this.redis = redis;
     this.inbox = inbox;
     this.shards = shards;
+    this.jobOptions = keepFinished ? { ...KEPT_WHEN_FINISHED, attempts: 1 } : defaultJobOptions;
     defineLuaScripts(redis, queueScripts);
   }
 
@@ -193,7 +201,7 @@ export class JobClient {
     let queues = this.queues.get(name);
     if (!queues) {
       queues = shardPrefixes(name, this.shards).map((prefix) => {
-        const queue = new Queue(name, { connection: this.redis, prefix, defaultJobOptions, streams: { events: { maxLen: 1000 } } });
+        const queue = new Queue(name, { connection: this.redis, prefix, defaultJobOptions: this.jobOptions, streams: { events: { maxLen: 1000 } } });
         queue.on('error', () => {});
         return queue;
       });
@@ -422,7 +430,8 @@ export class JobClient {
   private cancelUnsure(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void): void {
     publishJobControl(this.redis, { kind: 'cancel', jobId });
     void queue.getJobState(jobId).then(async (state) => {
-      if (state === 'unknown') onUnrun?.();
+      // A job that ended is as gone as one never added (kept finished jobs are in a set a while).
+      if (state === 'unknown' || state === 'completed' || state === 'failed') onUnrun?.();
       else {
         const removed = await removeIfWaiting(this.redis, queue, jobId);
         if (removed) onUnrun?.(removed);

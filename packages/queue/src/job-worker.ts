@@ -13,6 +13,7 @@ import { registerWorker } from './worker-registry.ts';
 import { GatedWorker, type LaneGate } from './lane-gate.ts';
 import { ReplySender } from './reply-sender.ts';
 import { dropPayload, takePayload } from './payload-beside.ts';
+import { finishedJobData, keptWhenFinished } from './finished-jobs.ts';
 
 /**
  * Most jobs one BullMQ Worker (lane) runs at once by default; higher concurrency opens more
@@ -254,6 +255,9 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
       // says so to an ingress that has its answer from the first.
       if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
+      // A job kept once finished keeps no payload: its data is made small before it ends
+      // (BullMQ's script that ends it has no way to; one round trip more, after the reply went out).
+      if (keptWhenFinished(job.opts)) await job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
     }
   };
 
@@ -315,6 +319,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // payload goes with it, as with a job that ends.
     worker.on('failed', (job) => {
       if (job?.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+      if (job && keptWhenFinished(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
     });
     lanes.push(worker);
   }

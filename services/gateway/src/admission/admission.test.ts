@@ -3,7 +3,7 @@ import { Queue } from 'bullmq';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 import { createRedis, drainedCounterKey, type Redis } from '@gateway/queue';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
-import { BacklogAdmission } from './backlog-admission.ts';
+import { BacklogAdmission, FINISHED_WINDOW_MS } from './backlog-admission.ts';
 import { KeyRateLimit } from '@gateway/admission';
 
 let server: TestRedis;
@@ -85,5 +85,22 @@ describe('admission control', () => {
     admission.stop();
     await queue.obliterate({ force: true });
     await queue.close();
+  });
+
+  it("reports jobs finished a second falling to 0 once none finish, while admission keeps the last rate it measured", async () => {
+    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
+    admission.start();
+    // A burst: about 20 jobs a second for a second.
+    for (let i = 0; i < 20; i++) {
+      await a.incrby(drainedCounterKey(QueueName.audio), 1);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(admission.finishedRate(QueueName.audio)).toBeGreaterThan(5);
+    const measured = admission.drainRate(QueueName.audio);
+    expect(measured).toBeGreaterThan(5);
+    // Then nothing: what the console shows falls to 0 within the window; admission's estimate keeps its rate.
+    await expect.poll(() => admission.finishedRate(QueueName.audio), { timeout: FINISHED_WINDOW_MS * 3, interval: 200 }).toBe(0);
+    expect(admission.drainRate(QueueName.audio)).toBe(measured);
+    admission.stop();
   });
 });

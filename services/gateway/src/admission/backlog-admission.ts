@@ -14,6 +14,12 @@ export interface BacklogAdmissionOptions {
   sampleEveryMs?: number;
 }
 
+/**
+ * What "finished a second" means to an operator: jobs finished over this last window, so it falls
+ * to 0 this long after the last job finished (admission's own rate keeps its last known value).
+ */
+export const FINISHED_WINDOW_MS = 5_000;
+
 interface QueueSample {
   backlog: number;
   drained: number;
@@ -31,6 +37,8 @@ interface QueueSample {
 export class BacklogAdmission {
   private readonly options: Required<BacklogAdmissionOptions>;
   private readonly samples = new Map<QueueName, QueueSample>();
+  /** Per queue, its drained counter as sampled over the last FINISHED_WINDOW_MS, oldest first. */
+  private readonly recent = new Map<QueueName, { at: number; drained: number }[]>();
   /** Per queue, each shard's wait list and prioritized set (their lengths are its backlog). */
   private readonly backlogKeys: { wait: string; prioritized: string }[][];
   private timer: NodeJS.Timeout | undefined;
@@ -61,6 +69,15 @@ export class BacklogAdmission {
   /** Jobs `queue` finishes a second, as admission last measured it (0 before any finished). */
   drainRate(queue: QueueName): number {
     return this.samples.get(queue)?.rate ?? 0;
+  }
+
+  /** Jobs `queue` finished a second over the last FINISHED_WINDOW_MS: 0 once none finish. */
+  finishedRate(queue: QueueName): number {
+    const points = this.recent.get(queue) ?? [];
+    const first = points[0];
+    const last = points.at(-1);
+    if (!first || !last || last.at <= first.at || Date.now() - last.at > FINISHED_WINDOW_MS) return 0;
+    return Math.max(0, last.drained - first.drained) / ((last.at - first.at) / 1000);
   }
 
   /** Throws 503 when a job put on `queue` now would not be served within the time-out. */
@@ -97,6 +114,10 @@ export class BacklogAdmission {
         if (instant > 0) rate = rate > 0 ? rate * 0.7 + instant * 0.3 : instant;
       }
       this.samples.set(queue, { backlog, drained, at: now, rate });
+      const points = this.recent.get(queue) ?? [];
+      points.push({ at: now, drained });
+      while (now - points[0]!.at > FINISHED_WINDOW_MS) points.shift();
+      this.recent.set(queue, points);
     });
   }
 }

@@ -42,6 +42,8 @@ export function loadConsoleAssets(): Map<string, Asset> {
     ['uplot.js', asset(require.resolve('uplot/dist/uPlot.esm.js'), JS)],
     ['uplot.css', asset(require.resolve('uplot/dist/uPlot.min.css'), CSS)],
     ['console.js', asset(join(WEB, 'console.js'), JS)],
+    ['locale.js', asset(join(WEB, 'locale.js'), JS)],
+    ['startup-failure.js', asset(join(WEB, 'startup-failure.js'), JS)],
     ['views.js', asset(join(WEB, 'views.js'), JS)],
     ['charts.js', asset(join(WEB, 'charts.js'), JS)],
     ['console.css', asset(join(WEB, 'console.css'), CSS)],

@@ -46,7 +46,7 @@ class Shared<T> {
 }
 
 export interface ConsoleQueue extends QueueState {
-  /** Jobs finished a second, as admission measures it. */
+  /** Jobs finished a second over the last few seconds (FINISHED_WINDOW_MS): 0 when none finish. */
   drain_per_second: number;
   /** Jobs waiting for a worker, every shard together. */
   backlog: number;
@@ -99,7 +99,7 @@ export class ConsoleOverview {
       at: Date.now(),
       queues: queues.map((queue) => {
         const { backlog, waitMs } = admission.estimate(queue.queue as QueueName);
-        return { ...queue, backlog, drain_per_second: admission.drainRate(queue.queue as QueueName), wait_estimate_ms: Number.isFinite(waitMs) ? Math.round(waitMs) : null };
+        return { ...queue, backlog, drain_per_second: admission.finishedRate(queue.queue as QueueName), wait_estimate_ms: Number.isFinite(waitMs) ? Math.round(waitMs) : null };
       }),
       channels: channels.map((channel) => (logged.health ? { ...channel, recent: health.get(channel.id) ?? NO_CALLS } : channel)),
       ...(logged.batches ? { batches: logged.batches } : {}),

@@ -14,6 +14,7 @@ import { GatewayError, QueueName, Role, type Actor } from '@gateway/contracts';
 import type { JobClient } from '@gateway/queue';
 import type { BatchOverview } from '../batch-overview.ts';
 import { adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
+import { boardPageHook } from '../dashboard/board-page.ts';
 import { batchErrorPage, batchPageView, batchProgressPage, BATCH_PAGE_HEADERS, overviewQuery } from '../dashboard/batch-progress-page.ts';
 import { shownJobData, type PayloadDisplay } from '../dashboard/shown-job-data.ts';
 import { setRetryHeaders } from '../error-formats.ts';
@@ -44,6 +45,8 @@ export async function dashboardRoutes(app: FastifyInstance, options: DashboardOp
       changeRefusal: 'the dashboard is read-only for administrators; only root may change jobs',
       onActor: (request, actor) => viewers.set(request.raw.headers, actor),
     }));
+    // Its pages fetch nothing from another origin (its template's web fonts left out).
+    board.addHook('onSend', boardPageHook);
 
     // The batch page: under the board's path, so the session cookie (path /admin) and
     // this guard cover it as they do the board. Read-only, like the board for administrators.

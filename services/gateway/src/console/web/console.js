@@ -1,6 +1,9 @@
 // The operations console's page: three views (overview, request log, charts) over the console's
 // JSON calls (/admin/api/…). Plain ES modules, loaded by the browser as they are: Preact for
 // the components, htm for their templates, uPlot for the charts (see console-assets.ts).
+// The locale and the start-up guard first: modules run in the order they are imported.
+import './locale.js';
+import { started } from './startup-failure.js';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { html, LogSearch, Overview, useOverview } from './views.js';
@@ -50,3 +53,4 @@ function Console() {
 
 root.replaceChildren();
 render(html`<${Console} />`, root);
+started();

@@ -2,6 +2,7 @@
 import { h } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
+import { locale } from './locale.js';
 
 export const html = htm.bind(h);
 
@@ -41,12 +42,12 @@ export function useOverview(base, live) {
   return { ...state, refresh };
 }
 
-// Times in the browser's time zone, written the same everywhere (no locale: a browser's may be
-// one Intl refuses, such as en-US@posix).
+// Times in the browser's time zone, written the same everywhere; numbers in the browser's
+// language, or a usable one when Intl refuses the browser's (locale.js).
 const two = (n) => String(n).padStart(2, '0');
 const time = (ms) => { const d = new Date(ms); return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`; };
 const dateTime = (seconds) => { const d = new Date(seconds * 1000); return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${time(d.getTime())}`; };
-const thousands = new Intl.NumberFormat('en');
+const thousands = new Intl.NumberFormat(locale);
 const number = (n) => thousands.format(n ?? 0);
 const ms = (n) => (n === null || n === undefined ? '–' : n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(1)} s`);
 
