@@ -17,10 +17,12 @@ interface Counted {
   outputTokens: number;
 }
 
+/** OpenAI prices speech by its input: what an upstream that reports nothing is charged. */
+export const speechPromptTokens = (request: SpeechRequest) => estimateTokens(request.input + (request.instructions ?? ''));
+
 export async function openSpeech(target: RouteTarget, request: SpeechRequest): Promise<ModelAnswer<SpeechEnd>> {
   const operation = operationFor('speech', target.channel.type);
-  // OpenAI prices speech by its input: what an upstream that reports nothing is charged.
-  const counted: Counted = { inputTokens: estimateTokens(request.input + (request.instructions ?? '')), outputTokens: 0 };
+  const counted: Counted = { inputTokens: speechPromptTokens(request), outputTokens: 0 };
   const audio = operation.replies === 'audio'
     ? await streamUpstreamAudio(operation as ProviderOperation<SpeechRequest, never, never>, target, request)
     : encodeSpeech(
