@@ -185,6 +185,26 @@ describe('a reply refused for its size', () => {
     }
     await expect.poll(() => usedQuota(stack, key.id)).toBe(charged);
   });
+
+  it("is charged its prompt on Gemini's own route too, whole and streamed", async ({ stack, upstream, channel, apiKey }) => {
+    // 1 MB of PCM is 1.33 MB of base64: past the 1 MiB limits, whole or as the stream's first event.
+    const mock = await upstream.gemini({ pcmBytes: 1_000_000, streamChunkMs: 60_000 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const key = await apiKey();
+    const body = { contents: [{ parts: [{ text: 'say this at length' }] }], generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Kore' } } } } };
+    let charged = 0;
+    for (const method of ['generateContent', 'streamGenerateContent?alt=sse']) {
+      const requestId = `refused-${++seq}`;
+      const reply = await postJson(`${stack.gateway.url}/v1beta/models/${model}:${method}`, body, { 'x-goog-api-key': key.key, 'x-request-id': requestId });
+      expect(reply.status, `${method} ${reply.text.slice(0, 200)}`).toBe(502);
+      const row = await logRow(stack, requestId);
+      // 18 ASCII characters: 5 tokens.
+      expect(row, method).toMatchObject({ status: 502, prompt_tokens: 5, total_tokens: 5 });
+      charged += row.total_tokens;
+    }
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(charged);
+  });
 });
 
 /** 40 characters: 2 s of speech at the mocks' 50 ms a character. */
