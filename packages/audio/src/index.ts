@@ -3,3 +3,4 @@
  * event loop (FFmpeg processes), and decoded again for checks.
  */
 export { encodeSpeech, decodeToPcm, ffmpegPath, tempoFilter, streamingWavHeader, type EncodeOptions } from './speech-encoder.ts';
+export { setWavSizes, wholeWav } from './wav-sizes.ts';

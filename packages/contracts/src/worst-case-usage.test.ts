@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { completionRequestSchema } from './wire/openai-completion.ts';
 import { geminiGenerateRequest } from './wire/gemini-generate.ts';
 import { chatRequestSchema } from './wire/openai-chat.ts';
-import { chatPromptTokens, chatWorstCase, completionWorstCase, NON_TEXT_PART_ESTIMATE, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS } from './worst-case-usage.ts';
+import { chatPromptTokens, chatWorstCase, completionWorstCase, estimateTokens, NON_TEXT_PART_ESTIMATE, speechWorstCase, SPEECH_MAX_OUTPUT_TOKENS, tokensAtMost } from './worst-case-usage.ts';
 
 const completion = (body: Record<string, unknown>) => completionWorstCase(completionRequestSchema.parse({ model: 'm', ...body }));
 const chat = (body: Record<string, unknown>) => chatWorstCase(chatRequestSchema.parse({ model: 'm', max_completion_tokens: 1, ...body }));
@@ -122,5 +122,44 @@ describe('chatWorstCase', () => {
 
   it('holds the output of every choice', () => {
     expect(chat({ messages: [asked], max_completion_tokens: 100, n: 3 }) - chat({ messages: [asked], max_completion_tokens: 100 })).toBe(200);
+  });
+});
+
+describe('estimateTokens', () => {
+  // A real tokenizer as the reference (js-tiktoken, which the LangChain test dependency brings).
+  const tokenizers = ['cl100k_base', 'o200k_base'] as const;
+  const scripts: Record<string, string> = {
+    english: 'The quick brown fox jumps over the lazy dog. ',
+    chinese: '人工智能模型网关将请求路由到上游提供者并计算使用量',
+    japanese: 'これは日本語のテスト文です。ゲートウェイは使用量を数えます。',
+    korean: '이것은 한국어 테스트 문장입니다 게이트웨이는 사용량을 계산합니다',
+    emoji: '😀🎉🚀🌍🔥💡🎵🐍🍕⚡',
+    'emoji sequences': '👨‍👩‍👧‍👦🏳️‍🌈👩🏽‍💻',
+    'rare CJK': '𠀀𠀁𠀂𠀃𠀄𠀅𠀆𠀇𠀈𠀉',
+    cyrillic: 'Быстрая коричневая лиса прыгает через ленивую собаку. ',
+    arabic: 'الثعلب البني السريع يقفز فوق الكلب الكسول ',
+    hindi: 'तेज भूरी लोमड़ी आलसी कुत्ते के ऊपर कूदती है ',
+    thai: 'สุนัขจิ้งจอกสีน้ำตาลกระโดดข้ามสุนัขขี้เกียจ',
+    accented: 'Ça déçoit énormément: où êtes-vous, garçon? Über größe. ',
+    math: '∑∫∂√∞≈≠≤≥∀∃∈∉⊂⊃∪∩',
+  };
+
+  it('charges no script less than a real tokenizer counts it', async () => {
+    const { getEncoding } = await import('js-tiktoken');
+    for (const name of tokenizers) {
+      const encoding = getEncoding(name);
+      for (const [script, text] of Object.entries(scripts)) {
+        const sample = text.repeat(5);
+        expect(estimateTokens(sample), `${script} in ${name}`).toBeGreaterThanOrEqual(encoding.encode(sample).length);
+      }
+    }
+  });
+
+  it('charges 100 CJK characters and 50 emoji more than 25 tokens, and English four characters a token', () => {
+    expect(estimateTokens('漢'.repeat(100))).toBe(225);
+    expect(estimateTokens('😀'.repeat(50))).toBe(150);
+    expect(estimateTokens('abcd'.repeat(25))).toBe(25);
+    // Never more than the hold, which counts a token a byte.
+    for (const text of Object.values(scripts)) expect(estimateTokens(text)).toBeLessThanOrEqual(tokensAtMost(text));
   });
 });

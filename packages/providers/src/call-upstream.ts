@@ -45,18 +45,24 @@ export async function streamUpstream<Request, Reply, Event>(
   return events(operation, reply, request, replySecretForms(target.key));
 }
 
+/** Audio an upstream is sending: its Content-Type as the upstream labelled it, and its bytes as they come. */
+export interface UpstreamAudio {
+  contentType?: string;
+  bytes: AsyncGenerator<Buffer>;
+}
+
 /**
  * One call whose reply is audio bytes (`replies: 'audio'`): resolves once the upstream accepted
  * it; the bytes then come as the upstream sends them. A body cut short is a broken connection.
  */
-export async function streamUpstreamAudio<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<AsyncGenerator<Buffer>> {
+export async function streamUpstreamAudio<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<UpstreamAudio> {
   let reply: OpenUpstreamReply;
   try {
     reply = await openUpstreamStream(upstreamRequest(operation, target, request, false));
   } catch (error) {
     throw providerFailure(operation, error);
   }
-  return audioBytes(operation, reply);
+  return { contentType: reply.contentType, bytes: audioBytes(operation, reply) };
 }
 
 async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknown>, reply: OpenUpstreamReply): AsyncGenerator<Buffer> {

@@ -6,7 +6,7 @@
  * failure is an `UpstreamError` (a contract, in @gateway/contracts), so the router can decide on
  * failover without knowing the provider.
  */
-export { callUpstream, streamUpstream, streamUpstreamAudio } from './call-upstream.ts';
+export { callUpstream, streamUpstream, streamUpstreamAudio, type UpstreamAudio } from './call-upstream.ts';
 export type { UpstreamTarget, ProviderOperation } from './provider.ts';
 export { openai } from './openai/index.ts';
 export { gemini } from './gemini/index.ts';

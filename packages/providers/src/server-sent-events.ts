@@ -17,8 +17,11 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
   /** Bytes since the last event ended: the size of the one being received. */
   let sinceEvent = 0;
   let total = 0;
+  /** An event past the limit that came whole within one piece, which `sinceEvent` alone does not see. */
+  let oversized = false;
   const parser = createParser({
     onEvent: (event) => {
+      if (event.data.length > maxEventBytes / 3 && Buffer.byteLength(event.data) > maxEventBytes) oversized = true;
       ready.push(event.data);
       sinceEvent = 0;
     },
@@ -27,10 +30,14 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
     total += piece.length;
     sinceEvent += piece.length;
     parser.feed(decoder.decode(piece, { stream: true }));
-    yield* ready.splice(0);
-    if (sinceEvent > maxEventBytes) throw new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${maxEventBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+    // Checked before the piece's events are passed on: a refused event never reaches the client.
+    if (oversized || sinceEvent > maxEventBytes) throw eventTooLarge(maxEventBytes);
     if (total > maxReplyBytes) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+    yield* ready.splice(0);
   }
   parser.feed(`${decoder.decode()}\n\n`);
+  if (oversized) throw eventTooLarge(maxEventBytes);
   yield* ready.splice(0);
 }
+
+const eventTooLarge = (limit: number) => new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${limit} bytes (the gateway's limit)`, ofTheRequest: true });

@@ -66,6 +66,8 @@ export interface UpstreamRequest {
 /** A 2xx reply whose body is still to be read. */
 export interface OpenUpstreamReply {
   body: Dispatcher.ResponseData['body'];
+  /** The reply's Content-Type, as the upstream sent it (unset when it sent none). */
+  contentType?: string;
   /** Turns an error thrown while reading the body into an `UpstreamError`. */
   failure(error: unknown): UpstreamError;
 }
@@ -169,7 +171,8 @@ async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUps
     throw failure(error);
   }
   if (response.statusCode < 200 || response.statusCode >= 300) throw await httpFailure(response);
-  return { body: response.body, failure };
+  const contentType = response.headers['content-type'];
+  return { body: response.body, failure, contentType: typeof contentType === 'string' ? contentType : undefined };
 }
 
 const timeoutError = (timeoutMs: number) => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${timeoutMs} ms` });

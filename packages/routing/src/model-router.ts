@@ -69,7 +69,8 @@ export interface RouteAttempt {
   /**
    * The call failed (an `UpstreamError`, or anything else the call threw). Resolves when the
    * request may go on to another channel (the caller takes the next attempt); rejects with the
-   * request's error when it may not. After a commit, `usage` (what was used so far) is charged.
+   * request's error when it may not. After a commit, `usage` (what was used so far) is charged;
+   * before one, only for a reply refused for its size (the upstream made it, and bills it).
    */
   fail(error: unknown, usage?: Usage): Promise<void>;
 }
@@ -310,6 +311,11 @@ export class ModelRouter {
           this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
         }
         if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
+        else if (usage && billedThoughRefused(error)) {
+          // The upstream made the reply, and bills it, though the gateway refused it for its size.
+          this.charge(request, channel.id, usage, performance.now() - started, false);
+          request.log.warn({ channelId: channel.id, promptTokens: usage.promptTokens, totalTokens: usage.totalTokens }, 'a reply refused for its size is charged its prompt');
+        }
         if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
         if (!(error instanceof UpstreamError)) throw error;
         attempts.lastFailure = error;
@@ -416,6 +422,9 @@ export interface RouterSettings {
   cooldownMs: number;
   authFailuresBeforeDisable: number;
 }
+
+/** A reply the upstream made whole and the gateway refused for its size (`ofTheRequest`): the work was done. */
+const billedThoughRefused = (error: unknown) => error instanceof UpstreamError && error.kind === 'protocol' && error.ofTheRequest;
 
 /** One request's record of its attempts: which channels it tried, which failed, which rest. */
 class Attempts {

@@ -78,7 +78,7 @@ function messagesProblem(messages: Message[]): Refusal | undefined {
       if (unanswered.length > 0) return invalid(`messages.${at - 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${unanswered.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
       pendingToolUses = [];
     } else {
-      pendingToolUses.push(...blocks.filter((block) => block.type === 'tool_use').map((block) => String(block.id)));
+      for (const block of blocks) if (block.type === 'tool_use') pendingToolUses.push(String(block.id));
     }
   }
   return undefined;

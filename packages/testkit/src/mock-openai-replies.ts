@@ -141,16 +141,25 @@ function vectorOf(input: unknown, dimensions: number): number[] {
 }
 
 /** `POST /v1/embeddings`: one vector an input (8 floats unless `dimensions`), base64 when asked. */
-export function planEmbeddings(body: Record<string, unknown>): PlannedReply {
+export interface EmbeddingOptions {
+  /** The vectors in this format whatever `encoding_format` asked (a server that ignores the field). */
+  embeddingFormat?: 'float' | 'base64';
+  /** The reply padded (a `padding` field) to at least this many bytes. */
+  embeddingPadBytes?: number;
+}
+
+export function planEmbeddings(body: Record<string, unknown>, options: EmbeddingOptions = {}): PlannedReply {
   const input = body.input;
   const inputs: unknown[] = typeof input === 'string' ? [input] : Array.isArray(input) && typeof input[0] === 'number' ? [input] : Array.isArray(input) ? input : [];
   const dimensions = typeof body.dimensions === 'number' ? body.dimensions : 8;
   const tokens = inputs.reduce<number>((sum, item) => sum + (typeof item === 'string' ? words(item) : Array.isArray(item) ? item.length : 0), 0);
   const data = inputs.map((item, index) => {
     const vector = vectorOf(item, dimensions);
-    const embedding = body.encoding_format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    const format = options.embeddingFormat ?? body.encoding_format;
+    const embedding = format === 'base64' ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
     return { object: 'embedding', index, embedding };
   });
   const usage = { prompt_tokens: tokens, total_tokens: tokens };
-  return { whole: { object: 'list', data, model: String(body.model ?? ''), usage }, chunks: [], usage, usageChunk: {} };
+  const padding = options.embeddingPadBytes ? { padding: 'x'.repeat(options.embeddingPadBytes) } : {};
+  return { whole: { object: 'list', data, model: String(body.model ?? ''), usage, ...padding }, chunks: [], usage, usageChunk: {} };
 }

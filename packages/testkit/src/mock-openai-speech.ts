@@ -20,15 +20,22 @@ async function* tone(durationMs: number, gone: AbortSignal): AsyncGenerator<Buff
   }
 }
 
-export async function speak(res: ServerResponse, body: Record<string, unknown>, gone: AbortSignal): Promise<void> {
+/** How the mock answers whatever was asked: in another `format`, or labelled with another `contentType`. */
+export interface SpeechOverrides {
+  format?: SpeechFormat;
+  contentType?: string;
+}
+
+export async function speak(res: ServerResponse, body: Record<string, unknown>, gone: AbortSignal, overrides: SpeechOverrides = {}): Promise<void> {
   const refuse = (param: string, message: string): void => void
     res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message, type: 'invalid_request_error', param, code: null } }));
   if (typeof body.input !== 'string' || body.input.length === 0) return refuse('input', 'input is required');
   if (typeof body.voice !== 'string' && typeof (body.voice as { id?: unknown } | undefined)?.id !== 'string') return refuse('voice', 'voice is required');
-  const format = (body.response_format ?? 'mp3') as SpeechFormat;
-  if (!speechFormats.includes(format)) return refuse('response_format', `response_format must be one of ${speechFormats.join(', ')}`);
+  const asked = (body.response_format ?? 'mp3') as SpeechFormat;
+  if (!speechFormats.includes(asked)) return refuse('response_format', `response_format must be one of ${speechFormats.join(', ')}`);
+  const format = overrides.format ?? asked;
   const speed = typeof body.speed === 'number' ? body.speed : 1;
-  res.writeHead(200, { 'content-type': speechContentTypes[format], 'transfer-encoding': 'chunked' });
+  res.writeHead(200, { 'content-type': overrides.contentType ?? speechContentTypes[format], 'transfer-encoding': 'chunked' });
   for await (const chunk of encodeSpeech(tone([...body.input].length * MOCK_SPEECH_MS_PER_CHARACTER, gone), { format, speed, signal: gone })) {
     if (!res.write(chunk)) await new Promise<void>((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
   }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { planChat, planCompletion, planEmbeddings } from './mock-openai-replies.ts';
 import { speak } from './mock-openai-speech.ts';
+import type { SpeechFormat } from '@gateway/contracts';
 
 /** What the mock does with a request. Unset fields fall back to a quick, correct answer. */
 export interface MockOpenAIBehaviour {
@@ -35,6 +36,16 @@ export interface MockOpenAIBehaviour {
   omitUsage?: boolean;
   /** A stream's usage chunk comes this long after its last text chunk. */
   usageDelayMs?: number;
+  /** Fields added to the reply's `usage` (and a stream's usage chunk), as `prompt_tokens_details` an upstream reports. */
+  usageFields?: Record<string, unknown>;
+  /** Embeddings in this format whatever `encoding_format` asked, as a server that ignores the field. */
+  embeddingFormat?: 'float' | 'base64';
+  /** Speech in this format (and its Content-Type) whatever `response_format` asked, as an upstream that ignores the field. */
+  speechFormat?: SpeechFormat;
+  /** Speech answered with this Content-Type, whatever format the audio is in. */
+  speechContentType?: string;
+  /** Embeddings whose JSON is padded to at least this many bytes (a reply past the gateway's limit). */
+  embeddingPadBytes?: number;
 }
 
 export interface RecordedRequest {
@@ -180,8 +191,10 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
   };
 
   const answer = async (res: ServerResponse, path: string, body: Record<string, unknown>, b: MockOpenAIBehaviour, gone: AbortSignal) => {
-    if (path === '/v1/audio/speech') return speak(res, body, gone);
-    const plan = path === '/v1/chat/completions' ? planChat(body, b) : path === '/v1/embeddings' ? planEmbeddings(body) : planCompletion(body, b);
+    if (path === '/v1/audio/speech') return speak(res, body, gone, { format: b.speechFormat, contentType: b.speechContentType });
+    const plan = path === '/v1/chat/completions' ? planChat(body, b) : path === '/v1/embeddings' ? planEmbeddings(body, b) : planCompletion(body, b);
+    // The whole reply and the usage chunk share the plan's usage object.
+    if (b.usageFields) Object.assign(plan.usage as Record<string, unknown>, b.usageFields);
     if (body.stream !== true || path === '/v1/embeddings') {
       const reply = { ...plan.whole };
       if (b.omitUsage) delete reply.usage;

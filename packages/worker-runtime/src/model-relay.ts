@@ -40,8 +40,15 @@ export type ModelAnswer<R> = WholeAnswer<R> | StreamedAnswer<R>;
 /** Calls an operation on one channel; throws `UpstreamError` when the upstream failed. */
 export type ModelCall<R> = (target: RouteTarget) => Promise<ModelAnswer<R>>;
 
-/** Serves one model job through the router's attempts; resolves with the job's result. */
-export async function relayModelJob<R>(router: ModelRouter, request: ModelRequest, context: Pick<JobContext<unknown>, 'sendChunk' | 'begin'>, call: ModelCall<R>): Promise<R> {
+/**
+ * Serves one model job through the router's attempts; resolves with the job's result.
+ * `promptUsage`: the request's prompt as the worker counts it, what an attempt that failed with
+ * nothing counted yet is charged when the router rules the upstream did the work (a reply refused
+ * for its size: the upstream made it, and bills it).
+ */
+export async function relayModelJob<R>(
+  router: ModelRouter, request: ModelRequest, context: Pick<JobContext<unknown>, 'sendChunk' | 'begin'>, call: ModelCall<R>, promptUsage?: () => Usage,
+): Promise<R> {
   for await (const attempt of router.attempts(request)) {
     let usage: Usage | undefined;
     let answer: ModelAnswer<R>;
@@ -65,7 +72,7 @@ export async function relayModelJob<R>(router: ModelRouter, request: ModelReques
       }
     } catch (error) {
       // Resolves when another channel may be tried; rejects with the request's error when not.
-      await attempt.fail(error, usage);
+      await attempt.fail(error, usage ?? promptUsage?.());
       // Nothing of this attempt reached the client or was used: the job may be withdrawn again
       // while it waits for the next channel.
       if (!committed) unbegun();

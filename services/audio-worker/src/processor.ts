@@ -12,7 +12,7 @@ import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@ga
 import type { JobContext } from '@gateway/queue';
 import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, type Usage } from '@gateway/routing';
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
-import { openSpeech } from './speech.ts';
+import { openSpeech, speechPromptTokens } from './speech.ts';
 import { audioMsOf } from './usage-estimate.ts';
 
 export interface AudioWorkerDeps {
@@ -36,14 +36,16 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
     const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log, record: routeRecordIn(context.facts), idle: context.idle };
     if (payload.operation === 'speech') {
       const speech = payload.request;
-      return relayModelJob(deps.router, { ...common, types: channelTypesFor('speech'), model: speech.model }, context, (target) => openSpeech(target, speech));
+      return relayModelJob(deps.router, { ...common, types: channelTypesFor('speech'), model: speech.model }, context, (target) => openSpeech(target, speech), () => promptUsage(speechPromptTokens(speech)));
     }
     const request = payload.request;
     const routed: ModelRequest = { ...common, types: channelTypesFor('generateContent'), model: payload.model };
+    // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
+    const prompt = () => promptUsage(estimateTokens(geminiRequestText(request)));
     if (payload.method === 'streamGenerateContent') {
-      return relayModelJob(deps.router, routed, context, (target) => openStream(target, request));
+      return relayModelJob(deps.router, routed, context, (target) => openStream(target, request), prompt);
     }
-    return relayModelJob(deps.router, routed, context, (target) => generateWhole(target, request));
+    return relayModelJob(deps.router, routed, context, (target) => generateWhole(target, request), prompt);
   };
 }
 
@@ -83,6 +85,8 @@ function estimatedUsage(request: GeminiGenerateRequest, audioMs: number) {
     totalTokenCount: promptTokenCount + candidatesTokenCount,
   };
 }
+
+const promptUsage = (tokens: number): Usage => ({ totalTokens: tokens, promptTokens: tokens, completionTokens: 0 });
 
 /** Gemini's usage as the router records it: the charge is the total. */
 function geminiUsage(usage: { promptTokenCount?: number; candidatesTokenCount?: number; totalTokenCount: number }): Usage {

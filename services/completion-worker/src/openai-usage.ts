@@ -1,7 +1,7 @@
 /**
  * What each OpenAI operation is charged when its upstream reports no usage (or a stream is cut
- * short): the rule of thumb the gateway holds quota by, about four characters a token, over the
- * request's prompt and the reply's text. One place for all three operations, so they agree; a
+ * short): `estimateTokens` (four ASCII characters a token, three quarters of a token a UTF-8 byte
+ * of any other character), over the request's prompt and the reply's text. One place for all three operations, so they agree; a
  * chat's prompt is counted by `chatPromptTokens` (@gateway/contracts), beside the hold's count.
  */
 import {
@@ -59,7 +59,10 @@ export function estimatedCompletionUsage(request: CompletionRequest, response: C
   return { prompt: estimatePromptTokens(request.prompt), completion: estimateTokens(response.choices.map(text).join('')) };
 }
 
-/** The prompt of a streamed request, for the estimate of a stream cut short: what its hold counted as prompt, by the estimate's rule. */
+/**
+ * The prompt of a chat or completion, for the estimate of a stream cut short or of a reply refused
+ * for its size: what its hold counted as prompt, by the estimate's rule.
+ */
 export function streamPromptTokens(request: CompletionRequest | ChatRequest): number {
   return 'messages' in request ? chatPromptTokens(request as ChatRequest) : estimatePromptTokens((request as CompletionRequest).prompt);
 }

@@ -2,7 +2,8 @@ import {
   chatPromptTokens,
   clientCancelled,
   estimateTokens,
-  tokensOfChars,
+  textWeight,
+  tokensOfWeight,
   type ChatChunk,
   type ChatRequest,
   type ChatResponse,
@@ -49,7 +50,12 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       record: routeRecordIn(context.facts),
       idle: context.idle,
     };
-    const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call);
+    // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
+    const promptUsage = (): Usage => {
+      const prompt = payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request) : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
+      return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
+    };
+    const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
     const request = payload.request;
     if (request.stream === true) {
@@ -115,7 +121,7 @@ async function openStream(target: RouteTarget, payload: CompletionJobPayload, co
 async function* streamPieces(chunks: AsyncIterable<CompletionChunk | ChatChunk>, request: CompletionRequest | ChatRequest, signal: AbortSignal): AsyncGenerator<Piece> {
   const includeUsage = request.stream_options?.include_usage === true;
   const promptTokens = streamPromptTokens(request);
-  let streamedChars = 0;
+  let streamedWeight = 0;
   let reported: Usage | undefined;
   for await (const chunk of chunks) {
     if (chunk.usage) {
@@ -138,8 +144,8 @@ async function* streamPieces(chunks: AsyncIterable<CompletionChunk | ChatChunk>,
     // The client is gone: read on (within the grace) for the usage only; the estimate counts
     // only what was sent.
     if (signal.aborted) continue;
-    streamedChars += chunkText(chunk).length;
-    const completionTokens = tokensOfChars(streamedChars);
+    streamedWeight += textWeight(chunkText(chunk));
+    const completionTokens = tokensOfWeight(streamedWeight);
     yield { data: JSON.stringify(chunk), usage: reported ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
   }
   if (signal.aborted) throw clientCancelled();

@@ -42,8 +42,11 @@ export interface EventStreamFormat {
    * client sees a broken reply, never a whole-looking one.
    */
   error(error: GatewayError): string | undefined;
-  /** The response's Content-Type; server-sent events when unset. */
-  contentType?: string;
+  /**
+   * The response's Content-Type; server-sent events when unset. A function reads it from the
+   * first chunk (undefined when none came): a speech's audio is labelled by its worker.
+   */
+  contentType?: string | ((firstChunk: string | undefined) => string);
 }
 
 /** Server-sent events, `data: <json>` per event, in the error body of `errorFormat`. */
@@ -273,11 +276,12 @@ async function relayAdmitted<P extends RelayedPayload>(
     });
     return draining;
   };
-  const begin = () => {
+  const begin = (firstChunk?: string) => {
     if (started) return;
     started = true;
     reply.hijack();
-    const headers = format.contentType ? { ...streamHeaders, 'content-type': format.contentType } : streamHeaders;
+    const contentType = typeof format.contentType === 'function' ? format.contentType(firstChunk) : format.contentType;
+    const headers = contentType ? { ...streamHeaders, 'content-type': contentType } : streamHeaders;
     raw.writeHead(200, { ...(reply.getHeaders() as Record<string, string>), ...headers });
   };
   try {
@@ -285,7 +289,7 @@ async function relayAdmitted<P extends RelayedPayload>(
       ...enqueue,
       windowChars: options.streamWindowChars,
       onChunk: (chunk) => {
-        begin();
+        begin(chunk);
         // A client that reads slower than the upstream writes pauses the job (backpressure)
         // instead of having the gateway buffer for it. What was already on its way still comes;
         // past the buffer cap the client is dropped (the job is cancelled as it goes).

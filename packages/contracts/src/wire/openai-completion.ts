@@ -84,21 +84,22 @@ export const completionRequestSchema = z
 
 export type CompletionRequest = z.infer<typeof completionRequestSchema>;
 
+/** Usage as OpenAI sends it; a details object, and each of its counts, only where the upstream reported it. */
 export const completionUsageSchema = z.object({
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
-  prompt_tokens_details: z.object({
-    cached_tokens: z.number().int(),
-    text_tokens: z.number().int(),
-    audio_tokens: z.number().int(),
-    image_tokens: z.number().int(),
-  }),
-  completion_tokens_details: z.object({
-    text_tokens: z.number().int(),
-    audio_tokens: z.number().int(),
-    reasoning_tokens: z.number().int(),
-  }),
+  prompt_tokens_details: z.looseObject({
+    cached_tokens: z.number().int().optional(),
+    text_tokens: z.number().int().optional(),
+    audio_tokens: z.number().int().optional(),
+    image_tokens: z.number().int().optional(),
+  }).optional(),
+  completion_tokens_details: z.looseObject({
+    text_tokens: z.number().int().optional(),
+    audio_tokens: z.number().int().optional(),
+    reasoning_tokens: z.number().int().optional(),
+  }).optional(),
 });
 
 export type CompletionUsage = z.infer<typeof completionUsageSchema>;

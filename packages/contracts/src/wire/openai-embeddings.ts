@@ -60,3 +60,12 @@ export function floatsToBase64(values: readonly number[]): string {
   values.forEach((value, i) => bytes.writeFloatLE(value, i * 4));
   return bytes.toString('base64');
 }
+
+/** OpenAI's base64 as floats (little-endian float32); undefined for what is not a whole number of them. */
+export function base64ToFloats(base64: string): number[] | undefined {
+  const bytes = Buffer.from(base64, 'base64');
+  if (bytes.length % 4 !== 0) return undefined;
+  const values = new Array<number>(bytes.length / 4);
+  for (let i = 0; i < values.length; i++) values[i] = bytes.readFloatLE(i * 4);
+  return values;
+}

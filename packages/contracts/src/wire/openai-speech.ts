@@ -50,3 +50,30 @@ export interface SpeechAudioDone {
   type: 'speech.audio.done';
   usage: { input_tokens: number; output_tokens: number; total_tokens: number };
 }
+
+/**
+ * A speech job's first piece names what its audio is, as a data URL's head before the base64
+ * (`data:audio/ogg;base64,…`), and the gateway labels the reply with it: only the worker knows
+ * what an upstream sent (an `openai` channel's audio passed through as it came) or what it
+ * encoded. Base64 holds no ':', so a piece without the head is audio alone.
+ */
+export function labelledAudio(mediaType: string, base64: string): string {
+  return `data:${mediaType};base64,${base64}`;
+}
+
+/** A speech piece's audio (base64), and the media type its head names when it has one. */
+export function readAudioPiece(data: string): { mediaType?: string; base64: string } {
+  if (!data.startsWith('data:')) return { base64: data };
+  const comma = data.indexOf(',');
+  if (comma < 0) return { base64: '' };
+  return { mediaType: data.slice(5, comma).replace(/;base64$/, ''), base64: data.slice(comma + 1) };
+}
+
+/** `type/subtype` with parameters, none of which may break a header or the data URL's head (no comma, no control character). */
+const MEDIA_TYPE = /^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(?:\s*;\s*[\w!#$&^.+-]+=(?:[\w!#$&^.+-]+|"[^",\\\x00-\x1f\x7f]*"))*$/;
+
+/** An upstream's Content-Type as a label the gateway may answer with; undefined for one it may not. */
+export function audioMediaType(contentType: string | undefined): string | undefined {
+  const trimmed = contentType?.trim();
+  return trimmed && MEDIA_TYPE.test(trimmed) ? trimmed : undefined;
+}

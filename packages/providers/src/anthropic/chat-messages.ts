@@ -26,7 +26,9 @@ export function toAnthropicConversation(chat: ChatMessage[]): AnthropicConversat
   const add = (role: AnthropicMessage['role'], blocks: ContentBlock[]) => {
     if (blocks.length === 0) return;
     const last = messages.at(-1);
-    if (last?.role === role) last.content.push(...blocks);
+    // A loop, not push(...blocks): spread into a call puts every block on the stack, and 150,000
+    // parts threw "Maximum call stack size exceeded".
+    if (last?.role === role) for (const block of blocks) last.content.push(block);
     else messages.push({ role, content: blocks });
   };
   // A legacy function call has no id: it gets one, and the function message after it answers it.
@@ -36,7 +38,7 @@ export function toAnthropicConversation(chat: ChatMessage[]): AnthropicConversat
     switch (message.role) {
       case 'system':
       case 'developer':
-        system.push(...textBlocks(message.content, path));
+        for (const block of textBlocks(message.content, path)) system.push(block);
         break;
       case 'user':
         add('user', contentBlocks(message.content, path));

@@ -35,7 +35,10 @@ export function chatUsage(usage: AnthropicUsage | undefined): ChatUsage {
   // Each sum at most MAX_REQUEST_TOKENS too, as every count the client is shown (tokenCount).
   const prompt = tokenCount(count(usage?.input_tokens) + count(usage?.cache_creation_input_tokens) + cached);
   const completion = count(usage?.output_tokens);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: tokenCount(prompt + completion), prompt_tokens_details: { cached_tokens: cached } };
+  const chat: ChatUsage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: tokenCount(prompt + completion) };
+  // Cached tokens only where Anthropic said: a zero it never sent reads as "no cache hit".
+  if (typeof usage?.cache_read_input_tokens === 'number') chat.prompt_tokens_details = { cached_tokens: cached };
+  return chat;
 }
 
 export const chatId = (anthropicId: unknown) => `chatcmpl-${typeof anthropicId === 'string' ? anthropicId : Date.now().toString(36)}`;

@@ -1,8 +1,8 @@
 /**
  * OpenAI embeddings served by a Gemini-style upstream, through `:batchEmbedContents`: each input
  * one request of the batch, the vectors back in OpenAI's list (floats, or base64 when asked).
- * Gemini takes text only, and reports no usage: the tokens are estimated, a token four
- * characters, as for any upstream that reports none.
+ * Gemini takes text only, and reports no usage: the tokens are estimated (`estimateTokens`: by
+ * UTF-8 bytes beyond ASCII), as for any upstream that reports none.
  */
 import { embeddingInputs, estimateTokens, floatsToBase64, UpstreamError, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';

@@ -1,40 +1,45 @@
 /**
  * Text completions against an OpenAI-style upstream: the request mapped to the channel's model,
- * the reply (or each stream chunk) mapped back to the client's model name with a complete
- * `usage`, and every failure an `UpstreamError`.
+ * the reply (or each stream chunk) mapped back to the client's model name with the `usage` the
+ * upstream reported, and every failure an `UpstreamError`.
  */
 import { COMPLETION_DEFAULT_MAX_TOKENS, UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage, tokenCount } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'>> & {
-  prompt_tokens_details?: Partial<CompletionUsage['prompt_tokens_details']> | null;
-  completion_tokens_details?: Partial<CompletionUsage['completion_tokens_details']> | null;
+  prompt_tokens_details?: unknown;
+  completion_tokens_details?: unknown;
 };
 
 const int = tokenCount;
 
-/** Every usage field SPEC.md lists, zero where the upstream gave none. */
+/**
+ * The usage as the upstream reported it: the three counts always (a total from the other two
+ * when it sent none), and a details object, with each of its counts, only where the upstream
+ * sent it. Zeros filled in for counts it never sent read as "no cache hit, no reasoning" when
+ * the upstream simply did not say.
+ */
 export function normalizeUsage(usage: Usage | null | undefined): CompletionUsage {
   const prompt = int(usage?.prompt_tokens);
   const completion = int(usage?.completion_tokens);
-  const p = usage?.prompt_tokens_details ?? {};
-  const c = usage?.completion_tokens_details ?? {};
-  return {
+  const normalized: CompletionUsage = {
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: usage?.total_tokens != null ? int(usage.total_tokens) : prompt + completion,
-    prompt_tokens_details: {
-      cached_tokens: int(p.cached_tokens),
-      text_tokens: int(p.text_tokens),
-      audio_tokens: int(p.audio_tokens),
-      image_tokens: int(p.image_tokens),
-    },
-    completion_tokens_details: {
-      text_tokens: int(c.text_tokens),
-      audio_tokens: int(c.audio_tokens),
-      reasoning_tokens: int(c.reasoning_tokens),
-    },
   };
+  const promptDetails = reportedCounts(usage?.prompt_tokens_details);
+  if (promptDetails) normalized.prompt_tokens_details = promptDetails;
+  const completionDetails = reportedCounts(usage?.completion_tokens_details);
+  if (completionDetails) normalized.completion_tokens_details = completionDetails;
+  return normalized;
+}
+
+/** The counts of a details object as reported (each a token count), or undefined when it is no object. */
+function reportedCounts(details: unknown): Record<string, number> | undefined {
+  if (typeof details !== 'object' || details === null || Array.isArray(details)) return undefined;
+  const counts: Record<string, number> = {};
+  for (const [field, value] of Object.entries(details)) if (typeof value === 'number') counts[field] = int(value);
+  return counts;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * `POST /v1/audio/speech`, OpenAI's text-to-speech: validated, authorised for the model, run on
- * the audio queue, and relayed as the audio worker sends it: the audio's bytes (the format's
- * Content-Type), or, with `stream_format: "sse"`, `speech.audio.delta` events and a last
- * `speech.audio.done` with the usage. Audio begins before the whole of it exists, so a failure
+ * the audio queue, and relayed as the audio worker sends it: the audio's bytes (labelled with the
+ * Content-Type of what they are, which the worker names), or, with `stream_format: "sse"`,
+ * `speech.audio.delta` events and a last `speech.audio.done` with the usage. Audio begins before the whole of it exists, so a failure
  * after the first byte cuts the connection: the client sees a broken reply, never a short one
  * that looks whole.
  */
@@ -11,6 +11,7 @@ import {
   openaiSpeechWorstCase,
   parseOrThrow,
   QueueName,
+  readAudioPiece,
   speechContentTypes,
   speechRequestSchema,
   type AudioJobPayload,
@@ -24,17 +25,21 @@ import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-optio
 import { openaiFormat } from '../error-formats.ts';
 import { admissionGate, relayModelJob, type EventStreamFormat } from '../model-relay.ts';
 
-/** The audio itself, a piece at a time (the worker sends each as base64). */
-const audioStream = (contentType: string): EventStreamFormat => ({
-  chunk: (data) => Buffer.from(data, 'base64'),
+/**
+ * The audio itself, a piece at a time (the worker sends each as base64), labelled with what the
+ * worker says its first piece is (what the upstream sent, or what the worker encoded), else
+ * with the format asked for.
+ */
+const audioStream = (asked: string): EventStreamFormat => ({
+  chunk: (data) => Buffer.from(readAudioPiece(data).base64, 'base64'),
   end: () => '',
   error: () => undefined,
-  contentType,
+  contentType: (first) => (first === undefined ? undefined : readAudioPiece(first).mediaType) ?? asked,
 });
 
 /** OpenAI's speech events. */
 const speechEvents: EventStreamFormat = {
-  chunk: (data) => `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: data } satisfies SpeechAudioDelta)}\n\n`,
+  chunk: (data) => `data: ${JSON.stringify({ type: 'speech.audio.delta', audio: readAudioPiece(data).base64 } satisfies SpeechAudioDelta)}\n\n`,
   end: (result) => `data: ${JSON.stringify({ type: 'speech.audio.done', usage: (JSON.parse(result) as SpeechEnd).usage } satisfies SpeechAudioDone)}\n\n`,
   error: (error) => `data: ${JSON.stringify(openaiFormat.body(error))}\n\n`,
 };
