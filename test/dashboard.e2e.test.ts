@@ -15,7 +15,8 @@ import { CHROMIUM_ARGS, findChromium, repoRoot, type Stack } from '@gateway/test
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const ROOT_PASSWORD = 'root-password-for-tests';
-const it = stackTest({ env: { ADMIN_PASSWORD: ROOT_PASSWORD } });
+// Every job kept on the board once finished (one in 10 by default), so the test's few are all there.
+const it = stackTest({ env: { ADMIN_PASSWORD: ROOT_PASSWORD, QUEUE_BOARD_KEEP_ONE_IN: '1' } });
 let adminToken: string;
 let commonToken: string;
 

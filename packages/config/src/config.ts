@@ -88,6 +88,8 @@ export const configSchema = z.object({
   QUEUE_WAITING_PER_SLOT: integer(1, 0, 64),
   /** BullMQ queues the completion and audio queues are each split into (a Redis Cluster spreads them over its masters). */
   QUEUE_SHARDS: integer(1, 1, 64),
+  /** One model job in this many stays on the queue board once completed (0: none); management jobs and failed jobs are all kept. */
+  QUEUE_BOARD_KEEP_ONE_IN: integer(10, 0, 1_000_000),
   /** Replies and stream chunks for one gateway within this many ms share one reply-stream entry (0: one event-loop turn). */
   REPLY_COALESCE_MS: integer(0, 0, 100),
   REQUEST_TIMEOUT_MS: integer(120_000, 100, 3_600_000),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { finishedJobData, keptWhenFinished, KEPT_WHEN_FINISHED, REMOVED_WHEN_FINISHED } from './finished-jobs.ts';
+import { finishedJobData, finishedOptionsFor, keptWhenFailed, keptWhenFinished, KEPT_IF_FAILED, KEPT_WHEN_FINISHED, REMOVED_WHEN_FINISHED } from './finished-jobs.ts';
 
 const envelope = { requestId: 'r-1', replyTo: 'ingress-7', deadline: 1, stream: true, window: 4096, hold: 'hold-1', tenant: { userId: 3, tokenId: 9 } };
 
@@ -24,5 +24,14 @@ describe('a finished job kept on its queue', () => {
     expect(keptWhenFinished(KEPT_WHEN_FINISHED)).toBe(true);
     expect(keptWhenFinished(REMOVED_WHEN_FINISHED)).toBe(false);
     expect(keptWhenFinished({})).toBe(false);
+  });
+
+  it('keeps one job in N once completed, every failed one, and none at 0', () => {
+    const kept = Array.from({ length: 30 }, (_, turn) => finishedOptionsFor(turn, 10)).filter(keptWhenFinished);
+    expect(kept).toHaveLength(3);
+    expect(Array.from({ length: 30 }, (_, turn) => finishedOptionsFor(turn, 10)).every(keptWhenFailed)).toBe(true);
+    expect(keptWhenFinished(KEPT_IF_FAILED)).toBe(false);
+    expect(finishedOptionsFor(0, 1)).toBe(KEPT_WHEN_FINISHED);
+    expect(finishedOptionsFor(0, 0)).toBe(REMOVED_WHEN_FINISHED);
   });
 });

@@ -10,7 +10,7 @@ import { publishJobControl } from './job-control.ts';
 import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
 import { dropPayload, newPayloadKey, PAYLOAD_INLINE_MAX_CHARS, putPayload } from './payload-beside.ts';
 import { queueScripts } from './queue-scripts.ts';
-import { KEPT_WHEN_FINISHED, REMOVED_WHEN_FINISHED } from './finished-jobs.ts';
+import { finishedOptionsFor, REMOVED_WHEN_FINISHED } from './finished-jobs.ts';
 
 /** How a client's full socket ended: it drained (the client reads again), or the client left. */
 export type CaughtUp = 'drained' | 'gone';
@@ -133,7 +133,7 @@ async function removeIfWaiting(redis: Redis, queue: Queue, jobId: string): Promi
  * stalled twice, its worker killed, does; a handler's failure is a reply, not a failed job).
  * A failed job kept its payload (up to BODY_LIMIT_BYTES) for as long as it stayed in the failed
  * set; nobody reads that set, and the worker's log says why the job ended. A client made with
- * `keepFinished` keeps a recent few instead, without their payloads (finished-jobs.ts).
+ * `keepFinishedOneIn` keeps a recent sample instead, without their payloads (finished-jobs.ts).
  */
 export const defaultJobOptions = {
   ...REMOVED_WHEN_FINISHED,
@@ -180,19 +180,22 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue[]>();
   /** Next shard of each queue, round robin. */
   private readonly turn = new Map<QueueName, number>();
-  private readonly jobOptions: JobsOptions;
+  private readonly keepFinishedOneIn: number;
+  /** Jobs added so far, for the one in `keepFinishedOneIn` kept once finished. */
+  private added = 0;
 
   /**
    * `shards`: how many BullMQ queues the completion and audio queues are split into (QUEUE_SHARDS).
-   * `keepFinished`: its jobs stay in their queue's completed or failed set once they end, a recent
-   * few (KEPT_COMPLETED, KEPT_FAILED), for the queue dashboard; not for jobs whose ids are reused
-   * (a batch line's), which an add would take for the finished one.
+   * `keepFinishedOneIn`: one job in this many stays in its queue's completed set once it ends, and
+   * every job that fails in its failed set, a recent few (KEPT_COMPLETED, KEPT_FAILED), for the
+   * queue dashboard (0: none; the default); not for jobs whose ids are reused (a batch line's),
+   * which an add would take for the finished one.
    */
-  constructor(redis: Redis, inbox: ReplyInbox, { shards = 1, keepFinished = false }: { shards?: number; keepFinished?: boolean } = {}) {
+  constructor(redis: Redis, inbox: ReplyInbox, { shards = 1, keepFinishedOneIn = 0 }: { shards?: number; keepFinishedOneIn?: number } = {}) {
     this.redis = redis;
     this.inbox = inbox;
     this.shards = shards;
-    this.jobOptions = keepFinished ? { ...KEPT_WHEN_FINISHED, attempts: 1 } : defaultJobOptions;
+    this.keepFinishedOneIn = keepFinishedOneIn;
     defineLuaScripts(redis, queueScripts);
   }
 
@@ -201,7 +204,7 @@ export class JobClient {
     let queues = this.queues.get(name);
     if (!queues) {
       queues = shardPrefixes(name, this.shards).map((prefix) => {
-        const queue = new Queue(name, { connection: this.redis, prefix, defaultJobOptions: this.jobOptions, streams: { events: { maxLen: 1000 } } });
+        const queue = new Queue(name, { connection: this.redis, prefix, defaultJobOptions, streams: { events: { maxLen: 1000 } } });
         queue.on('error', () => {});
         return queue;
       });
@@ -258,7 +261,9 @@ export class JobClient {
     // prioritized set; its envelope keeps its rank for the worker.
     const bullPriority = options.priority && !options.tenant?.listed ? options.priority : undefined;
     const timestamp = options.queuedAt ?? Date.now();
-    const jobOptions = bullPriority ? { jobId, priority: bullPriority, timestamp } : { jobId, timestamp };
+    // Management jobs are few and each worth seeing on the board: every one is kept.
+    const finished = this.keepFinishedOneIn > 0 ? finishedOptionsFor(queueName === 'admin' ? 0 : this.added++, this.keepFinishedOneIn) : {};
+    const jobOptions: JobsOptions = bullPriority ? { jobId, priority: bullPriority, timestamp, ...finished } : { jobId, timestamp, ...finished };
     // A large payload is stored first, then its job: no worker takes a job whose payload is still
     // on its way.
     const payloadKey = (options.payloadChars ?? 0) > PAYLOAD_INLINE_MAX_CHARS ? newPayloadKey() : undefined;

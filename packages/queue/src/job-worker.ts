@@ -13,7 +13,7 @@ import { registerWorker } from './worker-registry.ts';
 import { GatedWorker, type LaneGate } from './lane-gate.ts';
 import { ReplySender } from './reply-sender.ts';
 import { dropPayload, takePayload } from './payload-beside.ts';
-import { finishedJobData, keptWhenFinished } from './finished-jobs.ts';
+import { finishedJobData, keptWhenFailed, keptWhenFinished } from './finished-jobs.ts';
 
 /**
  * Most jobs one BullMQ Worker (lane) runs at once by default; higher concurrency opens more
@@ -319,7 +319,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // payload goes with it, as with a job that ends.
     worker.on('failed', (job) => {
       if (job?.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
-      if (job && keptWhenFinished(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
+      if (job && keptWhenFailed(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
     });
     lanes.push(worker);
   }

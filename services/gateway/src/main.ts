@@ -49,7 +49,7 @@ const uploads = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 // Its jobs' recent few stay on the queue dashboard once finished, without their payloads.
-const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS, keepFinished: true });
+const jobs = new JobClient(redis, inbox, { shards: config.QUEUE_SHARDS, keepFinishedOneIn: config.QUEUE_BOARD_KEEP_ONE_IN });
 const metrics = createGatewayMetrics();
 // The rows of requests that end here without a worker (refused, removed unrun); workers write the rest.
 const requestLog = startRequestLog(database && (() => database), config, log, (buffered) => requestLogMetrics(metrics.registry, buffered));
