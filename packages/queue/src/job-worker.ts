@@ -310,7 +310,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
     }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
-    worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
+    worker.on('error', (err) => options.log.warn({ err }, 'worker connection error'));
     // A job that stalled too often is failed by the worker that next takes it, without a run: its
     // payload goes with it, as with a job that ends.
     worker.on('failed', (job) => {
