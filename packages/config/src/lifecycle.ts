@@ -74,9 +74,10 @@ export const RECORDS_GRACE_MS = 5000;
  * writes its records, and the process exits outright `RECORDS_GRACE_MS` later.
  *
  * close-with-grace exits 1 at once on any signal after the first, whatever `onSecondSignal`
- * does. A terminal's Ctrl-C reaches `npm start` and its services both, and `npm start` then
- * sends SIGTERM: that second signal must not cut the drain short, so SIGTERM and SIGINT are
- * left out of close-with-grace and start its close here, once.
+ * does. A service run alone under npm gets a terminal's Ctrl-C twice (from the terminal, and
+ * forwarded by npm), and an impatient operator may send another: a second signal must not cut
+ * the drain short, so SIGTERM and SIGINT are left out of close-with-grace and start its close
+ * here, once.
  */
 export function onShutdown(shutdown: (signal: string, deadline: number) => Promise<void>, timeoutMs: number, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
   let stopSignal: NodeJS.Signals | undefined;
