@@ -138,15 +138,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   let stopping = false;
   let postgres: StoreProcess | undefined;
 
+  let stopped: Promise<void> | undefined;
   async function stop(exitCode: number): Promise<never> {
-    if (!stopping) {
-      stopping = true;
+    stopping = true;
+    // Once, however many signals come (a terminal's Ctrl-C, npm's forwarded copy, another
+    // Ctrl-C): a later one waits for the stop under way instead of exiting in its middle.
+    stopped ??= (async () => {
       // The gateway's requests in flight need the workers and Redis; the workers' last log rows
       // and charges need Redis and PostgreSQL.
       await stopServices([...children].filter(([name]) => name === 'gateway').map(([, child]) => child));
       await stopServices([...children].filter(([name]) => name !== 'gateway').map(([, child]) => child));
       await Promise.all([redisProcess?.stop(), postgres?.stop()]);
-    }
+    })();
+    await stopped;
     process.exit(exitCode);
   }
   process.on('SIGINT', () => void stop(0));

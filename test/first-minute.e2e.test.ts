@@ -184,6 +184,7 @@ describe('npm start', () => {
       // Stopped within the gateway's bound (SHUTDOWN_TIMEOUT_MS, 10 s, and 5 s to write records), the workers' after it.
       const stoppedIn = (await exited) - interruptedAt;
       expect(stoppedIn).toBeLessThan(15_000);
+      console.log(`Ctrl-C with a 3-second stream in flight: stopped in ${stoppedIn} ms, the stream whole (${events.length} events); answers meanwhile: ${answers.join(', ')}`);
       expect(run.output()).not.toContain('[not an Error]');
       expect(await redisIsGone(redisPort(run.banner))).toBe(true);
     } finally {
