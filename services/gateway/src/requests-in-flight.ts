@@ -27,16 +27,23 @@ export class RequestsInFlight {
   }
 
   /**
-   * Resolves once no request is in flight, or at `deadline` after cutting those left (and
-   * waiting up to `graceMs` for them to end); resolves with the number cut.
+   * Resolves once the requests in flight now have ended, or at `deadline` after cutting those
+   * left (and waiting up to `graceMs` for them to end); resolves with the number cut. Requests
+   * that come meanwhile (answered 503 at once) are not waited for: a steady flow of them would
+   * otherwise hold every drain to its deadline.
    */
   async drain(deadline: number, graceMs = 1000): Promise<number> {
-    while (this.requests.size > 0 && Date.now() < deadline) await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
-    const cut = this.requests.size;
+    const waited = new Set(this.requests);
+    const left = () => {
+      for (const request of waited) if (!this.requests.has(request)) waited.delete(request);
+      return waited.size;
+    };
+    while (left() > 0 && Date.now() < deadline) await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
+    const cut = left();
     if (cut === 0) return 0;
-    for (const request of this.requests) cutShort(request, STOPPED);
+    for (const request of waited) cutShort(request, STOPPED);
     const ended = Date.now() + graceMs;
-    while (this.requests.size > 0 && Date.now() < ended) await sleep(20);
+    while (left() > 0 && Date.now() < ended) await sleep(20);
     return cut;
   }
 }
