@@ -42,11 +42,13 @@ export function startBanner(stack: LocalStack): string {
     `Data        ${whereData(stack)}`,
     ...secretKeyLines(stack),
     '',
-    'Next: add your first channel (an upstream provider), with root\'s access token in ADMIN_TOKEN',
-    '(the one you set, or the one printed when root was created):',
-    `  curl -s ${g}/api/channel/ -H "Authorization: Bearer $ADMIN_TOKEN" -H "Content-Type: application/json" \\`,
+    // A name the gateway does not read: exported in the shell that starts it, ADMIN_TOKEN would
+    // become a setting, and a start from a shell without it would change root's credentials.
+    'Next: add your first channel (an upstream provider), with root\'s access token in ROOT_TOKEN',
+    '(export ROOT_TOKEN=…: the one printed when root was created, or the ADMIN_TOKEN you set):',
+    `  curl -s ${g}/api/channel/ -H "Authorization: Bearer $ROOT_TOKEN" -H "Content-Type: application/json" \\`,
     `    -d '{"name":"openai","type":"openai","key":"sk-…","base_url":"https://api.openai.com","models":["gpt-3.5-turbo-instruct"]}'`,
     'then create an API key (docs/management.md). No provider key at hand? Try `npm run demo`.',
-    'Ctrl-C stops everything.',
+    'Ctrl-C stops everything, once the requests in flight have ended (new ones are answered 503 meanwhile).',
   ]);
 }

@@ -3,8 +3,10 @@
  * redis-server (unless a Redis URL is given; data in its own folder, AOF on, noeviction), then
  * the gateway and the four workers (admin, completion, audio, batch) as separate processes, with an
  * embedded PostgreSQL unless DATABASE_URL names one. It resolves once everything is up
- * (the gateway ready, a worker on every queue), and stops it all (Redis last) on Ctrl-C or
- * SIGTERM.
+ * (the gateway ready, a worker on every queue), and stops it all on Ctrl-C or SIGTERM, in order:
+ * the gateway drains (answering new requests 503 meanwhile), then the workers finish, then Redis
+ * and PostgreSQL. Every child runs in a process group of its own, so a terminal's Ctrl-C (SIGINT
+ * to its foreground group) reaches this process alone, and the order is this process's.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -15,9 +17,10 @@ import { Queue } from 'bullmq';
 import { ConfigError, describeRedisTarget, freePort, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
 import { QueueName } from '@gateway/contracts';
 import { createRedis, shardPrefixes, waitForRedis } from '@gateway/queue';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/database';
+import { spawnRedisApart, startPostgresApart, type StoreProcess } from './stores-apart.ts';
 
 const services = ['admin-worker', 'completion-worker', 'audio-worker', 'batch-worker', 'gateway'] as const;
+type Service = (typeof services)[number];
 
 export interface LocalStackOptions {
   /** A Redis of your own (a URL, or a cluster's seed nodes); unset: an embedded redis-server. */
@@ -117,30 +120,37 @@ async function waitUntilUp(target: RedisTarget, shards: number, gatewayUrl: stri
   }
 }
 
+/** SIGTERM to each (a service drains on it, within its SHUTDOWN_TIMEOUT_MS); resolves once all have exited. */
+async function stopServices(processes: ChildProcess[]): Promise<void> {
+  await Promise.all(processes.map((child) => new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done(null);
+    child.once('exit', done);
+    child.kill('SIGTERM');
+  })));
+}
+
 export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  const children: ChildProcess[] = [];
-  let redisProcess: ChildProcess | undefined;
+  const children = new Map<Service, ChildProcess>();
+  let redisProcess: StoreProcess | undefined;
   let redisDataDir: string | undefined;
   let redis = options.redis;
   let stopping = false;
-  let postgres: EmbeddedDatabase | undefined;
+  let postgres: StoreProcess | undefined;
 
+  let stopped: Promise<void> | undefined;
   async function stop(exitCode: number): Promise<never> {
-    if (!stopping) {
-      stopping = true;
-      await Promise.all(children.map((child) => new Promise((done) => {
-        if (child.exitCode !== null || child.signalCode !== null) return done(null);
-        child.once('exit', done);
-        child.kill('SIGTERM');
-      })));
-      if (redisProcess && redisProcess.exitCode === null) {
-        const exited = new Promise((done) => redisProcess!.once('exit', done));
-        redisProcess.kill('SIGTERM'); // redis flushes its AOF on SIGTERM
-        await exited;
-      }
-      await postgres?.stop().catch(() => {});
-    }
+    stopping = true;
+    // Once, however many signals come (a terminal's Ctrl-C, npm's forwarded copy, another
+    // Ctrl-C): a later one waits for the stop under way instead of exiting in its middle.
+    stopped ??= (async () => {
+      // The gateway's requests in flight need the workers and Redis; the workers' last log rows
+      // and charges need Redis and PostgreSQL.
+      await stopServices([...children].filter(([name]) => name === 'gateway').map(([, child]) => child));
+      await stopServices([...children].filter(([name]) => name !== 'gateway').map(([, child]) => child));
+      await Promise.all([redisProcess?.stop(), postgres?.stop()]);
+    })();
+    await stopped;
     process.exit(exitCode);
   }
   process.on('SIGINT', () => void stop(0));
@@ -157,13 +167,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     redisDataDir = resolve(options.redisDataDir);
     mkdirSync(redisDataDir, { recursive: true });
     const port = options.redisPort || (await freePort());
-    redisProcess = spawn(
-      'redis-server',
+    redisProcess = spawnRedisApart(
       ['--port', String(port), '--bind', '127.0.0.1', '--dir', redisDataDir, '--appendonly', 'yes', '--appendfsync', 'everysec',
         '--save', '', '--maxmemory-policy', 'noeviction', '--protected-mode', 'yes', '--logfile', 'redis.log'],
-      { stdio: 'inherit' },
     );
-    redisProcess.once('exit', (code) => {
+    redisProcess.process.once('exit', (code) => {
       if (!stopping) fail(`the embedded redis-server exited (${code}); see ${redisDataDir}/redis.log`);
     });
     redis = `redis://127.0.0.1:${port}`;
@@ -177,11 +185,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   if (!databaseUrl) {
     postgresDataDir = resolve(options.postgresDataDir);
     try {
-      postgres = await startEmbeddedPostgres({ dataDir: postgresDataDir, port: await freePort() });
+      const started = await startPostgresApart(postgresDataDir, await freePort());
+      postgres = started;
+      databaseUrl = started.url;
+      started.process.once('exit', (code) => {
+        if (!stopping) fail(`the embedded PostgreSQL exited (${code})`);
+      });
     } catch (error) {
-      fail(`the embedded PostgreSQL did not start (${error instanceof Error ? error.message : "it exited at once; is another server using its data folder?"}); set DATABASE_URL to a PostgreSQL of your own`);
+      fail(`the embedded PostgreSQL did not start (${(error as Error).message}); set DATABASE_URL to a PostgreSQL of your own`);
     }
-    databaseUrl = postgres.url;
   }
 
   const port = options.port || (await freePort());
@@ -194,13 +206,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     secretKeyFile = { path: resolve(options.secretKeyFile), created };
   }
   for (const name of services) {
-    const child = spawn(process.execPath, [...nodeFlagsOf(name), `services/${name}/src/main.ts`], { stdio: 'inherit', env });
+    // Its own process group: stopped by this process, in order (GW_PARENT_PID ends it should this one die).
+    const child = spawn(process.execPath, [...nodeFlagsOf(name), `services/${name}/src/main.ts`], { stdio: 'inherit', env, detached: true });
     child.once('exit', (code, signal) => {
       if (stopping) return;
       process.stderr.write(`${name} exited (${code ?? signal}); stopping everything\n`);
       void stop(1);
     });
-    children.push(child);
+    children.set(name, child);
   }
   const host = options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
   const gatewayUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -1,7 +1,8 @@
 /**
  * A newcomer's first minute, as the README tells it: `npm start` and `npm run demo` run as a
  * person runs them (npm, then Ctrl-C to the process group), with what they print read as a
- * person reads it, and the demo's printed curl lines run as they are.
+ * person reads it, and the demo's printed curl lines run as they are; root's printed token kept
+ * in the shell across restarts, and a Ctrl-C with a stream in flight.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { repoRoot } from '@gateway/testkit';
+import { repoRoot, startMockOpenAIUpstream } from '@gateway/testkit';
 
 const scratch = mkdtempSync(join(tmpdir(), 'gw-first-minute-'));
 const groups: number[] = [];
@@ -74,8 +75,19 @@ async function redisIsGone(port: number): Promise<boolean> {
   }
 }
 
+/** A management call with root's printed token: its status and body. */
+async function asRoot(gateway: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; data: any }> {
+  const answer = await fetch(`${gateway}${path}`, {
+    method, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: answer.status, data: ((await answer.json()) as { data?: unknown }).data };
+}
+
 describe('npm start', () => {
   const data = join(scratch, 'start-redis');
+  /** Root's access token as the first start printed it. */
+  let printedToken = '';
 
   it('prints JSON logs when not on a terminal, then a banner saying where everything is', async () => {
     const run = await npmRun('start', { REDIS_DATA_DIR: data }, /The AI model gateway is up\./);
@@ -85,6 +97,8 @@ describe('npm start', () => {
     await expect.poll(() => readyServices().size).toBe(5);
     for (const line of logLines()) expect(() => JSON.parse(line)).not.toThrow();
     expect(run.output()).toMatch(/Root password \(shown once\): \S+/);
+    printedToken = /Access token \(shown once\): (\S+)/.exec(run.output())?.[1] ?? '';
+    expect(printedToken).not.toBe('');
 
     const gateway = field(run.banner, 'Gateway');
     expect(gateway).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -110,7 +124,11 @@ describe('npm start', () => {
   }, 90_000);
 
   it('prints readable lines with LOG_FORMAT=pretty, and no credentials on a later start', async () => {
-    const run = await npmRun('start', { REDIS_DATA_DIR: data, LOG_FORMAT: 'pretty' }, /The AI model gateway is up\./);
+    // Started from a shell where the banner's advice was followed: the printed token exported
+    // (as ADMIN_TOKEN, the name older banners gave).
+    const run = await npmRun('start', { REDIS_DATA_DIR: data, LOG_FORMAT: 'pretty', ADMIN_TOKEN: printedToken }, /The AI model gateway is up\./);
+    expect((await asRoot(field(run.banner, 'Gateway'), printedToken, 'GET', '/api/user/self')).status).toBe(200);
+    expect(run.banner).not.toContain('$ADMIN_TOKEN');
     const logs = run.output().slice(0, run.output().indexOf('The AI model gateway is up'));
     expect(logs).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: gateway › ready/m);
     expect(logs.split('\n').some((line) => line.startsWith('{'))).toBe(false);
@@ -118,6 +136,68 @@ describe('npm start', () => {
     expect(run.banner).not.toMatch(/made just now/);
     expect(await interrupt(run)).toBe(true);
   }, 90_000);
+
+  it('keeps the printed token from a shell without it, and on Ctrl-C drains a stream in flight, answering 503 meanwhile', async () => {
+    const run = await npmRun('start', { REDIS_DATA_DIR: data }, /The AI model gateway is up\./);
+    const gateway = field(run.banner, 'Gateway');
+    // The token printed at the first start works after a start with it in ADMIN_TOKEN and one without.
+    expect((await asRoot(gateway, printedToken, 'GET', '/api/user/self')).status).toBe(200);
+
+    // A stream of 60 words over about 3 s.
+    const upstream = await startMockOpenAIUpstream({ text: Array.from({ length: 60 }, (_, i) => `w${i}`).join(' '), chunkDelayMs: 50 });
+    try {
+      const channel = await asRoot(gateway, printedToken, 'POST', '/api/channel/', { name: 'slow', type: 'openai', key: 'sk-test', base_url: upstream.url, models: ['slow-stream'] });
+      expect(channel.status).toBe(200);
+      const { key } = (await asRoot(gateway, printedToken, 'POST', '/api/token/', { name: 'stop-test', unlimited_quota: true })).data as { key: string };
+      const stream = await fetch(`${gateway}/v1/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': 'stopped-stream' },
+        body: JSON.stringify({ model: 'slow-stream', prompt: 'hello', stream: true }),
+      });
+      expect(stream.status).toBe(200);
+      const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+      let text = (await reader.read()).value ?? '';
+      const read = (async () => {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return text;
+          text += value;
+        }
+      })();
+
+      // Ctrl-C with the stream under way.
+      const exited = new Promise<number>((resolve) => run.child.once('exit', () => resolve(Date.now())));
+      const interruptedAt = Date.now();
+      process.kill(-run.child.pid!, 'SIGINT');
+      // A request sent meanwhile is told to come back (503, Retry-After), never refused.
+      const answers: string[] = [];
+      const ask = () => fetch(`${gateway}/v1/models`, { headers: { authorization: `Bearer ${key}` } })
+        .then((answer) => `${answer.status} ${answer.headers.get('retry-after') ?? '-'}`, (error: Error) => `refused ${String((error.cause as Error | undefined)?.message ?? error.message)}`);
+      await expect.poll(async () => answers[answers.push(await ask()) - 1], { timeout: 5000, interval: 100 }).toMatch(/^(503|refused)/);
+      expect(answers.at(-1)).toMatch(/^503 \d+$/);
+
+      // The stream ends with all its 60 words and [DONE].
+      const events = (await read).split('\n\n').filter((event) => event.startsWith('data: '));
+      const words = events.filter((event) => event !== 'data: [DONE]').map((event) => (JSON.parse(event.slice(6)) as { choices: { text: string }[] }).choices[0]?.text ?? '').join('');
+      expect(words.trim().split(/\s+/)).toHaveLength(60);
+      expect(events.at(-1)).toBe('data: [DONE]');
+      // Stopped within the gateway's bound (SHUTDOWN_TIMEOUT_MS, 10 s, and 5 s to write records), the workers' after it.
+      const stoppedIn = (await exited) - interruptedAt;
+      expect(stoppedIn).toBeLessThan(15_000);
+      console.log(`Ctrl-C with a 3-second stream in flight: stopped in ${stoppedIn} ms, the stream whole (${events.length} events); answers meanwhile: ${answers.join(', ')}`);
+      expect(run.output()).not.toContain('[not an Error]');
+      expect(await redisIsGone(redisPort(run.banner))).toBe(true);
+    } finally {
+      await upstream.close();
+    }
+
+    // After a restart, the stream's row is in the request log: 200, its 60 words charged.
+    const again = await npmRun('start', { REDIS_DATA_DIR: data }, /The AI model gateway is up\./);
+    const rows = await asRoot(field(again.banner, 'Gateway'), printedToken, 'GET', '/api/log/?request_id=stopped-stream');
+    expect(rows.status).toBe(200);
+    expect(rows.data.items).toMatchObject([{ status: 200, streamed: true, prompt_tokens: 1, completion_tokens: 60 }]);
+    expect(await interrupt(again)).toBe(true);
+  }, 150_000);
 });
 
 describe('npm run demo', () => {

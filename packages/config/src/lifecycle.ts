@@ -62,31 +62,40 @@ function exitWithParent(): void {
 const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 
 /**
+ * After the drain's deadline, the time a process has to end what was left (a gateway's requests,
+ * a worker's jobs) and write their log rows and charges, before it is exited outright.
+ */
+export const RECORDS_GRACE_MS = 5000;
+
+/**
  * Runs `shutdown` once on SIGTERM, SIGINT (and the other signals and uncaught errors
- * close-with-grace listens for), and exits when it is done (0, or 1 after an error) or after
- * `timeoutMs`.
+ * close-with-grace listens for), and exits when it is done (0, or 1 after an error). `shutdown`
+ * is given a deadline, `timeoutMs` from now, for its drain: past it, it ends what is left and
+ * writes its records, and the process exits outright `RECORDS_GRACE_MS` later.
  *
  * close-with-grace exits 1 at once on any signal after the first, whatever `onSecondSignal`
- * does. A terminal's Ctrl-C reaches `npm start` and its services both, and `npm start` then
- * sends SIGTERM: that second signal must not cut the drain short, so SIGTERM and SIGINT are
- * left out of close-with-grace and start its close here, once.
+ * does. A service run alone under npm gets a terminal's Ctrl-C twice (from the terminal, and
+ * forwarded by npm), and an impatient operator may send another: a second signal must not cut
+ * the drain short, so SIGTERM and SIGINT are left out of close-with-grace and start its close
+ * here, once.
  */
-export function onShutdown(shutdown: (signal: string) => Promise<void>, timeoutMs: number, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
+export function onShutdown(shutdown: (signal: string, deadline: number) => Promise<void>, timeoutMs: number, log: { info(o: object, m: string): void; error(o: object, m: string): void }): void {
   let stopSignal: NodeJS.Signals | undefined;
   let closing = false;
   const closer = closeWithGrace(
     {
-      delay: timeoutMs + 1000,
+      delay: timeoutMs + RECORDS_GRACE_MS,
       logger: false,
       skip: [...STOP_SIGNALS],
       onTimeout: () => log.error({ timeoutMs }, 'shutdown deadline passed; exiting'),
     },
     async ({ signal, err }) => {
       closing = true;
+      const deadline = Date.now() + timeoutMs;
       if (err) log.error({ err }, 'uncaught error; shutting down');
       else log.info({ signal: signal ?? stopSignal }, 'shutting down');
       try {
-        await shutdown(signal ?? stopSignal ?? 'error');
+        await shutdown(signal ?? stopSignal ?? 'error', deadline);
       } catch (error) {
         log.error({ err: error }, 'shutdown failed');
         throw error;

@@ -34,10 +34,27 @@ export const redactedPaths = [
  * a long message's tail.
  */
 export function safeError(error: unknown): { type: string; message: string; stack?: string } | unknown {
-  if (!(error instanceof Error)) return error === undefined || error === null ? error : { type: typeof error, message: '[not an Error]' };
-  const message = error.message.length > 300 ? `${error.message.slice(0, 300)}…` : error.message;
+  if (error === undefined || error === null) return error;
+  if (!(error instanceof Error)) return notAnError(error);
+  const message = cut(error.message);
   const frames = error.stack?.split('\n').filter((line) => line.trimStart().startsWith('at ')).join('\n');
   return { type: error.constructor?.name ?? error.name, message, ...(frames ? { stack: frames } : {}) };
+}
+
+const cut = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text);
+
+/**
+ * What was thrown or emitted in an error's place, as much of it as an error would show: a string
+ * (some libraries emit an error's message alone) or a number as it is, an object by its class and
+ * its `message`, or its field names (never their values).
+ */
+function notAnError(value: unknown): { type: string; message: string } {
+  if (typeof value !== 'object' && typeof value !== 'function') return { type: typeof value, message: cut(String(value)) };
+  const message = (value as { message?: unknown }).message;
+  const type = (value as object).constructor?.name ?? typeof value;
+  if (typeof message === 'string') return { type, message: cut(message) };
+  const fields = Object.keys(value as object).slice(0, 20);
+  return { type, message: fields.length ? `not an Error; fields: ${fields.join(', ')}` : 'not an Error; no fields' };
 }
 
 /**

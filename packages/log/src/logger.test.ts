@@ -31,6 +31,17 @@ describe('an error in a log line', () => {
     expect(JSON.stringify(shown)).not.toContain('sk-channel-key-in-clear');
     expect(shown).toMatchObject({ type: 'Error', message: 'ERR Error running script' });
   });
+
+  it('shows what was logged in an error\'s place: a message alone, a number, an object\'s message or its field names, never a field\'s value', async () => {
+    const { safeError } = await import('./index.ts');
+    // BullMQ's 'error' event was logged by its message alone: a line said only "[not an Error]".
+    expect(safeError('Connection is closed.')).toEqual({ type: 'string', message: 'Connection is closed.' });
+    expect(safeError(42)).toEqual({ type: 'number', message: '42' });
+    expect(safeError({ message: 'socket hang up', code: 'ECONNRESET' })).toEqual({ type: 'Object', message: 'socket hang up' });
+    const shown = safeError({ code: 'ECONNRESET', args: ['sk-secret-in-clear'] });
+    expect(shown).toEqual({ type: 'Object', message: 'not an Error; fields: code, args' });
+    expect(JSON.stringify(safeError('x'.repeat(1000)))).toHaveLength(JSON.stringify({ type: 'string', message: `${'x'.repeat(300)}…` }).length);
+  });
 });
 
 describe('lines held before they are written', () => {

@@ -120,8 +120,19 @@ export interface JobWorker {
   worker: Worker;
   /** Commands connection of this worker process, for handlers that need the store. */
   redis: Redis;
-  close(): Promise<void>;
+  /**
+   * Stops taking jobs and finishes those it holds; at `deadline` (epoch ms) ends those still
+   * running: their senders are answered 503 and their ends reported (`onJobEnd`) with what the
+   * handler learned, so their log rows and charges are written before the process exits.
+   */
+  close(deadline?: number): Promise<void>;
 }
+
+/** A job's signal's reason when its worker's shutdown ended it. */
+class WorkerStopping extends Error {}
+
+/** What the sender of a job ended by its worker's shutdown is answered. */
+const stoppedBeforeTheEnd = () => overloaded('the worker stopped before this answer was complete; send the request again');
 
 /**
  * Runs a handler for every job of a queue and sends its result, error or chunks back on the
@@ -155,11 +166,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     return undefined;
   };
 
+  /** The jobs running here, for a shutdown that must end them at its deadline. */
+  const running = new Set<AbortController>();
+
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
   const run = async (gate: LaneGate, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
     cancels.track(jobId, controller);
+    running.add(controller);
     /** Characters of stream chunks sent, for the credit window. */
     let sent = 0;
     const waitForCredit = async (until: number) => {
@@ -211,6 +226,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
         return { outcome: 'cancelled' };
       }
+      if (controller.signal.reason instanceof WorkerStopping) {
+        const stopped = stoppedBeforeTheEnd();
+        await replies.error(envelope.replyTo, jobId, stopped.toReply(), envelope.deadline).catch(() => {});
+        return { outcome: 'error', error: stopped };
+      }
       if (controller.signal.aborted) return { outcome: 'cancelled' };
       const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
       await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);
@@ -218,6 +238,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     } finally {
       clearTimeout(timer);
       cancels.untrack(jobId);
+      running.delete(controller);
     }
   };
 
@@ -314,7 +335,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
     }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
-    worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
+    worker.on('error', (err) => options.log.warn({ err }, 'worker connection error'));
     // A job that stalled too often is failed by the worker that next takes it, without a run: its
     // payload goes with it, as with a job that ends.
     worker.on('failed', (job) => {
@@ -330,8 +351,14 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   return {
     worker,
     redis,
-    async close() {
+    async close(deadline?: number) {
+      const cut = deadline === undefined ? undefined : setTimeout(() => {
+        if (running.size === 0) return;
+        options.log.warn({ queue: options.queue, jobs: running.size }, 'shutdown deadline passed; the jobs still running were ended (503), charged for what they had used');
+        for (const controller of running) controller.abort(new WorkerStopping('the worker is stopping'));
+      }, Math.max(0, deadline - Date.now()));
       await Promise.all(lanes.map((lane) => lane.close()));
+      clearTimeout(cut);
       await registration.stop();
       clearInterval(flushTimer);
       if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});

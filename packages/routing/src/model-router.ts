@@ -378,7 +378,7 @@ export class ModelRouter {
       userId: decision.byRequest ? request.caller.userId : undefined,
       reason: `auto-disabled: ${decision.reason} (refusing the channel's key) ${this.settings.authFailuresBeforeDisable} times in a row`,
     }).catch((e: unknown) => {
-      request.log.warn({ err: (e as Error).message, channelId: channel.id }, 'could not record channel failure');
+      request.log.warn({ err: e, channelId: channel.id }, 'could not record channel failure');
       return 'none' as const;
     });
     request.log.warn({ channelId: channel.id, attempt: attempts.count, kind: error.kind, status: error.status || undefined, verdict }, 'upstream call failed');

@@ -168,6 +168,18 @@ describe("the environment's ADMIN_TOKEN", () => {
     await store.users.setEnvToken(root.id, null);
     expect(await store.users.findByAccessToken('env-admin-token-0123456789')).toBeNull();
   });
+
+  it('leaves the printed login token working when it was set as ADMIN_TOKEN and then unset, until a sign-in replaces it', async () => {
+    const root = await store.users.create({ username: 'printedroot', password_hash: 'x', role: 100 });
+    await store.users.setAccessToken(root.id, 'printed-token-0123456789');
+    for (const env of ['printed-token-0123456789', null, 'printed-token-0123456789', 'another-env-token-0123456', null]) {
+      await store.users.setEnvToken(root.id, env);
+      expect((await store.users.findByAccessToken('printed-token-0123456789'))?.id).toBe(root.id);
+    }
+    expect(await store.users.findByAccessToken('another-env-token-0123456')).toBeNull();
+    await store.users.setAccessToken(root.id, 'a-new-login-token-0123456');
+    expect(await store.users.findByAccessToken('printed-token-0123456789')).toBeNull();
+  });
 });
 
 describe('the key layout', () => {

@@ -188,10 +188,11 @@ export class UserStore {
       if (!current) throw notFound(`no user with id ${id}`);
       const set: Record<string, string> = { env_token_hash: hash };
       const index: IndexChanges = [];
-      // Versions before kept ADMIN_TOKEN as the login token: it becomes the credential of its own.
-      if (hash && current.access_token_hash === hash) set.access_token_hash = '';
-      const loginHash = set.access_token_hash ?? current.access_token_hash;
-      if (current.env_token_hash && current.env_token_hash !== hash && current.env_token_hash !== loginHash) {
+      // ADMIN_TOKEN may also be the login token (the one printed when root was made, exported
+      // as the banner once said): that one stays, however ADMIN_TOKEN changes, until a sign-in
+      // replaces it. Before, it was made the environment's alone, and a start without
+      // ADMIN_TOKEN revoked the printed token.
+      if (current.env_token_hash && current.env_token_hash !== hash && current.env_token_hash !== current.access_token_hash) {
         index.push({ op: 'hdel', key: keys.accessTokenIndex, field: current.env_token_hash });
       }
       // Set every time, so an index entry lost by an older version's revocation comes back.

@@ -82,8 +82,8 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     port: config.METRICS_PORT, host: config.HOST, redis, isRunning: () => worker.worker.isRunning(), registry: metrics.registry,
   });
 
-  onShutdown(async () => {
-    await worker.close(); // finishes the jobs it holds, giving their leases back
+  onShutdown(async (_signal, deadline) => {
+    await worker.close(deadline); // finishes the jobs it holds (ends those left at the deadline), giving their leases back
     await router.close(); // writes the usage not yet written
     await requestLog?.close(); // and the log rows
     http?.close();

@@ -37,6 +37,6 @@ export async function ensureRootUser(store: Store, config: Config, log: Logger):
   process.stderr.write(
     `\n  Root user created. Access token (shown once): ${token}\n` +
       (generatedPassword ? `  Root password (shown once): ${generatedPassword}\n` : '') +
-      '  Set ADMIN_TOKEN to choose the token yourself.\n\n',
+      '  Keep it as ROOT_TOKEN (export ROOT_TOKEN=…) for the curl lines; ADMIN_TOKEN is a setting, to choose the token yourself.\n\n',
   );
 }

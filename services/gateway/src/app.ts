@@ -29,6 +29,7 @@ import { clientErrorHandler, rememberRequestPaths } from './client-errors.ts';
 import { registerJsonBodyParser } from './json-body.ts';
 import { wireConstraint } from './wire-constraint.ts';
 import { closeIdleConnections } from './idle-connections.ts';
+import { RequestsInFlight } from './requests-in-flight.ts';
 import { dropStalledReaders } from './stalled-readers.ts';
 import { UnreadBodies } from './unread-bodies.ts';
 import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
@@ -113,6 +114,11 @@ export interface Gateway {
   app: FastifyInstance;
   /** Turns readiness to 503 and refuses new requests (graceful shutdown). */
   beginShutdown(): void;
+  /**
+   * After `beginShutdown`, still listening: resolves once the requests in flight have ended, or
+   * at `deadline` having ended those left (an error in their wire format), with their number.
+   */
+  drain(deadline: number): Promise<number>;
 }
 
 /** A client's X-Request-Id as the gateway takes it: letters, digits and `._:-`, at most 128; else none. */
@@ -161,6 +167,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   const credentialPlaces = new CredentialPlaces();
   app.decorate('credentialPlaces', credentialPlaces);
   const requestTurns = takeRequestsInTurns(app.server, { places: credentialPlaces });
+  const inFlight = new RequestsInFlight(app.server);
   closeIdleConnections(app.server, { headersMs: deps.headersTimeoutMs, keepAliveMs: deps.keepAliveTimeoutMs });
   dropStalledReaders(app.server, deps.clientStallTimeoutMs, () => deps.log.warn('a client that stopped reading its answer was dropped'));
 
@@ -272,6 +279,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       const sweep = setInterval(() => app.server.closeIdleConnections(), 100);
       sweep.unref();
     },
+    drain: (deadline) => inFlight.drain(deadline),
   };
 }
 

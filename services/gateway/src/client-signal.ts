@@ -26,3 +26,16 @@ export function clientGoneSignal(request: FastifyRequest): AbortSignal {
   }
   return controller.signal;
 }
+
+/**
+ * Ends a request's wait for its job as its client's leaving would (the job is cancelled), with
+ * `reason`, which `stoppedBy` reads: a gateway's shutdown past its deadline.
+ */
+export function cutShort(raw: FastifyRequest['raw'], reason: unknown): void {
+  controllers.get(raw)?.abort(reason);
+}
+
+/** The reason `cutShort` gave, when the request was cut short rather than left by its client. */
+export function cutReason(request: FastifyRequest): unknown {
+  return controllers.get(request.raw)?.signal.reason;
+}

@@ -104,9 +104,15 @@ const address = gateway.app.server.address();
 const port = typeof address === 'object' && address ? address.port : config.PORT;
 addressPolicy.forbidden.push(...(await ownAddresses(config.HOST, port)));
 
-onShutdown(async () => {
+onShutdown(async (_signal, deadline) => {
   gateway.beginShutdown();
-  await gateway.app.close(); // waits for requests in flight
+  // Still listening, new requests answered 503 with Retry-After, until those in flight end.
+  const cut = await gateway.drain(deadline);
+  if (cut > 0) {
+    log.warn({ requests: cut }, 'shutdown deadline passed; requests still in flight were ended with a 503 (an error event for a stream)');
+    gateway.app.server.closeAllConnections();
+  }
+  await gateway.app.close();
   await inbox.stop();
   await jobs.close();
   refusals?.close();

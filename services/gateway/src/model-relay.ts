@@ -9,7 +9,8 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CLIENT_CLOSED_STATUS, GatewayError, overloaded, routeOfPayload, type ModelCaller, type QueueName, type RequestLogRow } from '@gateway/contracts';
 import { beforeDeadline, textSlices, type CaughtUp, type JobClient, type RemovedJob } from '@gateway/queue';
-import { clientGoneSignal } from './client-signal.ts';
+import { clientGoneSignal, cutReason } from './client-signal.ts';
+import { STOPPED } from './requests-in-flight.ts';
 import { priorityOf, type ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from './auth/api-key.ts';
 import { keyHolderOf } from './auth/request-auth.ts';
@@ -164,6 +165,9 @@ const streamHeaders = {
   'x-accel-buffering': 'no',
 };
 
+/** A request its gateway's shutdown ended past its deadline: its client may send it again, to another gateway. */
+const stoppedError = () => overloaded('the gateway stopped before this answer was complete; send the request again');
+
 /**
  * Enqueues the job and answers the client with its reply.
  *
@@ -247,7 +251,7 @@ async function relayAdmitted<P extends RelayedPayload>(
   if (!format) {
     // The worker's JSON goes to the client as it is: no parse and serialisation in between.
     const json = await options.jobs.requestText(options.queue, payload, enqueue).catch((error: unknown) => {
-      throw (failure = GatewayError.from(error));
+      throw (failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error));
     });
     reply.type('application/json; charset=utf-8');
     if (json.length <= options.responseBufferBytes) return reply.send(json);
@@ -307,7 +311,7 @@ async function relayAdmitted<P extends RelayedPayload>(
     begin();
     raw.end(format.end(result));
   } catch (error) {
-    failure = GatewayError.from(error);
+    failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error);
     if (!started) throw failure;
     const last = format.error(failure);
     if (last === undefined) raw.destroy();
