@@ -74,12 +74,17 @@ describe('lines held before they are written', () => {
 describe('warnings only', () => {
   it('writes every one of a run of warnings promptly, those logged while a write is in flight too', async () => {
     const { spawn } = await import('node:child_process');
-    // 40 warnings at once, then nothing: the process stays alive, and only its own flushes write them.
-    const script = `import { createLogger } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};\nconst log = createLogger('t', 'info', 'json');\nfor (let i = 0; i < 40; i++) log.warn({ i }, 'dropped');\nsetTimeout(() => {}, 5000);`;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_HOLD_MS: '1000' } });
+    // 40 warnings at once, then nothing: the process stays alive, and only its own flushes write
+    // them. The clock starts when they are logged (stderr says so), not at the spawn: a Node
+    // process takes longer than the hold to start on a loaded machine.
+    const script = `import { createLogger } from ${JSON.stringify(new URL('./index.ts', import.meta.url).pathname)};\nconst log = createLogger('t', 'info', 'json');\nfor (let i = 0; i < 40; i++) log.warn({ i }, 'dropped');\nprocess.stderr.write('logged\\n');\nsetTimeout(() => {}, 5000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_HOLD_MS: '1000' } });
     let out = '';
+    let logged = false;
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => { out += chunk; });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { if (chunk.includes('logged')) logged = true; });
     try {
+      await expect.poll(() => logged, { timeout: 60_000 }).toBe(true);
       await expect.poll(() => out.split('\n').filter(Boolean).length, { timeout: 900 }).toBe(40);
     } finally {
       child.kill('SIGKILL');
