@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, clientCancelled, GatewayError, modelNotAllowed, openaiErrorBody, type QueueName } from '@gateway/contracts';
 import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission } from '@gateway/admission';
-import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
+import { createBatchResultFiles, isDatabaseUnavailable, type BatchEnd, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { validateLines } from './validate-lines.ts';
@@ -23,6 +23,11 @@ export interface BatchFeedDeps {
   admission: ModelAdmission;
   /** The batch's key holder now (its limits may change while it runs); throws 401 once the key is gone. */
   holderOf: (batch: BatchRow) => Promise<KeyHolder>;
+  /**
+   * Bytes one user may keep (FILE_USER_MAX_BYTES): a batch whose user's uploads and batches,
+   * its results as they are written included, pass it stops and ends failed. Default no cap.
+   */
+  userMaxBytes?: number;
   /** Lines in flight at once (BATCH_WINDOW). */
   window: number;
   lineTimeoutMs: number;
@@ -58,6 +63,7 @@ const FLUSH_EVERY_MS = 100;
 
 const expiredLine = { code: 'batch_expired', message: "This request could not be executed before the batch's completion window expired." };
 const cancelledLine = { code: 'batch_cancelled', message: 'This request was not executed because the batch was cancelled.' };
+const storageFullLine = { code: 'batch_storage_full', message: "This request was not executed because its user's files and batches hold as many bytes as a user may keep (FILE_USER_MAX_BYTES)." };
 
 /**
  * Runs one batch that this worker holds: validates it, then keeps up to `window` of its lines in
@@ -79,6 +85,8 @@ export class BatchFeed {
   private expiring = false;
   /** Cancelled: the lines that have not begun are withdrawn, and none is sent again. */
   private withdrawing = false;
+  /** Why the batch stops for its user's storage cap (what its user keeps); set once. */
+  private storageFull: string | undefined;
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
   /** The reply stream's last entry read when the last successful flush began. */
@@ -155,6 +163,8 @@ export class BatchFeed {
     this.inbox.start();
 
     let status = await deps.runs.statusOf(this.batch.id);
+    // Another batch of the user's may have filled the cap before this one was taken.
+    if (status === 'in_progress') await this.checkStorage();
     let exhausted = false;
     let checkedAt = Date.now();
     let sweptAt = Date.now();
@@ -169,7 +179,7 @@ export class BatchFeed {
         const expired = this.expired(now);
         if (expired && !this.expiring) this.expire();
         if (status === 'cancelling' && !this.withdrawing) this.withdraw();
-        const ending = status === 'cancelling' || expired || status === undefined;
+        const ending = status === 'cancelling' || expired || status === undefined || this.storageFull !== undefined;
         // Topped up a quarter of the window at a time, not line by line: one query for many
         // lines, and the channel's slots stay fed from the three quarters still in flight.
         const free = deps.window - this.inFlight.size;
@@ -200,7 +210,7 @@ export class BatchFeed {
             for (const line of await deps.runs.linesInFlight(this.batch.id)) if (!this.inFlight.has(line.line)) this.follow(line);
             continue;
           }
-          await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : 'completed');
+          await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : this.storageFull !== undefined ? 'failed' : 'completed');
           return;
         }
       } catch (error) {
@@ -267,12 +277,12 @@ export class BatchFeed {
     }, () => { /* Redis away: the next sweep sends it again */ });
   }
 
-  private async end(end: 'completed' | 'cancelled' | 'expired'): Promise<void> {
+  private async end(end: BatchEnd): Promise<void> {
     const { runs, log } = this.deps;
     if (end === 'completed') await runs.finalizing(this.batch.id);
-    else await runs.endOpenLines(this.batch.id, end === 'cancelled' ? cancelledLine : expiredLine);
+    else await runs.endOpenLines(this.batch.id, end === 'cancelled' ? cancelledLine : end === 'failed' ? storageFullLine : expiredLine);
     const made = await createBatchResultFiles(this.deps.database, this.batch.id, this.batch.user_id);
-    await runs.end(this.batch.id, end, made);
+    await runs.end(this.batch.id, end, made, end === 'failed' ? { code: 'storage_full', message: this.storageFull! } : undefined);
     await this.inbox?.remove().catch(() => {});
     log.info({ batch: this.batch.id, end }, 'batch ended');
   }
@@ -420,7 +430,25 @@ export class BatchFeed {
       this.results = results.concat(this.results);
       this.deps.log.warn({ batch: this.batch.id, reason: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');
       await sleep(1000);
+      return;
     }
+    if (trim) await this.checkStorage().catch(() => { /* PostgreSQL away: checked at the next flush */ });
+  }
+
+  /**
+   * Stops the batch once its user keeps more than FILE_USER_MAX_BYTES (its results, and other
+   * batches', are counted as they are written): its lines not yet begun are withdrawn, those
+   * being answered are recorded, and it ends failed, with the results it has in its files.
+   */
+  private async checkStorage(): Promise<void> {
+    const cap = this.deps.userMaxBytes;
+    if (cap === undefined || this.storageFull !== undefined || this.stopped) return;
+    const kept = await this.deps.runs.keptBy(this.batch.user_id);
+    if (kept <= cap) return;
+    this.storageFull = `the batch was stopped: its user's files and batches (their results included) hold ${kept} bytes, more than the ${cap} a user may keep (FILE_USER_MAX_BYTES); the lines already answered are in its output and error files, delete files or ended batches' results to run more`;
+    this.deps.log.info({ batch: this.batch.id, kept, cap }, 'batch stopped: its user passed the storage cap');
+    if (!this.withdrawing) this.withdraw();
+    this.wake?.();
   }
 
   /** Lines whose job left its queue without a reply (a crash, a Redis restart) are sent again. */

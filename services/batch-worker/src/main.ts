@@ -43,6 +43,7 @@ const runner = new BatchRunner({
     openReader: () => createRedis(config.redis, { name: 'batch-worker-replies', blocking: true }),
     admission: new ModelAdmission({ rateLimit: new KeyRateLimit(redis), holds: new QuotaHolds(redis), fairShares: new FairShares(redis) }),
     holderOf: (batch) => keys.holderOf(batch),
+    userMaxBytes: config.FILE_USER_MAX_BYTES,
     window: config.BATCH_WINDOW,
     lineTimeoutMs: config.BATCH_LINE_TIMEOUT_MS,
     attempts: config.BATCH_LINE_ATTEMPTS,
