@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, clientCancelled, GatewayError, modelNotAllowed, openaiErrorBody, type QueueName } from '@gateway/contracts';
-import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission } from '@gateway/admission';
+import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission, type UserBodyBudget } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchEnd, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
@@ -28,6 +28,12 @@ export interface BatchFeedDeps {
    * its results as they are written included, pass it stops and ends failed. Default no cap.
    */
   userMaxBytes?: number;
+  /**
+   * The user's bytes of request bodies, shared with its live requests on every gateway
+   * (BODY_BUDGET_PER_USER_BYTES): a line's body is held from before its job is added until its
+   * job ends, and a line waits while its user's batches would hold more than `limit`.
+   */
+  bodies?: { budget: UserBodyBudget; limit: number };
   /** Lines in flight at once (BATCH_WINDOW). */
   window: number;
   lineTimeoutMs: number;
@@ -59,6 +65,8 @@ const asGatewayError = (error: unknown) => (isRedisUnavailable(error) ? redisUna
 const jobIdOf = (batchId: string, line: LineToRun) => `${batchId}:${line.line}:${line.attempt}`;
 const SWEEP_EVERY_MS = 3_000;
 const STATUS_EVERY_MS = 500;
+/** How often a line waiting for its user's body budget asks again. */
+const BODY_WAIT_MS = 200;
 const FLUSH_EVERY_MS = 100;
 
 const expiredLine = { code: 'batch_expired', message: "This request could not be executed before the batch's completion window expired." };
@@ -302,9 +310,13 @@ export class BatchFeed {
     };
     this.inFlight.set(line.line, entry);
     const requestId = randomUUID();
+    // Its body is in Redis already, as its job's payload: counted whatever the budget.
+    const bytes = Buffer.byteLength(line.body);
+    const held = this.deps.bodies?.budget.take(this.batch.user_id, bytes, this.deps.bodies.limit, true).then(() => true, () => false);
     this.jobs!.follow(jobIdOf(this.batch.id, line), { timeoutMs: this.deps.lineTimeoutMs, signal: entry.controller.signal })
       .then((text) => this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null }))
-      .catch((error: unknown) => this.failed(entry, GatewayError.from(error), requestId));
+      .catch((error: unknown) => this.failed(entry, GatewayError.from(error), requestId))
+      .finally(() => void held?.then((taken) => taken && this.deps.bodies!.budget.give(this.batch.user_id, bytes)));
   }
 
   private async runLine(entry: InFlight): Promise<void> {
@@ -312,10 +324,12 @@ export class BatchFeed {
     const { line } = entry;
     const endpoint = batchEndpoints[this.batch.endpoint]!;
     const requestId = randomUUID();
-    // Not cut at the batch's expiry: `expire` cancels what is left then, and a line that was
-    // answered at that moment is recorded, not lost.
-    const deadline = Date.now() + deps.lineTimeoutMs;
+    let heldBytes = 0;
     try {
+      heldBytes = await this.holdBody(entry);
+      // Not cut at the batch's expiry: `expire` cancels what is left then, and a line that was
+      // answered at that moment is recorded, not lost.
+      const deadline = Date.now() + deps.lineTimeoutMs;
       // Validated when the batch was: stored as the schema gave it.
       const request = JSON.parse(line.body) as { model: string };
       let holder: KeyHolder;
@@ -360,6 +374,29 @@ export class BatchFeed {
       this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null });
     } catch (error) {
       this.failed(entry, asGatewayError(error), requestId);
+    } finally {
+      // Its job has ended (or was never added): its payload has left Redis. A line left running
+      // for the batch's next holder is counted again by that holder, which follows it.
+      if (heldBytes > 0) deps.bodies!.budget.give(this.batch.user_id, heldBytes);
+    }
+  }
+
+  /**
+   * Waits until the line's body fits in its user's body budget beside the user's live requests
+   * and other lines, and holds it; resolves with the bytes held (0 without a budget).
+   */
+  private async holdBody(entry: InFlight): Promise<number> {
+    const bodies = this.deps.bodies;
+    if (!bodies) return 0;
+    const bytes = Buffer.byteLength(entry.line.body);
+    for (;;) {
+      if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
+      try {
+        if ((await bodies.budget.take(this.batch.user_id, bytes, bodies.limit)) === undefined) return bytes;
+      } catch (error) {
+        if (!isRedisUnavailable(error)) throw error;
+      }
+      await sleep(BODY_WAIT_MS, undefined, { signal: entry.controller.signal }).catch(() => {});
     }
   }
 
