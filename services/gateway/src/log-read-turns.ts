@@ -44,6 +44,12 @@ export class LogReadTurns {
     } finally {
       this.running.delete(reader.id);
       this.inUse[slot]--;
+      // The user just served goes to the end of the round.
+      const queue = this.waiting.get(reader.id);
+      if (queue) {
+        this.waiting.delete(reader.id);
+        this.waiting.set(reader.id, queue);
+      }
       this.serve();
     }
   }
