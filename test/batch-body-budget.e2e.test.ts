@@ -30,7 +30,7 @@ async function tenant(stack: Stack) {
 /** What every holder of the user's body budget holds now (the shared counter in Redis). */
 async function heldFor(redis: Redis, userId: number): Promise<number> {
   const fields = await redis.hgetall(`gw:body:{${userId}}`);
-  return Object.values(fields).reduce((sum, value) => sum + Number(value.split(':')[0]), 0);
+  return Object.entries(fields).reduce((sum, [field, value]) => (field.endsWith(':t') ? sum : sum + Number(value)), 0);
 }
 
 const usedMemory = async (redis: Redis) => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))![1]);

@@ -5,7 +5,7 @@ import { UserBodyBudget } from './user-body-budget.ts';
 const test = storeTest();
 const KIB = 1024;
 const heldIn = async (redis: { hgetall(key: string): Promise<Record<string, string>> }, userId: number) =>
-  Object.values(await redis.hgetall(`gw:body:{${userId}}`)).reduce((sum, v) => sum + Number(v.split(':')[0]), 0);
+  Object.entries(await redis.hgetall(`gw:body:{${userId}}`)).reduce((sum, [field, v]) => (field.endsWith(':t') ? sum : sum + Number(v)), 0);
 
 describe("a user's body budget shared by processes", () => {
   test('two processes (a gateway, a batch worker) share one limit; takes sent at once never pass it together', async ({ db }) => {
@@ -38,11 +38,11 @@ describe("a user's body budget shared by processes", () => {
     const budget = new UserBodyBudget(db.redis, 'gateway-live');
     try {
       // A holder that stopped renewing: its field's time is past.
-      await db.redis.hset('gw:body:{8}', 'gateway-dead', `${900 * KIB}:${Date.now() - 1}`);
+      await db.redis.hset('gw:body:{8}', 'gateway-dead', 900 * KIB, 'gateway-dead:t', Date.now() - 1);
       expect(await budget.take(8, 500 * KIB, KIB * KIB)).toBeUndefined();
       expect(await db.redis.hexists('gw:body:{8}', 'gateway-dead')).toBe(0);
       // One still within its time counts.
-      await db.redis.hset('gw:body:{8}', 'gateway-alive', `${900 * KIB}:${Date.now() + 30_000}`);
+      await db.redis.hset('gw:body:{8}', 'gateway-alive', 900 * KIB, 'gateway-alive:t', Date.now() + 30_000);
       expect(await budget.take(8, 100 * KIB, KIB * KIB)).toBe(1400 * KIB);
     } finally {
       await budget.close();
