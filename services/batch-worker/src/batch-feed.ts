@@ -95,6 +95,11 @@ export class BatchFeed {
   private withdrawing = false;
   /** Why the batch stops for its user's storage cap (what its user keeps); set once. */
   private storageFull: string | undefined;
+  /**
+   * What its user kept at the last look, and the bytes of this batch's results since: the batch
+   * stops as soon as they pass the cap, not only at the next look (a flush may record hundreds).
+   */
+  private kept = { atLastLook: 0, since: 0 };
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
   /** The reply stream's last entry read when the last successful flush began. */
@@ -404,6 +409,9 @@ export class BatchFeed {
     if (this.inFlight.get(entry.line.line) !== entry) return;
     this.inFlight.delete(entry.line.line);
     this.results.push(result);
+    this.kept.since += Buffer.byteLength(result.response ?? '') + (result.error ? Buffer.byteLength(JSON.stringify(result.error)) : 0);
+    const cap = this.deps.userMaxBytes;
+    if (cap !== undefined && this.kept.atLastLook + this.kept.since > cap) this.stopForStorage(this.kept.atLastLook + this.kept.since, cap);
     this.wake?.();
   }
 
@@ -458,6 +466,7 @@ export class BatchFeed {
     if (this.results.length === 0) return;
     const read = this.inbox?.lastRead;
     const results = this.results;
+    const recorded = this.kept.since;
     this.results = [];
     try {
       await this.deps.runs.record(this.batch.id, results);
@@ -469,7 +478,7 @@ export class BatchFeed {
       await sleep(1000);
       return;
     }
-    if (trim) await this.checkStorage().catch(() => { /* PostgreSQL away: checked at the next flush */ });
+    if (trim) await this.checkStorage(recorded).catch(() => { /* PostgreSQL away: checked at the next flush */ });
   }
 
   /**
@@ -477,11 +486,17 @@ export class BatchFeed {
    * batches', are counted as they are written): its lines not yet begun are withdrawn, those
    * being answered are recorded, and it ends failed, with the results it has in its files.
    */
-  private async checkStorage(): Promise<void> {
+  private async checkStorage(recorded = this.kept.since): Promise<void> {
     const cap = this.deps.userMaxBytes;
     if (cap === undefined || this.storageFull !== undefined || this.stopped) return;
     const kept = await this.deps.runs.keptBy(this.batch.user_id);
-    if (kept <= cap) return;
+    // The results recorded are in the look; those that came since are not.
+    this.kept = { atLastLook: kept, since: this.kept.since - recorded };
+    if (kept > cap) this.stopForStorage(kept, cap);
+  }
+
+  private stopForStorage(kept: number, cap: number): void {
+    if (this.storageFull !== undefined || this.stopped) return;
     this.storageFull = `the batch was stopped: its user's files and batches (their results included) hold ${kept} bytes, more than the ${cap} a user may keep (FILE_USER_MAX_BYTES); the lines already answered are in its output and error files, delete files or ended batches' results to run more`;
     this.deps.log.info({ batch: this.batch.id, kept, cap }, 'batch stopped: its user passed the storage cap');
     if (!this.withdrawing) this.withdraw();
