@@ -145,7 +145,7 @@ describe('the request log', () => {
     expect((await stack.admin('GET', '/api/log/stat?token_id=3000000000', undefined, token)).status).toBe(400);
   });
 
-  it("runs a user's reads of the log two at a time, on connections of their own, and cancels one past LOG_QUERY_TIMEOUT_MS", async ({ stack }) => {
+  it("runs a user's reads of the log one at a time, one more waiting, on connections of their own, and cancels one past LOG_QUERY_TIMEOUT_MS", async ({ stack }) => {
     // 30 heavy reads at once by one user took the gateway's one pool, and other tenants' file
     // and batch requests got 503 after 6 s. The table is locked here, so every read waits.
     const user = await stack.adminData('POST', '/api/user/', { username: `reader${++seq}`, password: 'reader-password' });
@@ -166,6 +166,7 @@ describe('the request log', () => {
       expect(files.status).toBe(200);
       expect(Date.now() - started).toBeLessThan(2500);
       const answers = await Promise.all(reads);
+      // The first ran past the time limit; the second waited its turn as long as a read may run.
       expect(answers.map((a) => a.status)).toEqual([503, 503]);
       expect(answers[0]!.body.message ?? answers[0]!.body.error?.message).toMatch(/LOG_QUERY_TIMEOUT_MS/);
     } finally {
@@ -193,6 +194,66 @@ describe('the request log', () => {
       await locker.end();
     }
     expect((await stack.admin('GET', '/admin/api/log')).status).toBe(200);
+  });
+
+  it("shares the log's connections between users, one read at a time each, and keeps one for administrators: two, then three tenants' slow reads stop no one else", async ({ stack }) => {
+    // Two tenants with large logs held the 3 connections (2 each), and everyone, the console
+    // included, got 503 "PostgreSQL unavailable" after 8 to 10 s. Their reads here are of a day
+    // whose partition is locked, so they run until LOG_QUERY_TIMEOUT_MS; the others read today.
+    const reader = async () => {
+      const name = `fair${++seq}`;
+      await stack.adminData('POST', '/api/user/', { username: name, password: 'reader-password' });
+      const login = await fetch(`${stack.gateway.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: name, password: 'reader-password' }) });
+      return ((await login.json()) as { data: { access_token: string } }).data.access_token;
+    };
+    const [a, b, c, d] = [await reader(), await reader(), await reader(), await reader()];
+    const day = Date.parse('2020-01-01T00:00:00Z') / 1000;
+    const slow = (token: string) => stack.admin('GET', `/api/log/stat?interval=hour&start_timestamp=${day}&end_timestamp=${day + 86_400}`, undefined, token);
+    const today = `start_timestamp=${Math.floor(Date.now() / 1000) - 3600}`;
+    const timed = async (read: Promise<{ status: number; body: any; headers: Headers }>) => {
+      const started = Date.now();
+      const answer = await read;
+      return { ...answer, ms: Date.now() - started };
+    };
+    const locker = new pg.Client({ connectionString: stack.postgres!.url });
+    await locker.connect();
+    await locker.query(`CREATE TABLE IF NOT EXISTS request_log_20200101 PARTITION OF request_log FOR VALUES FROM ('2020-01-01') TO ('2020-01-02')`);
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE request_log_20200101 IN ACCESS EXCLUSIVE MODE');
+    try {
+      const stuck = [slow(a), slow(a), slow(b), slow(b)];
+      await new Promise((r) => setTimeout(r, 300));
+      const third = await timed(stack.admin('GET', `/api/log/self?${today}`, undefined, c));
+      const admin = await timed(stack.admin('GET', `/api/log/?${today}`));
+      const consoleRead = await timed(stack.admin('GET', `/admin/api/log?${today}`));
+      console.log(`[log reads] beside two tenants' slow reads: a third user ${third.ms} ms, an administrator ${admin.ms} ms, the console ${consoleRead.ms} ms`);
+      for (const read of [third, admin, consoleRead]) {
+        expect(read.status).toBe(200);
+        expect(read.ms).toBeLessThan(1500);
+      }
+      // Variant: a third tenant's slow read takes the last shared connection; the administrators
+      // still read at once, and a fourth user waits its turn or is told the log is busy.
+      stuck.push(slow(d));
+      await new Promise((r) => setTimeout(r, 300));
+      const adminAgain = await timed(stack.admin('GET', `/admin/api/log?${today}`));
+      expect(adminAgain.status).toBe(200);
+      expect(adminAgain.ms).toBeLessThan(1500);
+      const waiting = await stack.admin('GET', `/api/log/self?${today}`, undefined, c);
+      console.log(`[log reads] beside three: an administrator ${adminAgain.ms} ms; the fourth user ${waiting.status}`);
+      if (waiting.status !== 200) {
+        expect(waiting.status).toBe(503);
+        expect(waiting.body.message).toMatch(/request log is busy/);
+        expect(Number(waiting.headers.get('retry-after'))).toBeGreaterThan(0);
+      }
+      for (const answer of await Promise.all(stuck)) {
+        expect([200, 503]).toContain(answer.status);
+        if (answer.status === 503) expect(answer.body.message).toMatch(/LOG_QUERY_TIMEOUT_MS|request log is busy/);
+        expect(answer.body.message ?? '').not.toMatch(/unavailable/);
+      }
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
   });
 
   it('has exactly one row per request after 5,000 with failovers, cancellations and streams, their tokens what the key was charged', async ({ stack, upstream, channel, apiKey }) => {

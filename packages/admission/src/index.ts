@@ -6,3 +6,4 @@
 export { callerOf, holderOf, keyRecordOf, keyRefusal, mayUseModel, type KeyHolder, type KeyRecord } from './key-holder.ts';
 export { KeyRateLimit } from './key-rate-limit.ts';
 export { ModelAdmission, priorityOf, type Admission, type ModelAdmissionOptions, type BacklogGate } from './model-admission.ts';
+export { UserBodyBudget } from './user-body-budget.ts';

@@ -192,8 +192,9 @@ export const configSchema = z.object({
    */
   LOG_CONTENT_CHARS: integer(0, 0, 1_000_000),
   /**
-   * Reads of the request log (the log API, the console) run on a pool of their own, 3 connections,
-   * 2 at a time per user, and PostgreSQL cancels one that runs longer than this.
+   * Reads of the request log (the log API, the console) run on a pool of their own, 3 connections
+   * shared one read at a time per user and 1 for administrators; PostgreSQL cancels one that runs
+   * longer than this, and a read waits for its turn at most this long.
    */
   LOG_QUERY_TIMEOUT_MS: integer(5000, 100, 600_000),
   /** Request log rows one process holds while PostgreSQL is away; past it rows are dropped and counted. */

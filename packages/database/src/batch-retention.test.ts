@@ -34,7 +34,9 @@ describe('what a user\'s batches keep', () => {
     await files.remove(input.id, userId);
     expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 + 2 * BATCH_ROW_BYTES });
 
-    // Ended 31 and 29 days ago, each with a result file.
+    // Each line answered (8 bytes of result, counted as it is written); ended 31 and 29 days ago, each with a result file.
+    for (const batch of [old, recent]) await runs.record(batch.id, [{ line: 1, statusCode: 200, requestId: 'r', response: '{"ok":1}', error: null }]);
+    expect(await files.usage(userId)).toEqual({ files: 0, bytes: 2000 + 2 * BATCH_ROW_BYTES + 2 * 8 });
     const now = unixNow();
     await db.query(`UPDATE batches SET status = 'completed', completed_at = $2 WHERE id = $1`, [old.id, now - 31 * 86_400]);
     await db.query(`UPDATE batches SET status = 'cancelled', cancelled_at = $2 WHERE id = $1`, [recent.id, now - 29 * 86_400]);
@@ -48,8 +50,12 @@ describe('what a user\'s batches keep', () => {
     expect(await left('SELECT 1 FROM batch_lines WHERE batch_id = $1')).toBe(0);
     expect(await left('SELECT 1 FROM files WHERE batch_id = $1')).toBe(0);
     expect(await batches.get(recent.id, userId)).toBeDefined();
-    // The batch left holds its copy, its rows and its result file's bytes (the results its lines keep).
-    expect(await files.usage(userId), 'the dropped batch holds nothing').toEqual({ files: 0, bytes: 1000 + BATCH_ROW_BYTES + 1 });
+    // The batch left holds its copy, its rows and its results (its result file counts for nothing of its own).
+    expect(await files.usage(userId), 'the dropped batch holds nothing').toEqual({ files: 0, bytes: 1000 + BATCH_ROW_BYTES + 8 });
     expect(await runs.dropEnded(now - 30 * 86_400)).toBe(0);
+    // Its output file deleted, the results it showed go with it, and only so their bytes come back.
+    expect(await files.remove(`file-out-${recent.id}`, userId)).toBe(true);
+    expect((await db.query(`SELECT response FROM batch_lines WHERE batch_id = $1`, [recent.id])).rows).toEqual([{ response: null }]);
+    expect(await files.usage(userId)).toEqual({ files: 0, bytes: 1000 + BATCH_ROW_BYTES });
   });
 });

@@ -3,6 +3,8 @@ import { isRefusedForItsValues, type Database } from './connection.ts';
 import { RUNNING_STATUSES_SQL, type BatchRow } from './batch-store.ts';
 import { unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
+import { usageOf } from './file-store.ts';
+import { RESULT_BYTES_SQL } from './result-files.ts';
 
 /** A line handed to a batch worker to run. */
 export interface LineToRun {
@@ -23,8 +25,8 @@ export interface LineResult {
   error: { code: string; message: string } | null;
 }
 
-/** How a batch ends once its lines are done (or stop being fed). */
-export type BatchEnd = 'completed' | 'cancelled' | 'expired';
+/** How a batch ends once its lines are done (or stop being fed): `failed` when its user's storage cap stopped it. */
+export type BatchEnd = 'completed' | 'cancelled' | 'expired' | 'failed';
 
 /**
  * What batch workers do to batches in PostgreSQL: take one (a lease, renewed while it runs, taken
@@ -105,8 +107,9 @@ export class BatchRuns {
   async failRun(runner: string, id: string, message: string): Promise<void> {
     const error = { code: 'batch_error', message };
     await this.db.query(
-      `WITH ended AS (UPDATE batch_lines SET state = 2, error = $3 WHERE batch_id = $1 AND state < 2 RETURNING 1)
-       UPDATE batches SET status = 'failed', failed_at = $4, errors = $5::text::jsonb, kept_bytes = kept_bytes + octet_length($5::text),
+      `WITH ended AS (UPDATE batch_lines l SET state = 2, error = $3 WHERE batch_id = $1 AND state < 2 RETURNING ${RESULT_BYTES_SQL} AS bytes)
+       UPDATE batches SET status = 'failed', failed_at = $4, errors = $5::text::jsonb,
+         kept_bytes = kept_bytes + octet_length($5::text) + (SELECT coalesce(sum(bytes), 0) FROM ended),
          failed = failed + (SELECT count(*) FROM ended), runner = NULL, lease_until = 0
        WHERE id = $1 AND runner = $2 AND status IN ${RUNNING_STATUSES_SQL}`,
       [id, runner, storableJson(error), unixNow(), storableJson([{ ...error, param: null, line: null }])]);
@@ -226,8 +229,9 @@ export class BatchRuns {
        ended AS (
          UPDATE batch_lines l SET state = 2, status_code = r.status_code, request_id = r.request_id, response = r.response, error = r.error
          FROM r WHERE l.batch_id = $1 AND l.line_no = r.line_no AND l.state <> 2
-         RETURNING l.status_code)
+         RETURNING l.status_code, ${RESULT_BYTES_SQL} AS bytes)
        UPDATE batches SET
+         kept_bytes = kept_bytes + (SELECT coalesce(sum(bytes), 0) FROM ended),
          completed = completed + (SELECT count(*) FROM ended WHERE status_code BETWEEN 200 AND 299),
          failed = failed + (SELECT count(*) FROM ended WHERE status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)
        WHERE id = $1`,
@@ -239,8 +243,9 @@ export class BatchRuns {
   /** Ends every line not yet ended with `error` (a cancel or an expiry), counted as failed. */
   async endOpenLines(batchId: string, error: { code: string; message: string }): Promise<void> {
     await this.db.query(
-      `WITH ended AS (UPDATE batch_lines SET state = 2, error = $2 WHERE batch_id = $1 AND state < 2 RETURNING 1)
-       UPDATE batches SET failed = failed + (SELECT count(*) FROM ended) WHERE id = $1`, [batchId, storableJson(error)]);
+      `WITH ended AS (UPDATE batch_lines l SET state = 2, error = $2 WHERE batch_id = $1 AND state < 2 RETURNING ${RESULT_BYTES_SQL} AS bytes)
+       UPDATE batches SET failed = failed + (SELECT count(*) FROM ended), kept_bytes = kept_bytes + (SELECT coalesce(sum(bytes), 0) FROM ended)
+       WHERE id = $1`, [batchId, storableJson(error)]);
   }
 
   /** How many lines are not yet ended. */
@@ -254,12 +259,19 @@ export class BatchRuns {
     await this.db.query(`UPDATE batches SET status = 'finalizing', finalizing_at = $2 WHERE id = $1 AND status = 'in_progress'`, [batchId, unixNow()]);
   }
 
-  /** Ends the batch with its result files. */
-  async end(batchId: string, end: BatchEnd, files: { outputFileId: string | null; errorFileId: string | null }): Promise<void> {
-    const at = `${end === 'completed' ? 'completed' : end === 'cancelled' ? 'cancelled' : 'expired'}_at`;
+  /** Ends the batch with its result files, and for a batch that failed, why (its `errors`). */
+  async end(batchId: string, end: BatchEnd, files: { outputFileId: string | null; errorFileId: string | null }, error?: { code: string; message: string }): Promise<void> {
+    const errors = error ? storableJson([{ ...error, param: null, line: null }]) : null;
     await this.db.query(
-      `UPDATE batches SET status = $2, ${at} = $3, output_file_id = $4, error_file_id = $5, runner = NULL, lease_until = 0 WHERE id = $1`,
-      [batchId, end, unixNow(), files.outputFileId, files.errorFileId],
+      `UPDATE batches SET status = $2, ${end}_at = $3, output_file_id = $4, error_file_id = $5, runner = NULL, lease_until = 0,
+         errors = coalesce($6::text::jsonb, errors), kept_bytes = kept_bytes + coalesce(octet_length($6::text), 0)
+       WHERE id = $1`,
+      [batchId, end, unixNow(), files.outputFileId, files.errorFileId, errors],
     );
+  }
+
+  /** What the user keeps now (FILE_USER_MAX_BYTES counts it): uploads, and every batch's copy, metadata, errors and results. */
+  async keptBy(userId: number): Promise<number> {
+    return (await usageOf(this.db, userId)).bytes;
   }
 }

@@ -2,7 +2,7 @@ import { insufficientQuota, type FileObject } from '@gateway/contracts';
 import { inTransaction, type Database } from './connection.ts';
 import { newFileId, unixNow } from './ids.ts';
 import { lockUser } from './user-lock.ts';
-import { resultFileContent, type ResultKind } from './result-files.ts';
+import { forgetResults, resultFileContent, type ResultKind } from './result-files.ts';
 import { nextPageRows, PAGE_CHARS } from './page-size.ts';
 
 interface FileRow {
@@ -135,10 +135,19 @@ export class FileStore {
     return { data: rows.slice(0, options.limit).map(fileObject), hasMore: rows.length > options.limit };
   }
 
-  /** Deletes a user's file (its lines with it); false when there was none. */
+  /**
+   * Deletes a user's file (its lines with it; a batch's output or error file, the results it
+   * shows); false when there was none.
+   */
   async remove(id: string, userId: number): Promise<boolean> {
-    const { rowCount } = await this.db.query(`DELETE FROM files WHERE id = $1 AND user_id = $2`, [id, userId]);
-    return (rowCount ?? 0) > 0;
+    return inTransaction(this.db, async (client) => {
+      const { rows } = await client.query<{ kind: string; batch_id: string | null }>(
+        `DELETE FROM files WHERE id = $1 AND user_id = $2 RETURNING kind, batch_id`, [id, userId]);
+      const file = rows[0];
+      if (!file) return false;
+      if (file.batch_id && (file.kind === 'output' || file.kind === 'error')) await forgetResults(client, file.batch_id, file.kind);
+      return true;
+    });
   }
 
   /** A file's content, a page at a time: an upload's lines, or a batch's results. */
@@ -170,10 +179,12 @@ export class FileStore {
 export const BATCH_ROW_BYTES = 1024;
 
 /**
- * Its files as `client` sees them (the count of uploads; the bytes of uploads and of its batches'
- * output and error files, which stand for the results their lines keep), and what its batches
- * keep (`kept_bytes`, written with the batch and its errors): the bytes of the input files they
- * copied, their metadata and errors, and BATCH_ROW_BYTES each. A batch keeps its input's lines
+ * Its files as `client` sees them (the count and bytes of uploads), and what its batches keep
+ * (`kept_bytes`, written with the batch, its errors and each line's result as it is recorded):
+ * the bytes of the input files they copied, their metadata and errors, their results, and
+ * BATCH_ROW_BYTES each. A batch's output and error files count for nothing of their own: they
+ * show its results, counted already, and deleting them gives back the results' bytes with the
+ * results (`forgetResults`). A batch keeps its input's lines
  * until it is dropped
  * (BATCH_RETENTION_DAYS after it ended), whether or not the file is kept. Counting a copy only
  * once its file was deleted let one file kept and run as twelve batches hold 5.7 times the cap,
@@ -181,7 +192,7 @@ export const BATCH_ROW_BYTES = 1024;
  */
 export async function usageOf(client: Pick<Database, 'query'>, userId: number): Promise<FileUsage> {
   const { rows } = await client.query<{ files: string; bytes: string; kept: string }>(
-    `SELECT count(*) FILTER (WHERE kind = 'upload') AS files, coalesce(sum(bytes), 0) AS bytes,
+    `SELECT count(*) FILTER (WHERE kind = 'upload') AS files, coalesce(sum(bytes) FILTER (WHERE kind = 'upload'), 0) AS bytes,
             (SELECT coalesce(sum(kept_bytes), 0) FROM batches b WHERE b.user_id = $1) AS kept
      FROM files WHERE user_id = $1`, [userId]);
   return { files: Number(rows[0]!.files), bytes: Number(rows[0]!.bytes) + Number(rows[0]!.kept) };

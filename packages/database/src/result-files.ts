@@ -10,6 +10,13 @@ const WHERE: Record<ResultKind, string> = {
   error: 'state = 2 AND (status_code IS NULL OR status_code NOT BETWEEN 200 AND 299)',
 };
 
+/**
+ * What an ended line keeps besides its copy of the input: its response and its error, counted
+ * into its batch's `kept_bytes` (its user's FILE_USER_MAX_BYTES) as they are written, and taken
+ * off only when they are really deleted. `l` is the batch_lines row.
+ */
+export const RESULT_BYTES_SQL = `coalesce(octet_length(l.response), 0) + coalesce(octet_length(l.error::text), 0)`;
+
 interface ResultRow {
   line_no: number;
   custom_id: string;
@@ -29,6 +36,18 @@ function resultLine(batchId: string, row: ResultRow): string {
     : `{"status_code":${row.status_code},"request_id":${JSON.stringify(row.request_id ?? '')},"body":${row.response ?? 'null'}}`;
   const error = row.status_code !== null && row.status_code >= 200 && row.status_code < 300 ? 'null' : JSON.stringify(row.error ?? null);
   return `{"id":${JSON.stringify(lineResultId(batchId, row.line_no))},"custom_id":${JSON.stringify(row.custom_id)},"response":${response},"error":${error}}\n`;
+}
+
+/**
+ * Deletes the results a batch's output or error file shows (its file row is being deleted in the
+ * same transaction), and takes their bytes off what the batch keeps: a file's bytes are given
+ * back only with the rows that hold them. The lines stay, ended, with their status.
+ */
+export async function forgetResults(client: Pick<Database, 'query'>, batchId: string, kind: ResultKind): Promise<void> {
+  await client.query(
+    `WITH gone AS (SELECT line_no, ${RESULT_BYTES_SQL} AS bytes FROM batch_lines l WHERE batch_id = $1 AND ${WHERE[kind]} FOR UPDATE),
+     cleared AS (UPDATE batch_lines l SET response = NULL, error = NULL FROM gone WHERE l.batch_id = $1 AND l.line_no = gone.line_no RETURNING gone.bytes)
+     UPDATE batches SET kept_bytes = kept_bytes - (SELECT coalesce(sum(bytes), 0) FROM cleared) WHERE id = $1`, [batchId]);
 }
 
 /** A batch's output or error file, in input order, a page of lines at a time. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, clientCancelled, GatewayError, modelNotAllowed, openaiErrorBody, type QueueName } from '@gateway/contracts';
-import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission } from '@gateway/admission';
-import { createBatchResultFiles, isDatabaseUnavailable, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
+import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission, type UserBodyBudget } from '@gateway/admission';
+import { createBatchResultFiles, isDatabaseUnavailable, type BatchEnd, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { validateLines } from './validate-lines.ts';
@@ -23,6 +23,17 @@ export interface BatchFeedDeps {
   admission: ModelAdmission;
   /** The batch's key holder now (its limits may change while it runs); throws 401 once the key is gone. */
   holderOf: (batch: BatchRow) => Promise<KeyHolder>;
+  /**
+   * Bytes one user may keep (FILE_USER_MAX_BYTES): a batch whose user's uploads and batches,
+   * its results as they are written included, pass it stops and ends failed. Default no cap.
+   */
+  userMaxBytes?: number;
+  /**
+   * The user's bytes of request bodies, shared with its live requests on every gateway
+   * (BODY_BUDGET_PER_USER_BYTES): a line's body is held from before its job is added until its
+   * job ends, and a line waits while its user's batches would hold more than `limit`.
+   */
+  bodies?: { budget: UserBodyBudget; limit: number };
   /** Lines in flight at once (BATCH_WINDOW). */
   window: number;
   lineTimeoutMs: number;
@@ -54,10 +65,13 @@ const asGatewayError = (error: unknown) => (isRedisUnavailable(error) ? redisUna
 const jobIdOf = (batchId: string, line: LineToRun) => `${batchId}:${line.line}:${line.attempt}`;
 const SWEEP_EVERY_MS = 3_000;
 const STATUS_EVERY_MS = 500;
+/** How often a line waiting for its user's body budget asks again. */
+const BODY_WAIT_MS = 200;
 const FLUSH_EVERY_MS = 100;
 
 const expiredLine = { code: 'batch_expired', message: "This request could not be executed before the batch's completion window expired." };
 const cancelledLine = { code: 'batch_cancelled', message: 'This request was not executed because the batch was cancelled.' };
+const storageFullLine = { code: 'batch_storage_full', message: "This request was not executed because its user's files and batches hold as many bytes as a user may keep (FILE_USER_MAX_BYTES)." };
 
 /**
  * Runs one batch that this worker holds: validates it, then keeps up to `window` of its lines in
@@ -79,6 +93,13 @@ export class BatchFeed {
   private expiring = false;
   /** Cancelled: the lines that have not begun are withdrawn, and none is sent again. */
   private withdrawing = false;
+  /** Why the batch stops for its user's storage cap (what its user keeps); set once. */
+  private storageFull: string | undefined;
+  /**
+   * What its user kept at the last look, and the bytes of this batch's results since: the batch
+   * stops as soon as they pass the cap, not only at the next look (a flush may record hundreds).
+   */
+  private kept = { atLastLook: 0, since: 0 };
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
   /** The reply stream's last entry read when the last successful flush began. */
@@ -155,6 +176,8 @@ export class BatchFeed {
     this.inbox.start();
 
     let status = await deps.runs.statusOf(this.batch.id);
+    // Another batch of the user's may have filled the cap before this one was taken.
+    if (status === 'in_progress') await this.checkStorage();
     let exhausted = false;
     let checkedAt = Date.now();
     let sweptAt = Date.now();
@@ -169,7 +192,7 @@ export class BatchFeed {
         const expired = this.expired(now);
         if (expired && !this.expiring) this.expire();
         if (status === 'cancelling' && !this.withdrawing) this.withdraw();
-        const ending = status === 'cancelling' || expired || status === undefined;
+        const ending = status === 'cancelling' || expired || status === undefined || this.storageFull !== undefined;
         // Topped up a quarter of the window at a time, not line by line: one query for many
         // lines, and the channel's slots stay fed from the three quarters still in flight.
         const free = deps.window - this.inFlight.size;
@@ -200,7 +223,7 @@ export class BatchFeed {
             for (const line of await deps.runs.linesInFlight(this.batch.id)) if (!this.inFlight.has(line.line)) this.follow(line);
             continue;
           }
-          await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : 'completed');
+          await this.end(status === 'cancelling' ? 'cancelled' : expired ? 'expired' : this.storageFull !== undefined ? 'failed' : 'completed');
           return;
         }
       } catch (error) {
@@ -267,12 +290,12 @@ export class BatchFeed {
     }, () => { /* Redis away: the next sweep sends it again */ });
   }
 
-  private async end(end: 'completed' | 'cancelled' | 'expired'): Promise<void> {
+  private async end(end: BatchEnd): Promise<void> {
     const { runs, log } = this.deps;
     if (end === 'completed') await runs.finalizing(this.batch.id);
-    else await runs.endOpenLines(this.batch.id, end === 'cancelled' ? cancelledLine : expiredLine);
+    else await runs.endOpenLines(this.batch.id, end === 'cancelled' ? cancelledLine : end === 'failed' ? storageFullLine : expiredLine);
     const made = await createBatchResultFiles(this.deps.database, this.batch.id, this.batch.user_id);
-    await runs.end(this.batch.id, end, made);
+    await runs.end(this.batch.id, end, made, end === 'failed' ? { code: 'storage_full', message: this.storageFull! } : undefined);
     await this.inbox?.remove().catch(() => {});
     log.info({ batch: this.batch.id, end }, 'batch ended');
   }
@@ -292,9 +315,13 @@ export class BatchFeed {
     };
     this.inFlight.set(line.line, entry);
     const requestId = randomUUID();
+    // Its body is in Redis already, as its job's payload: counted whatever the budget.
+    const bytes = Buffer.byteLength(line.body);
+    const held = this.deps.bodies?.budget.take(this.batch.user_id, bytes, this.deps.bodies.limit, true).then(() => true, () => false);
     this.jobs!.follow(jobIdOf(this.batch.id, line), { timeoutMs: this.deps.lineTimeoutMs, signal: entry.controller.signal })
       .then((text) => this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null }))
-      .catch((error: unknown) => this.failed(entry, GatewayError.from(error), requestId));
+      .catch((error: unknown) => this.failed(entry, GatewayError.from(error), requestId))
+      .finally(() => void held?.then((taken) => taken && this.deps.bodies!.budget.give(this.batch.user_id, bytes)));
   }
 
   private async runLine(entry: InFlight): Promise<void> {
@@ -302,10 +329,12 @@ export class BatchFeed {
     const { line } = entry;
     const endpoint = batchEndpoints[this.batch.endpoint]!;
     const requestId = randomUUID();
-    // Not cut at the batch's expiry: `expire` cancels what is left then, and a line that was
-    // answered at that moment is recorded, not lost.
-    const deadline = Date.now() + deps.lineTimeoutMs;
+    let heldBytes = 0;
     try {
+      heldBytes = await this.holdBody(entry);
+      // Not cut at the batch's expiry: `expire` cancels what is left then, and a line that was
+      // answered at that moment is recorded, not lost.
+      const deadline = Date.now() + deps.lineTimeoutMs;
       // Validated when the batch was: stored as the schema gave it.
       const request = JSON.parse(line.body) as { model: string };
       let holder: KeyHolder;
@@ -350,6 +379,29 @@ export class BatchFeed {
       this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null });
     } catch (error) {
       this.failed(entry, asGatewayError(error), requestId);
+    } finally {
+      // Its job has ended (or was never added): its payload has left Redis. A line left running
+      // for the batch's next holder is counted again by that holder, which follows it.
+      if (heldBytes > 0) deps.bodies!.budget.give(this.batch.user_id, heldBytes);
+    }
+  }
+
+  /**
+   * Waits until the line's body fits in its user's body budget beside the user's live requests
+   * and other lines, and holds it; resolves with the bytes held (0 without a budget).
+   */
+  private async holdBody(entry: InFlight): Promise<number> {
+    const bodies = this.deps.bodies;
+    if (!bodies) return 0;
+    const bytes = Buffer.byteLength(entry.line.body);
+    for (;;) {
+      if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
+      try {
+        if ((await bodies.budget.take(this.batch.user_id, bytes, bodies.limit)) === undefined) return bytes;
+      } catch (error) {
+        if (!isRedisUnavailable(error)) throw error;
+      }
+      await sleep(BODY_WAIT_MS, undefined, { signal: entry.controller.signal }).catch(() => {});
     }
   }
 
@@ -357,6 +409,9 @@ export class BatchFeed {
     if (this.inFlight.get(entry.line.line) !== entry) return;
     this.inFlight.delete(entry.line.line);
     this.results.push(result);
+    this.kept.since += Buffer.byteLength(result.response ?? '') + (result.error ? Buffer.byteLength(JSON.stringify(result.error)) : 0);
+    const cap = this.deps.userMaxBytes;
+    if (cap !== undefined && this.kept.atLastLook + this.kept.since > cap) this.stopForStorage(this.kept.atLastLook + this.kept.since, cap);
     this.wake?.();
   }
 
@@ -411,6 +466,7 @@ export class BatchFeed {
     if (this.results.length === 0) return;
     const read = this.inbox?.lastRead;
     const results = this.results;
+    const recorded = this.kept.since;
     this.results = [];
     try {
       await this.deps.runs.record(this.batch.id, results);
@@ -420,7 +476,31 @@ export class BatchFeed {
       this.results = results.concat(this.results);
       this.deps.log.warn({ batch: this.batch.id, reason: (error as Error).message }, 'batch results not written yet (PostgreSQL); retrying');
       await sleep(1000);
+      return;
     }
+    if (trim) await this.checkStorage(recorded).catch(() => { /* PostgreSQL away: checked at the next flush */ });
+  }
+
+  /**
+   * Stops the batch once its user keeps more than FILE_USER_MAX_BYTES (its results, and other
+   * batches', are counted as they are written): its lines not yet begun are withdrawn, those
+   * being answered are recorded, and it ends failed, with the results it has in its files.
+   */
+  private async checkStorage(recorded = this.kept.since): Promise<void> {
+    const cap = this.deps.userMaxBytes;
+    if (cap === undefined || this.storageFull !== undefined || this.stopped) return;
+    const kept = await this.deps.runs.keptBy(this.batch.user_id);
+    // The results recorded are in the look; those that came since are not.
+    this.kept = { atLastLook: kept, since: this.kept.since - recorded };
+    if (kept > cap) this.stopForStorage(kept, cap);
+  }
+
+  private stopForStorage(kept: number, cap: number): void {
+    if (this.storageFull !== undefined || this.stopped) return;
+    this.storageFull = `the batch was stopped: its user's files and batches (their results included) hold ${kept} bytes, more than the ${cap} a user may keep (FILE_USER_MAX_BYTES); the lines already answered are in its output and error files, delete files or ended batches' results to run more`;
+    this.deps.log.info({ batch: this.batch.id, kept, cap }, 'batch stopped: its user passed the storage cap');
+    if (!this.withdrawing) this.withdraw();
+    this.wake?.();
   }
 
   /** Lines whose job left its queue without a reply (a crash, a Redis restart) are sent again. */

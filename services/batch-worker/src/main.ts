@@ -1,4 +1,5 @@
-import { KeyRateLimit, ModelAdmission } from '@gateway/admission';
+import { randomUUID } from 'node:crypto';
+import { KeyRateLimit, ModelAdmission, UserBodyBudget } from '@gateway/admission';
 import { loadServiceConfig, onShutdown } from '@gateway/config';
 import { BatchRuns, createDatabase, migrate } from '@gateway/database';
 import { createLogger, flushLogs } from '@gateway/log';
@@ -29,6 +30,8 @@ changes.on((change) => {
 await changes.start();
 
 const runs = new BatchRuns(database);
+// A user's batches hold at most three quarters of its body budget, leaving the rest to its live requests.
+const bodies = { budget: new UserBodyBudget(redis, `batch-worker-${randomUUID()}`), limit: Math.floor((config.BODY_BUDGET_PER_USER_BYTES * 3) / 4) };
 const runner = new BatchRunner({
   runs,
   maxBatches: config.BATCH_WORKER_BATCHES,
@@ -43,6 +46,8 @@ const runner = new BatchRunner({
     openReader: () => createRedis(config.redis, { name: 'batch-worker-replies', blocking: true }),
     admission: new ModelAdmission({ rateLimit: new KeyRateLimit(redis), holds: new QuotaHolds(redis), fairShares: new FairShares(redis) }),
     holderOf: (batch) => keys.holderOf(batch),
+    userMaxBytes: config.FILE_USER_MAX_BYTES,
+    bodies,
     window: config.BATCH_WINDOW,
     lineTimeoutMs: config.BATCH_LINE_TIMEOUT_MS,
     attempts: config.BATCH_LINE_ATTEMPTS,
@@ -57,6 +62,7 @@ const http = await serveWorkerPort({ port: config.METRICS_PORT, host: config.HOS
 
 onShutdown(async () => {
   await runner.stop(); // gives its batches back; their lines in flight are followed by the next holder
+  await bodies.budget.close();
   await database.end();
   changes.close();
   http?.close();

@@ -18,7 +18,7 @@ import { FairTurns } from './admission/fair-turns.ts';
 import { IntakeWindow } from './admission/intake-window.ts';
 import { takeRequestsInTurns } from './request-turns.ts';
 import { CredentialPlaces } from './credential-places.ts';
-import { KeyRateLimit } from '@gateway/admission';
+import { KeyRateLimit, UserBodyBudget } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
 import { ModelCatalog } from './model-catalog.ts';
@@ -245,6 +245,9 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     redis: deps.redis, queues: [QueueName.completion, QueueName.audio], shards: deps.jobs.shards, maxWaitMs: deps.requestTimeoutMs, maxBacklog: deps.maxBacklog,
   });
   app.register(async (models) => {
+    // The user's share of BODY_BUDGET_PER_USER_BYTES, counted with every gateway's and batch worker's.
+    const userBodies = new UserBodyBudget(deps.redis, `gateway-${randomUUID()}`);
+    models.addHook('onClose', () => userBodies.close());
     const modelApi = {
       jobs: deps.jobs,
       apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
@@ -257,7 +260,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       timeoutMs: deps.requestTimeoutMs,
       bodyLimitBytes: deps.bodyLimitBytes,
       responseBufferBytes: deps.responseBufferBytes,
-      bodyBudget: new BodyBudget(deps.bodyBudget),
+      bodyBudget: new BodyBudget(deps.bodyBudget, userBodies),
       requestLog: deps.requestLog,
       refusals: deps.refusals,
     };

@@ -13,15 +13,17 @@
 import { Transform, type Readable } from 'node:stream';
 import type { preParsingAsyncHookHandler } from 'fastify';
 import { overloaded, rateLimited } from '@gateway/contracts';
+import type { UserBodyBudget } from '@gateway/admission';
 import { UNPARSED_METHODS } from '../content-encoding.ts';
 
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */
   perKeyBytes: number;
   /**
-   * Body bytes all the keys of one user may have in flight on this gateway
-   * (BODY_BUDGET_PER_USER_BYTES): a user that made ten keys held 250 of the gateway's 256 MiB
-   * with bodies trickling a byte a second, and every other tenant got 503.
+   * Body bytes all the keys of one user may have in flight (BODY_BUDGET_PER_USER_BYTES): a user
+   * that made ten keys held 250 of the gateway's 256 MiB with bodies trickling a byte a second,
+   * and every other tenant got 503. With a shared budget (Redis), on every gateway and in the
+   * user's batches together; on this gateway alone while Redis is away.
    */
   perUserBytes: number;
   /** Body bytes all keys together may have in flight on this gateway (BODY_BUDGET_BYTES). */
@@ -37,9 +39,12 @@ export class BodyBudget {
   private readonly perKey = new Map<number, number>();
   private readonly perUser = new Map<number, number>();
 
-  constructor(options: BodyBudgetOptions) {
+  private readonly shared: UserBodyBudget | undefined;
+
+  constructor(options: BodyBudgetOptions, shared?: UserBodyBudget) {
     this.options = options;
     this.defaultBodyLimit = options.defaultBodyLimit;
+    this.shared = shared;
   }
 
   /** Bytes in flight now, in all and for one key (for tests and metrics). */
@@ -48,26 +53,45 @@ export class BodyBudget {
   }
 
   /** Takes `bytes` for the key and its user, or throws 429 (the key's or the user's budget) or 503 (the gateway's). */
-  take(holder: BodyHolder, bytes: number): void {
+  async take(holder: BodyHolder, bytes: number): Promise<void> {
     const mine = this.perKey.get(holder.tokenId) ?? 0;
     const users = this.perUser.get(holder.userId) ?? 0;
     // A key holding nothing may always send one body up to the body limit, whatever its budget.
     if (mine > 0 && mine + bytes > this.options.perKeyBytes) {
       throw rateLimited(`this API key has ${mine} bytes of request bodies in flight; past ${this.options.perKeyBytes} (BODY_BUDGET_PER_KEY_BYTES) wait for some to finish`, 1);
     }
-    if (users > 0 && users + bytes > this.options.perUserBytes) {
-      throw rateLimited(`this user's API keys have ${users} bytes of request bodies in flight; past ${this.options.perUserBytes} (BODY_BUDGET_PER_USER_BYTES) wait for some to finish`, 1);
-    }
+    if (users > 0 && users + bytes > this.options.perUserBytes) throw this.userRefusal(users);
     if (this.total > 0 && this.total + bytes > this.options.totalBytes) {
       throw overloaded('the gateway holds as many request bytes as it may (BODY_BUDGET_BYTES); retry shortly');
     }
     this.perKey.set(holder.tokenId, mine + bytes);
     this.perUser.set(holder.userId, users + bytes);
     this.total += bytes;
+    if (!this.shared) return;
+    let refused: number | undefined;
+    try {
+      refused = await this.shared.take(holder.userId, bytes, this.options.perUserBytes);
+    } catch {
+      return; // Redis away: this gateway's own count of the user stands alone
+    }
+    if (refused === undefined) return;
+    this.giveHere(holder, bytes);
+    throw this.userRefusal(refused);
+  }
+
+  private userRefusal(held: number) {
+    return rateLimited(`this user's API keys and batches have ${held} bytes of request bodies in flight; past ${this.options.perUserBytes} (BODY_BUDGET_PER_USER_BYTES) wait for some to finish`, 1);
   }
 
   give(holder: BodyHolder, bytes: number): void {
     if (bytes <= 0) return;
+    this.giveHere(holder, bytes);
+    // Not more than this gateway holds in the shared count (a body taken while Redis was away
+    // is not in it).
+    this.shared?.give(holder.userId, Math.min(bytes, this.shared.heldBy(holder.userId)));
+  }
+
+  private giveHere(holder: BodyHolder, bytes: number): void {
     less(this.perKey, holder.tokenId, bytes);
     less(this.perUser, holder.userId, bytes);
     this.total = Math.max(0, this.total - bytes);
@@ -94,10 +118,18 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     // A GET or HEAD body is never read (Fastify parses none): nothing to hold for it.
     if (!holder || (length === undefined && request.headers['transfer-encoding'] === undefined) || UNPARSED_METHODS.has(request.method)) return payload;
     let held = 0;
+    let closed = false;
     reply.raw.once('close', () => {
+      closed = true;
       budget.give(holder, held);
       held = 0;
     });
+    // The response closed while the take was under way (the client left): given back at once.
+    const taken = async (bytes: number) => {
+      await budget.take(holder, bytes);
+      if (closed) budget.give(holder, bytes);
+      else held = bytes;
+    };
     const declared = Number(length);
     // A compressed body's length says nothing of what it inflates to (3 KB of gzip can hold
     // 3 MB): it is held like one without a length, and counted as it is decompressed.
@@ -106,16 +138,14 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     if (length !== undefined && Number.isSafeInteger(declared) && !compressed) {
       // Past the budget this throws before a byte is read; Node reads the refused body and
       // drops it after the answer, so the client (still sending) reads its 429, not a reset.
-      budget.take(holder, declared);
-      held = declared;
+      await taken(declared);
       return payload;
     }
     // No length (or a compressed one): the body may be as large as the route allows, so that much is taken before it
     // is read, and what it did not use is given back when it ends. Counting it only as it came
     // would let 100 bodies at once each take a slice of the budget and none get to its end.
     const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
-    budget.take(holder, limit);
-    held = limit;
+    await taken(limit);
     let received = 0;
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, done) {

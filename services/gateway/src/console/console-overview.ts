@@ -10,17 +10,20 @@
  * OVERVIEW_FRESH_MS; the channels' health (an aggregate over minutes of log rows) for
  * LOG_PARTS_FRESH_MS.
  */
-import { QueueName, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
+import { QueueName, Role, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
 import { RequestLogQuery, type ChannelHealth, type Database } from '@gateway/database';
 import type { BacklogAdmission } from '../admission/backlog-admission.ts';
 import type { BatchOverview, BatchOverviewItem } from '../batch-overview.ts';
 import type { ChannelState, OperationsSnapshot, QueueState } from '../operations-snapshot.ts';
+import { logReads } from '../routes/request-log.ts';
 
 /** The minutes of the request log a channel's recent calls are counted over. */
 export const CHANNEL_HEALTH_MINUTES = 5;
 const RUNNING_BATCHES_SHOWN = 20;
 export const OVERVIEW_FRESH_MS = 1_500;
 export const LOG_PARTS_FRESH_MS = 10_000;
+/** The overview's own reads of the log: an administrator's, of no user. */
+const CONSOLE_READER = { id: -1, role: Role.root };
 
 /** A value read at most once per `freshMs`, concurrent callers sharing the read under way. */
 class Shared<T> {
@@ -78,7 +81,8 @@ export class ConsoleOverview {
   private readonly batches: BatchOverview;
   private readonly database: Database | undefined;
   private readonly overview = new Shared(() => this.compose(), OVERVIEW_FRESH_MS);
-  private readonly health = new Shared(() => new RequestLogQuery(this.database!).channelHealth(CHANNEL_HEALTH_MINUTES * 60), LOG_PARTS_FRESH_MS);
+  // In the administrators' turns of the log's connections, as the console's own reads.
+  private readonly health = new Shared(() => logReads.run(CONSOLE_READER, () => new RequestLogQuery(this.database!).channelHealth(CHANNEL_HEALTH_MINUTES * 60)), LOG_PARTS_FRESH_MS);
 
   constructor(operations: OperationsSnapshot, admission: () => BacklogAdmission, batches: BatchOverview, database: Database | undefined) {
     this.operations = operations;

@@ -70,9 +70,9 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     pages.get('/api/overview', async () => answer(await overview.read()));
 
     // Counted with the management API's reads of the log, and one past its time limit a 503 that says so.
-    pages.get('/api/log', async (request) => answer(await logReads.run(request.actor!.id, () => log().page(parseOrThrow(listLogsQuery, { ...(request.query as object) })))));
+    pages.get('/api/log', async (request) => answer(await logReads.run(request.actor!, () => log().page(parseOrThrow(listLogsQuery, { ...(request.query as object) })))));
 
-    pages.get('/api/log/stat', async (request) => answer(await logReads.run(request.actor!.id, () => log().stat(parseOrThrow(logStatQuery, { ...(request.query as object) })))));
+    pages.get('/api/log/stat', async (request) => answer(await logReads.run(request.actor!, () => log().stat(parseOrThrow(logStatQuery, { ...(request.query as object) })))));
 
     for (const [method, url, operation, input] of actions) {
       pages.route({

@@ -9,7 +9,7 @@ import { forbidden, listLogsQuery, logStatQuery, notConfigured, overloaded, pars
 import { isStatementTimeout, orUnavailable, RequestLogQuery, type Database, type RequestLogEntry } from '@gateway/database';
 import type { UserStore } from '@gateway/store';
 import { accessTokenHook } from '../auth/request-auth.ts';
-import { PerUserLimit } from '../per-user-limit.ts';
+import { LogReadTurns } from '../log-read-turns.ts';
 
 export interface RequestLogRoutesOptions {
   users: UserStore;
@@ -19,22 +19,25 @@ export interface RequestLogRoutesOptions {
 
 const answer = (data: unknown) => ({ success: true, message: '', data });
 
+/** Connections of the request log's reads that any user may take, one read at a time each. */
+const SHARED_CONNECTIONS = 3;
+/** And the administrators' own (the console, the whole log): never taken by a tenant's read. */
+const RESERVED_CONNECTIONS = 1;
 /** Connections of a gateway's pool for reads of the request log (main.ts). */
-export const LOG_READ_CONNECTIONS = 3;
-/** Reads of the request log one user may have in flight on a gateway; past it, 429. */
-const READS_PER_USER = 2;
+export const LOG_READ_CONNECTIONS = SHARED_CONNECTIONS + RESERVED_CONNECTIONS;
+/** A read waits for its turn at most as long as one may run (LOG_QUERY_TIMEOUT_MS), until the routes tell it. */
+let waitMs = 5_000;
 
 /**
- * Runs one user's read of the request log: at most READS_PER_USER at once (a user sent 30 heavy
- * stat queries at once, and the gateway's one pool answered other tenants' file and batch
- * requests 503 after 6 s), and one PostgreSQL cancels at its statement time-out is a 503 that
- * says why, not an internal error.
+ * Runs one user's read of the request log in its turn (`LogReadTurns`: one at a time per user,
+ * round-robin between users, a connection of the administrators' own), and one PostgreSQL
+ * cancels at its statement time-out is a 503 that says why, not an internal error.
  */
 class LogReads {
-  private readonly perUser = new PerUserLimit(READS_PER_USER, 'reads of the request log');
+  private readonly turns = new LogReadTurns({ shared: SHARED_CONNECTIONS, reserved: RESERVED_CONNECTIONS, waitingPerUser: 1, waitMs: () => waitMs });
 
-  run<T>(userId: number, read: () => Promise<T>): Promise<T> {
-    return this.perUser.run(userId, async () => {
+  run<T>(reader: { id: number; role: number }, read: () => Promise<T>): Promise<T> {
+    return this.turns.run({ id: reader.id, admin: reader.role >= Role.admin }, async () => {
       try {
         return await orUnavailable(read());
       } catch (error) {
@@ -46,10 +49,16 @@ class LogReads {
 }
 
 /**
- * This gateway's reads of the request log, counted per user whichever route makes them: the
- * management API's and the operations console's.
+ * This gateway's reads of the request log, in turns whichever route makes them: the management
+ * API's and the operations console's.
  */
 export const logReads = new LogReads();
+
+/** The reads' pool's statement time-out, the longest a read may wait for its turn. */
+function waitAsLongAsAReadRuns(database: Database | undefined): void {
+  const timeout = Number(database?.options.statement_timeout);
+  if (timeout > 0) waitMs = timeout;
+}
 
 /** Reads of the request log, or a 503 saying this gateway runs without PostgreSQL. */
 export function requestLogOf(database: Database | undefined): RequestLogQuery {
@@ -59,18 +68,19 @@ export function requestLogOf(database: Database | undefined): RequestLogQuery {
 
 export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutesOptions): void {
   app.addHook('onRequest', accessTokenHook(options.users, () => true));
+  waitAsLongAsAReadRuns(options.database);
   const query = () => requestLogOf(options.database);
 
   app.get('/log/', async (request) => {
     if (request.actor!.role < Role.admin) throw forbidden('insufficient privileges for this operation');
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
-    return answer(await logReads.run(request.actor!.id, () => query().page(filters)));
+    return answer(await logReads.run(request.actor!, () => query().page(filters)));
   });
 
   app.get('/log/self', async (request) => {
     const filters = parseOrThrow(listLogsQuery, { ...(request.query as object) });
     const admin = seesChannels(request, filters);
-    const page = await logReads.run(request.actor!.id, () => query().page({ ...filters, only_user: request.actor!.id }));
+    const page = await logReads.run(request.actor!, () => query().page({ ...filters, only_user: request.actor!.id }));
     return answer(admin ? page : { ...page, items: page.items.map(withoutChannels) });
   });
 
@@ -78,7 +88,7 @@ export function requestLogRoutes(app: FastifyInstance, options: RequestLogRoutes
     const filters = parseOrThrow(logStatQuery, { ...(request.query as object) });
     const admin = seesChannels(request, filters);
     const own = admin ? {} : { only_user: request.actor!.id };
-    return answer(await logReads.run(request.actor!.id, () => query().stat({ ...filters, ...own })));
+    return answer(await logReads.run(request.actor!, () => query().stat({ ...filters, ...own })));
   });
 }
 
