@@ -29,6 +29,19 @@ export const LANE_CONCURRENCY = 256;
  */
 export const WAITING_PER_SLOT = 1;
 
+/** The error a job BullMQ failed without running it is answered with. */
+function failedUnrun(error: Error): GatewayError {
+  const stalled = /stalled more than allowable limit/.test(error.message);
+  return new GatewayError({
+    status: 500,
+    code: 'internal',
+    shouldRetry: false,
+    message: stalled
+      ? 'the request was running when its worker process died, twice (its reply too large for it?); it is not run again'
+      : 'the request could not be run (internal error)',
+  });
+}
+
 /** What a job handler gets: its payload, and the means to stream and to notice cancellation. */
 export interface JobContext<P> {
   jobId: string;
@@ -310,11 +323,17 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
     }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
-    worker.on('error', (err) => options.log.warn({ err: err.message }, 'worker connection error'));
-    // A job that stalled too often is failed by the worker that next takes it, without a run: its
-    // payload goes with it, as with a job that ends.
-    worker.on('failed', (job) => {
-      if (job?.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+    worker.on('error', (err) => options.log.warn({ reason: err.message }, 'worker connection error'));
+    // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
+    // failed by the worker that next takes it, without a run. Its sender is told so at once
+    // rather than at its deadline (a batch line would be sent again and kill the worker again),
+    // and its payload goes with it, as with a job that ends.
+    worker.on('failed', (job, error) => {
+      if (!job) return;
+      if (job.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+      const failure = failedUnrun(error);
+      options.log.error({ reqId: job.data.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
+      void replies.error(job.data.replyTo, job.id!, failure.toReply(), job.data.deadline).catch(() => {});
     });
     lanes.push(worker);
   }

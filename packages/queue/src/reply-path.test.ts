@@ -4,6 +4,7 @@ import { useQueueHarness } from './queue-test-harness.ts';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { CANCEL_CHANNEL, createRedis, JobClient, ReplySender, replyStreamKey, startJobWorker, type JobHandler, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
+import { MAX_ENTRY_CHARS } from './reply-sender.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -102,6 +103,29 @@ describe('the reply path', () => {
     const xadds = Number(/cmdstat_xadd:calls=(\d+)/.exec(await q.redis.info('commandstats'))?.[1]);
     expect(xadds).toBeLessThan(1050 / 4);
   });
+
+  it.each([
+    ['24 replies of 3 MB', 24, 3 * 1024 * 1024],
+    ['3,000 replies of 24 KB', 3000, 24 * 1024],
+  ])('writes %s given in one turn as entries of at most MAX_ENTRY_CHARS (8 Mi), in order', async (_, count, size) => {
+    const sender = new ReplySender(q.redis);
+    const stream = replyStreamKey('big-replies');
+    onTestFinished(() => void q.redis.del(stream));
+    // One text for all: the sender's memory is then the entries it builds, not the replies.
+    const reply = 'x'.repeat(size - 8);
+    // Before, they went out as one XADD however large: past V8's largest string (512 Mi
+    // characters: 24 batch lines of 36 MB), ioredis threw a RangeError from an Immediate, outside
+    // any handler, and the worker died.
+    await Promise.all(Array.from({ length: count }, (_, i) => sender.chunk('big-replies', `job-${i}`, `${String(i).padStart(8, '0')}${reply}`)));
+    // Awaited through the last entry: a result waits for every chunk before it.
+    await sender.result('big-replies', 'job-last', 'end');
+    const entries = (await q.redis.xrange(stream, '-', '+')) as [string, string[]][];
+    const sizes = entries.map(([, fields]) => fields.reduce((sum, f, i) => sum + (i % 2 === 1 ? f.length : 0), 0));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MAX_ENTRY_CHARS);
+    expect(entries.length).toBeGreaterThanOrEqual(Math.ceil((count * size) / MAX_ENTRY_CHARS));
+    const order = entries.flatMap(([, fields]) => fields.filter((_, i) => i % 2 === 1).map((data) => data.slice(0, 8)));
+    expect(order).toEqual([...Array.from({ length: count }, (_, i) => String(i).padStart(8, '0')), '"end"']);
+  }, 120_000);
 
   it('pauses a stream while its client catches up, and resumes it after', async () => {
     let sent = 0;
