@@ -258,11 +258,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
     if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
+    const userId = queued.tenant?.userId;
+    // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
+    if (userId !== undefined) await gate.admit(userId);
     try {
       const envelope = await envelopeOf(jobId, queued);
       if (envelope) await processEnvelope(gate, job, jobId, envelope);
       else finished++;
     } finally {
+      if (userId !== undefined) gate.finish(userId);
       // Removed when the job ends here. A job taken over after its worker died finds it still
       // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
       // says so to an ingress that has its answer from the first.
@@ -322,7 +326,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
-    }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
+    }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT), (atShare) => fairShares.waitingBesides(options.queue, atShare));
     worker.on('error', (err) => options.log.warn({ reason: err.message }, 'worker connection error'));
     // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
     // failed by the worker that next takes it, without a run. Its sender is told so at once
