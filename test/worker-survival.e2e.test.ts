@@ -14,10 +14,7 @@ const it = stackTest({ workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS
 const completionWorker = (services: ServiceProcess[]) => services.filter((s) => s.name === 'completion-worker' && s.child.exitCode === null && s.child.signalCode === null).at(-1)!;
 
 describe('many large replies at once', () => {
-  it.for([
-    ['6 whole replies of 40 MB', 6, 40],
-    ['48 whole replies of 5 MB', 48, 5],
-  ] as const)('are all answered, the worker alive: %s', async ([, count, mb]: readonly [string, number, number], { stack, upstream, channel, apiKey }) => {
+  for (const [count, mb] of [[3, 40], [24, 3]] as const) it(`are all answered, the worker alive: ${count} whole replies of ${mb} MB`, async ({ stack, upstream, channel, apiKey }) => {
     // One word: the mock counts words, and millions of them would be its own work, not the test's.
     const text = 'x'.repeat(mb * 1024 * 1024);
     const mock = await upstream.openai({ text });
