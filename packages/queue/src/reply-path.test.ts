@@ -4,7 +4,7 @@ import { useQueueHarness } from './queue-test-harness.ts';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { CANCEL_CHANNEL, createRedis, JobClient, ReplySender, replyStreamKey, startJobWorker, type JobHandler, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
-import { MAX_ENTRY_CHARS } from './reply-sender.ts';
+import { MAX_ENTRY_CHARS, MAX_REPLY_CHARS } from './reply-sender.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -126,6 +126,17 @@ describe('the reply path', () => {
     const order = entries.flatMap(([, fields]) => fields.filter((_, i) => i % 2 === 1).map((data) => data.slice(0, 8)));
     expect(order).toEqual([...Array.from({ length: count }, (_, i) => String(i).padStart(8, '0')), '"end"']);
   }, 120_000);
+
+  it('refuses a reply past MAX_REPLY_CHARS with a 502 to its job, writing nothing, and goes on sending', async () => {
+    const sender = new ReplySender(q.redis);
+    const stream = replyStreamKey('huge-reply');
+    onTestFinished(() => void q.redis.del(stream));
+    // A command of one reply this large would near V8's largest string as ioredis builds it.
+    await expect(sender.result('huge-reply', 'job-huge', 'x'.repeat(MAX_REPLY_CHARS + 1))).rejects.toMatchObject({ status: 502, message: expect.stringMatching(/too large to relay/) });
+    await sender.result('huge-reply', 'job-next', 'ok');
+    const entries = (await q.redis.xrange(stream, '-', '+')) as [string, string[]][];
+    expect(entries.flatMap(([, fields]) => fields.filter((_, i) => i % 2 === 1))).toEqual(['"ok"']);
+  });
 
   it('pauses a stream while its client catches up, and resumes it after', async () => {
     let sent = 0;
