@@ -48,6 +48,9 @@ export type OthersWaiting = (atShare: number[]) => Promise<number>;
  * another. The lane's BullMQ concurrency is `slots` plus room for jobs that wait (`waiting`),
  * which bounds what it holds.
  * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
+ * A lane with no room takes one more job when a tenant below its share of the slots waits in
+ * the queue, and a job taken so whose own tenant is at its share waits for a slot (`admit`,
+ * `TenantSlots`).
  */
 export class LaneGate {
   readonly slots: number;
@@ -97,6 +100,8 @@ export class LaneGate {
       this.beginning = false;
     }
     if (this.hasRoom()) {
+      // Room again: a borrow not yet used is not for later, when nobody may wait any more.
+      this.borrow = 0;
       this.fetching++;
       return 'fetch';
     }
