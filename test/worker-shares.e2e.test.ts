@@ -22,7 +22,7 @@ async function tenant(stack: Stack) {
   return (await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true })).key as string;
 }
 
-const post = (stack: Stack, key: string, path: string, body: unknown, signal?: AbortSignal) => fetch(`${stack.gateway.url}${path}`, {
+const post = (stack: Stack, key: string, path: string, body: unknown, signal?: AbortSignal, gateway = stack.gateway.url) => fetch(`${gateway}${path}`, {
   method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal,
 }).then(async (r) => ({ status: r.status, bytes: (await r.arrayBuffer()).byteLength }), () => ({ status: 0, bytes: 0 }));
 
@@ -30,7 +30,7 @@ const post = (stack: Stack, key: string, path: string, body: unknown, signal?: A
  * Tenant A sends `count` requests to a 30 s upstream (more than the worker's slots) and holds
  * every slot; then tenant B's request to a quick upstream: its latency, in ms.
  */
-async function besideHog(stack: Stack, slow: MockOpenAIUpstream, slots: number, count: number, hogRequest: [string, unknown], quickRequest: [string, unknown]) {
+async function besideHog(stack: Stack, slow: MockOpenAIUpstream, slots: number, count: number, hogRequest: [string, unknown], quickRequest: [string, unknown], otherGateway?: string) {
   const what = `another tenant's ${quickRequest[0]} beside ${count} long requests on ${slots} slots`;
   const [hogKey, otherKey] = [await tenant(stack), await tenant(stack)];
   const stop = new AbortController();
@@ -38,7 +38,7 @@ async function besideHog(stack: Stack, slow: MockOpenAIUpstream, slots: number, 
   try {
     await expect.poll(() => slow.inFlight, { timeout: 60_000, interval: 200 }).toBe(slots);
     const started = performance.now();
-    const quick = await post(stack, otherKey, quickRequest[0], quickRequest[1]);
+    const quick = await post(stack, otherKey, quickRequest[0], quickRequest[1], undefined, otherGateway);
     const ms = performance.now() - started;
     console.log(`[shares] ${what}: ${Math.round(ms)} ms`);
     expect(quick.status).toBe(200);
@@ -74,4 +74,17 @@ describe("a worker's slots", () => {
     // Before: 30 to 55 s.
     expect(ms).toBeLessThan(5_000);
   }, 180_000);
+
+  it('hold across two completion workers and two gateways: 520 long requests through one, a quick one through the other', async ({ stack, upstream, channel }) => {
+    const slow = await upstream.openai({ delayMs: 30_000 });
+    const quick = await upstream.openai();
+    await channel(slow, ['share-slow-2']);
+    await channel(quick, ['share-quick-2']);
+    await stack.add('completion-worker');
+    const second = await stack.add('gateway');
+    const ms = await besideHog(stack, slow, 512, 520,
+      ['/v1/completions', { model: 'share-slow-2', prompt: 'hi' }],
+      ['/v1/completions', { model: 'share-quick-2', prompt: 'hi' }], second.url);
+    expect(ms).toBeLessThan(5_000);
+  }, 240_000);
 });
