@@ -37,7 +37,7 @@ function failedUnrun(error: Error): GatewayError {
     code: 'internal',
     shouldRetry: false,
     message: stalled
-      ? 'the request was running when its worker process died, twice (its reply too large for it?); it is not run again'
+      ? 'the request was running when its worker process died (or stalled past its lock), twice; it is not run again'
       : 'the request could not be run (internal error)',
   });
 }
