@@ -163,6 +163,27 @@ describe('generateContentStream with @google/genai', () => {
   });
 });
 
+describe('a streamed event larger than RESPONSE_BUFFER_BYTES (4 MiB)', () => {
+  it('reaches a client that reads, whole, as SSE and as a JSON array: 90 s of speech in one event', async ({ upstream, channel, apiKey, post }) => {
+    const mock = await upstream.gemini();
+    // One event for the whole speech: 4.3 MB of PCM, 5.8 MB of base64.
+    mock.set({ streamChunkMs: 200_000 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const text = 'y'.repeat(1800);
+    // Before, the client was dropped as soon as the event was written: the cap counted it.
+    const sse = await post(`/v1beta/models/${model}:streamGenerateContent?alt=sse`, body(text), { 'x-goog-api-key': key });
+    expect(sse.status).toBe(200);
+    const events = sse.text.split('\r\n\r\n').filter(Boolean).map((e) => JSON.parse(e.slice('data: '.length)) as GenerateContentResponse);
+    expect(events).toHaveLength(1);
+    expect(pcmOf(...events).length).toBe(mockSpeech(text).pcmBytes);
+    const array = await post(`/v1beta/models/${model}:streamGenerateContent`, body(text), { 'x-goog-api-key': key });
+    expect(array.status).toBe(200);
+    expect(pcmOf(...(array.json as GenerateContentResponse[])).length).toBe(mockSpeech(text).pcmBytes);
+  }, 60_000);
+});
+
 describe('errors, in Gemini form', () => {
   it('400 naming the field for an invalid voice, through the SDK and on the wire', async ({ upstream, channel, apiKey, sdk, post }) => {
     const mock = await upstream.gemini();

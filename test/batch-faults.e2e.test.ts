@@ -119,6 +119,29 @@ describe('a batch through crashes and restarts', () => {
     expect(output.length).toBe(600);
   }, 120_000);
 
+  it('ends a line whose completion worker dies under it twice as failed, with an error, and runs it no third time', async ({ stack }) => {
+    mock.reset();
+    mock.setBehaviour({ hang: true });
+    const owner = await tenant(stack);
+    const openai = client(stack, owner.key);
+    const created = await submit(openai, 1);
+    // Before, the line was failed unrun and unanswered: the batch sent it again, and it killed
+    // the worker again after each restart (24 lines of 36 MB replies, 2 of 2 runs).
+    for (let run = 1; run <= 2; run++) {
+      await mock.waitFor((m) => m.requests.length >= run, 60_000);
+      await Promise.all(running(stack, 'completion-worker').map((w) => w.stop('SIGKILL')));
+      await stack.add('completion-worker');
+    }
+    const batch = await settled(() => openai, created.id);
+    mock.setBehaviour({});
+    expect(batch.request_counts).toEqual({ total: 1, completed: 0, failed: 1 });
+    const [line] = await fileLines(openai, batch.error_file_id);
+    expect(line.response.status_code).toBe(500);
+    expect(JSON.stringify(line)).toMatch(/worker process died .*, twice; it is not run again/);
+    expect(mock.requests.length).toBe(2);
+    await stack.add('completion-worker');
+  }, 180_000);
+
   it('loses no line when the gateway is killed with SIGKILL mid-batch; a new gateway reports it', async ({ stack }) => {
     mock.reset();
     mock.setBehaviour({ delayMs: 30, text: echo });

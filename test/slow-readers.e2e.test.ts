@@ -140,4 +140,31 @@ describe('a client that reads', () => {
     expect(text.length).toBe(BIG_TEXT.length);
     expect(text === BIG_TEXT).toBe(true);
   }, 60_000);
+
+  it('takes streamed events larger than RESPONSE_BUFFER_BYTES (4 MiB) whole, one or several in a row', async ({ stack, upstream, channel, apiKey }) => {
+    // Words of 12 MB: one event each (a long speech's audio, a large Gemini event, is one too).
+    const word = (c: string) => c.repeat(12 * 1024 * 1024);
+    const mock = await upstream.openai({ text: (prompt) => (prompt === 'one' ? word('a') : `${word('b')} ${word('c')} end`) });
+    await channel(mock, ['reader-big-event']);
+    const { key } = await apiKey();
+    const droppedBefore = dropped(stack.gateway);
+    const read = async (path: string, body: Record<string, unknown>) => {
+      const answer = await fetch(`${stack.gateway.url}${path}`, {
+        method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'reader-big-event', stream: true, ...body }),
+      });
+      expect(answer.status).toBe(200);
+      let text = '';
+      for (const line of (await answer.text()).split('\n')) {
+        if (!line.startsWith('data: ') || line === 'data: [DONE]') continue;
+        const choice = (JSON.parse(line.slice(6)) as { choices: { text?: string; delta?: { content?: string } }[] }).choices[0];
+        text += choice?.text ?? choice?.delta?.content ?? '';
+      }
+      return text;
+    };
+    // Before, the client was dropped as soon as the event was written: the cap counted the event itself.
+    expect(await read('/v1/completions', { prompt: 'one' })).toBe(word('a'));
+    expect(await read('/v1/chat/completions', { messages: [{ role: 'user', content: 'two' }] })).toBe(`${word('b')} ${word('c')} end`);
+    expect(dropped(stack.gateway) - droppedBefore).toBe(0);
+  }, 90_000);
 });

@@ -84,6 +84,17 @@ export class FairShares {
     };
   }
 
+  /**
+   * Interactive jobs waiting in the queue whose user is none of `users` (a lane's tenants at
+   * their share): another tenant's request waiting for a slot (`LaneGate`).
+   */
+  async waitingBesides(queue: QueueName, users: readonly number[]): Promise<number> {
+    const all = this.redis.hget(lineKey(queue), 'i:n');
+    const theirs = await Promise.all(users.map((user) => this.redis.hvals(tenantKey(queue, 'i', user))));
+    const counted = theirs.flat().reduce((sum, n) => sum + Math.max(0, Number(n)), 0);
+    return Math.max(0, Number((await all) ?? 0) - counted);
+  }
+
   /** The job with this priority left the queue (the worker's side of `FairPlace.leave`). */
   async leave(queue: QueueName, tenant: Tenant, priority: number): Promise<void> {
     const batch = isBatchRank(priority);

@@ -30,6 +30,19 @@ export const LANE_CONCURRENCY = 256;
  */
 export const WAITING_PER_SLOT = 1;
 
+/** The error a job BullMQ failed without running it is answered with. */
+function failedUnrun(error: Error): GatewayError {
+  const stalled = /stalled more than allowable limit/.test(error.message);
+  return new GatewayError({
+    status: 500,
+    code: 'internal',
+    shouldRetry: false,
+    message: stalled
+      ? 'the request was running when its worker process died (or stalled past its lock), twice; it is not run again'
+      : 'the request could not be run (internal error)',
+  });
+}
+
 /** What a job handler gets: its payload, and the means to stream and to notice cancellation. */
 export interface JobContext<P> {
   jobId: string;
@@ -267,11 +280,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
     if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
+    const userId = queued.tenant?.userId;
+    // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
+    if (userId !== undefined) await gate.admit(userId);
     try {
       const envelope = await envelopeOf(jobId, queued);
       if (envelope) await processEnvelope(gate, job, jobId, envelope);
       else finished++;
     } finally {
+      if (userId !== undefined) gate.finish(userId);
       // Removed when the job ends here. A job taken over after its worker died finds it still
       // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
       // says so to an ingress that has its answer from the first.
@@ -334,13 +351,20 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       // One lane a shard is enough to look for stalled jobs.
       skipStalledCheck: lane % lanesPerShard > 0,
       ...laneTimingOf(options.redisTarget),
-    }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT));
+    }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT), (atShare) => fairShares.waitingBesides(options.queue, atShare));
     worker.on('error', (err) => options.log.warn({ err }, 'worker connection error'));
-    // A job that stalled too often is failed by the worker that next takes it, without a run: its
-    // payload goes with it, as with a job that ends.
-    worker.on('failed', (job) => {
-      if (job?.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
-      if (job && keptWhenFailed(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
+    // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
+    // failed by the worker that next takes it, without a run. Its sender is told so at once
+    // rather than at its deadline (a batch line would be sent again and kill the worker again),
+    // and its payload goes with it, as with a job that ends.
+    worker.on('failed', (job, error) => {
+      if (!job) return;
+      if (job.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+      const failure = failedUnrun(error);
+      options.log.error({ reqId: job.data.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
+      void replies.error(job.data.replyTo, job.id!, failure.toReply(), job.data.deadline).catch(() => {});
+      // Kept on the board without its payload (finished-jobs.ts); after the reply, which needs its address.
+      if (keptWhenFailed(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
     });
     lanes.push(worker);
   }

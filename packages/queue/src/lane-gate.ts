@@ -1,4 +1,5 @@
 import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
+import { TenantSlots } from './tenant-slots.ts';
 
 /**
  * How long a job waits for room elsewhere before it stops holding its lane's slot. Measured with
@@ -25,6 +26,16 @@ export const IDLE_AFTER_MS = 1000;
 export const FETCHED_BEFORE_BEGUN = 8;
 
 /**
+ * While a lane has no room, how often it asks whether another tenant below its share waits in
+ * the queue (`TenantSlots`): that tenant's first request waits about this long, not a whole turn
+ * of the jobs holding the slots. One small read a lane while it is full and jobs wait.
+ */
+export const SHARE_POLL_MS = 200;
+
+/** Interactive jobs waiting in the queue of users other than `atShare` (`FairShares.waitingBesides`). */
+export type OthersWaiting = (atShare: number[]) => Promise<number>;
+
+/**
  * A job waiting for room elsewhere (a full channel's lease, a rate-limited channel's rest) holds
  * none of its worker's concurrency for long: with a BullMQ Worker's plain concurrency, a tenant whose
  * burst waits on one full, slow channel filled every slot of the worker, and another tenant's
@@ -37,6 +48,9 @@ export const FETCHED_BEFORE_BEGUN = 8;
  * another. The lane's BullMQ concurrency is `slots` plus room for jobs that wait (`waiting`),
  * which bounds what it holds.
  * Fetch-next (BullMQ taking the next job as it finishes one) goes through the same count.
+ * A lane with no room takes one more job when a tenant below its share of the slots waits in
+ * the queue, and a job taken so whose own tenant is at its share waits for a slot (`admit`,
+ * `TenantSlots`).
  */
 export class LaneGate {
   readonly slots: number;
@@ -50,14 +64,24 @@ export class LaneGate {
   private beginning = false;
   private shut = false;
   private opened: (() => void) | undefined;
+  /** The lane's jobs by tenant. */
+  private readonly tenants: TenantSlots;
+  private readonly othersWaiting: OthersWaiting | undefined;
+  /** Fetches allowed beyond the slots: a tenant below its share waits in the queue. */
+  private borrow = 0;
+  private polling: NodeJS.Timeout | undefined;
+  /** Jobs taken beyond the slots whose tenant was at its share: each waits for a slot (`admit`). */
+  private readonly parked: (() => void)[] = [];
 
-  constructor(slots: number) {
+  constructor(slots: number, othersWaiting?: OthersWaiting) {
     this.slots = slots;
+    this.tenants = new TenantSlots(slots);
+    this.othersWaiting = othersWaiting;
   }
 
   /** Room for one more job at work (`leaving`: jobs at work now that are about to end). */
   hasRoom(leaving = 0): boolean {
-    return this.atWork - leaving + this.fetching < this.slots;
+    return this.atWork - leaving + this.fetching + this.parked.length < this.slots;
   }
 
   /**
@@ -76,10 +100,61 @@ export class LaneGate {
       this.beginning = false;
     }
     if (this.hasRoom()) {
+      // Room again: a borrow not yet used is not for later, when nobody may wait any more.
+      this.borrow = 0;
       this.fetching++;
       return 'fetch';
     }
-    return this.fetchedUnstarted > 0 ? 'skip' : 'wait';
+    if (this.fetchedUnstarted > 0) return 'skip';
+    if (this.borrow > 0 && this.fetching === 0) {
+      this.borrow--;
+      this.fetching++;
+      return 'fetch';
+    }
+    this.watchForOthers();
+    return 'wait';
+  }
+
+  /**
+   * A job of `userId` begins. Taken beyond the slots (for another tenant's sake) while its own
+   * tenant holds its share already, it waits for a slot, holding none; `finish` when it ends.
+   */
+  async admit(userId: number): Promise<void> {
+    if (this.atWork > this.slots && !this.tenants.belowShare(userId) && !this.shut) {
+      this.atWork--;
+      await new Promise<void>((resolve) => this.parked.push(resolve));
+    }
+    this.tenants.take(userId);
+  }
+
+  /** The job of `userId` that `admit` let begin has ended. */
+  finish(userId: number): void {
+    this.tenants.give(userId);
+  }
+
+  /**
+   * While the lane has no room, asks every SHARE_POLL_MS whether a tenant below its share
+   * waits in the queue; if one does, the lane takes one more job beyond its slots.
+   */
+  private watchForOthers(): void {
+    if (!this.othersWaiting || this.polling || this.shut) return;
+    const check = async () => {
+      if (this.shut || this.hasRoom() || this.parked.length >= FETCHED_BEFORE_BEGUN) {
+        this.polling = undefined;
+        return;
+      }
+      const others = await this.othersWaiting!(this.tenants.atShare()).catch(() => 0);
+      if (others > 0 && !this.shut) {
+        this.polling = undefined;
+        this.borrow = 1;
+        this.open();
+        return;
+      }
+      this.polling = setTimeout(check, SHARE_POLL_MS);
+      this.polling.unref();
+    };
+    this.polling = setTimeout(check, SHARE_POLL_MS);
+    this.polling.unref();
   }
 
   /** Resolves when the count changes (a job ended, waits, was fetched) or the lane closes. */
@@ -106,9 +181,13 @@ export class LaneGate {
     this.fetchedUnstarted--;
   }
 
-  /** A job at work ended. */
+  /** A job at work ended (or waits elsewhere): its slot goes to a job waiting for one first. */
   release(): void {
     this.atWork--;
+    if (this.parked.length > 0 && this.atWork < this.slots) {
+      this.atWork++;
+      this.parked.shift()!();
+    }
     this.open();
   }
 
@@ -135,6 +214,11 @@ export class LaneGate {
   /** The lane is closing: a fetch held here goes, and finds the lane closing. */
   close(): void {
     this.shut = true;
+    clearTimeout(this.polling);
+    for (const resume of this.parked.splice(0)) {
+      this.atWork++;
+      resume();
+    }
     this.open();
   }
 
@@ -155,9 +239,9 @@ export class LaneGate {
 export class GatedWorker<D> extends Worker<D> {
   readonly gate: LaneGate;
 
-  constructor(name: string, processor: Processor<D>, options: WorkerOptions & { concurrency: number }, waiting: number) {
+  constructor(name: string, processor: Processor<D>, options: WorkerOptions & { concurrency: number }, waiting: number, othersWaiting?: OthersWaiting) {
     super(name, processor, { ...options, concurrency: options.concurrency + waiting });
-    const gate = (this.gate = new LaneGate(options.concurrency));
+    const gate = (this.gate = new LaneGate(options.concurrency, othersWaiting));
     const self = this as unknown as { _getNextJob?: (...args: unknown[]) => Promise<Job<D> | undefined> };
     const fetch = self._getNextJob;
     if (typeof fetch !== 'function') throw new Error("BullMQ's Worker has no _getNextJob: the lane gate cannot hold its fetches (BullMQ changed?)");

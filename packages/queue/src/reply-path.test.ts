@@ -4,6 +4,7 @@ import { useQueueHarness } from './queue-test-harness.ts';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { CANCEL_CHANNEL, createRedis, JobClient, ReplySender, replyStreamKey, startJobWorker, type JobHandler, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';
+import { MAX_ENTRY_CHARS, MAX_REPLY_CHARS } from './reply-sender.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -101,6 +102,40 @@ describe('the reply path', () => {
     // 1,050 replies (1,000 chunks and 50 results); one entry each would be 1,050 XADDs.
     const xadds = Number(/cmdstat_xadd:calls=(\d+)/.exec(await q.redis.info('commandstats'))?.[1]);
     expect(xadds).toBeLessThan(1050 / 4);
+  });
+
+  it.each([
+    ['24 replies of 3 MB', 24, 3 * 1024 * 1024],
+    ['3,000 replies of 24 KB', 3000, 24 * 1024],
+  ])('writes %s given in one turn as entries of at most MAX_ENTRY_CHARS (8 Mi), in order', async (_, count, size) => {
+    const sender = new ReplySender(q.redis);
+    const stream = replyStreamKey('big-replies');
+    onTestFinished(() => void q.redis.del(stream));
+    // One text for all: the sender's memory is then the entries it builds, not the replies.
+    const reply = 'x'.repeat(size - 8);
+    // Before, they went out as one XADD however large: past V8's largest string (512 Mi
+    // characters: 24 batch lines of 36 MB), ioredis threw a RangeError from an Immediate, outside
+    // any handler, and the worker died.
+    await Promise.all(Array.from({ length: count }, (_, i) => sender.chunk('big-replies', `job-${i}`, `${String(i).padStart(8, '0')}${reply}`)));
+    // Awaited through the last entry: a result waits for every chunk before it.
+    await sender.result('big-replies', 'job-last', 'end');
+    const entries = (await q.redis.xrange(stream, '-', '+')) as [string, string[]][];
+    const sizes = entries.map(([, fields]) => fields.reduce((sum, f, i) => sum + (i % 2 === 1 ? f.length : 0), 0));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(MAX_ENTRY_CHARS);
+    expect(entries.length).toBeGreaterThanOrEqual(Math.ceil((count * size) / MAX_ENTRY_CHARS));
+    const order = entries.flatMap(([, fields]) => fields.filter((_, i) => i % 2 === 1).map((data) => data.slice(0, 8)));
+    expect(order).toEqual([...Array.from({ length: count }, (_, i) => String(i).padStart(8, '0')), '"end"']);
+  }, 120_000);
+
+  it('refuses a reply past MAX_REPLY_CHARS with a 502 to its job, writing nothing, and goes on sending', async () => {
+    const sender = new ReplySender(q.redis);
+    const stream = replyStreamKey('huge-reply');
+    onTestFinished(() => void q.redis.del(stream));
+    // A command of one reply this large would near V8's largest string as ioredis builds it.
+    await expect(sender.result('huge-reply', 'job-huge', 'x'.repeat(MAX_REPLY_CHARS + 1))).rejects.toMatchObject({ status: 502, message: expect.stringMatching(/too large to relay/) });
+    await sender.result('huge-reply', 'job-next', 'ok');
+    const entries = (await q.redis.xrange(stream, '-', '+')) as [string, string[]][];
+    expect(entries.flatMap(([, fields]) => fields.filter((_, i) => i % 2 === 1))).toEqual(['"ok"']);
   });
 
   it('pauses a stream while its client catches up, and resumes it after', async () => {

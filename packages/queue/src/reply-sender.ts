@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ErrorReply } from '@gateway/contracts';
+import { upstreamError, type ErrorReply } from '@gateway/contracts';
 import { isRedisUnavailable, type Redis } from './redis-connection.ts';
 import { REPLY_STREAM_TTL_MS, ReplyType, replyField, replyStreamKey, replyStreamTtlMs } from './reply-keys.ts';
 
@@ -8,6 +8,16 @@ const RETRY_FOR_MS = 10_000;
 const REFRESH_TTL_EVERY_MS = REPLY_STREAM_TTL_MS / 4;
 /** Past this many unwritten bytes for one ingress, a chunk's sender waits for the write. */
 const MAX_UNWRITTEN_BYTES = 1024 * 1024;
+/**
+ * Characters of replies one entry (one XADD) carries at most; past it, the replies gathered go
+ * out as several entries, one after another. ioredis builds a command as one string: replies of
+ * 24 batch lines of 36 MB each, joined, passed V8's largest string and the worker died (a
+ * `RangeError` thrown from ioredis's auto-pipelining, outside any handler). A reply larger than
+ * this goes alone in its entry.
+ */
+export const MAX_ENTRY_CHARS = 8 * 1024 * 1024;
+/** One reply's characters at most: a command of one larger would near V8's largest string. */
+export const MAX_REPLY_CHARS = 256 * 1024 * 1024;
 
 export interface ReplySenderOptions {
   /**
@@ -99,11 +109,16 @@ export class ReplySender {
   }
 
   private add(replyTo: string, jobId: string, type: string, data: string, retryUntil = 0): Promise<void> {
+    if (data.length > MAX_REPLY_CHARS) {
+      return Promise.reject(upstreamError(`the reply is too large to relay (${data.length} characters; at most ${MAX_REPLY_CHARS})`));
+    }
     let outbox = this.outboxes.get(replyTo);
     if (!outbox) {
       outbox = new Outbox();
       this.outboxes.set(replyTo, outbox);
     }
+    // Full: what it gathered goes now, as an entry of its own, and this reply starts the next.
+    if (outbox.fields.length > 0 && outbox.bytes + data.length > MAX_ENTRY_CHARS) this.send(replyTo, outbox);
     outbox.fields.push(replyField(type, jobId), data);
     outbox.bytes += data.length;
     outbox.retryUntil = Math.max(outbox.retryUntil, retryUntil);
@@ -120,6 +135,8 @@ export class ReplySender {
 
   /** Takes what the outbox gathered and writes it, after the write before it. */
   private send(replyTo: string, outbox: Outbox): void {
+    // Sent already, when it filled up before its turn came.
+    if (outbox.fields.length === 0) return;
     const { fields, next, retryUntil } = outbox;
     outbox.fields = [];
     outbox.bytes = 0;

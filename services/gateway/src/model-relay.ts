@@ -299,9 +299,12 @@ async function relayAdmitted<P extends RelayedPayload>(
         // past the buffer cap the client is dropped (the job is cancelled as it goes).
         // A chunk nobody will take is not written through: the worker is not credited for it.
         if (raw.destroyed) return CLIENT_GONE;
+        // Only what was buffered before this event counts against the cap: one event is held
+        // whole (a long speech's audio, a large Gemini event), however large, for a client that reads.
+        const behind = raw.socket?.writableLength ?? raw.writableLength;
         if (raw.write(format.chunk(chunk))) return;
-        if ((raw.socket?.writableLength ?? raw.writableLength) > options.responseBufferBytes) {
-          request.log.warn({ buffered: raw.socket?.writableLength }, 'a stream\'s client fell too far behind and was dropped');
+        if (behind > options.responseBufferBytes) {
+          request.log.warn({ buffered: behind }, 'a stream\'s client fell too far behind and was dropped');
           raw.destroy();
           return CLIENT_GONE;
         }
