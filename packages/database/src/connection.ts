@@ -11,7 +11,7 @@ export interface DatabaseOptions {
   name?: string;
   /** PostgreSQL cancels a statement of this pool that runs longer (statement_timeout). Default none. */
   statementTimeoutMs?: number;
-  /** How long a query waits for a connection while all are taken. Default 5 s. */
+  /** How long a query waits for a connection while all are taken; 0 waits as long as it takes. Default 5 s. */
   connectTimeoutMs?: number;
 }
 

@@ -45,9 +45,10 @@ const logReads = config.DATABASE_URL
   : undefined;
 // Uploads, each holding a connection while its client sends, on a pool of their own (routes/files.ts).
 const uploads = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-uploads-${ingressId}`, max: UPLOAD_CONNECTIONS }) : undefined;
-// A download waits its turn for one while others read their large lines (as long as a slow client may take).
+// A download waits its turn for one, however long, while others' clients read their large lines:
+// it has begun its answer, and a time-out could only cut it short.
 const downloads = config.DATABASE_URL
-  ? createDatabase(config.DATABASE_URL, { name: `gateway-downloads-${ingressId}`, max: DOWNLOAD_CONNECTIONS, connectTimeoutMs: 120_000 })
+  ? createDatabase(config.DATABASE_URL, { name: `gateway-downloads-${ingressId}`, max: DOWNLOAD_CONNECTIONS, connectTimeoutMs: 0 })
   : undefined;
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
