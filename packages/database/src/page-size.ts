@@ -23,7 +23,7 @@ export const PAGE_ROWS = 1000;
  * (a 50 MB file of 10 kB lines read 1,000 rows' sizes for each of its 800 pages).
  */
 export const nextCandidates = (lastPageRows: number) => Math.min(PAGE_ROWS, Math.max(16, 2 * lastPageRows));
-/** A value larger than a page is read in parts of this many bytes, never whole. */
+/** A value larger than this is read in parts of this many bytes, never whole; a smaller one comes whole in its page. */
 export const PART_BYTES = 256 * 1024;
 
 /**
