@@ -5,6 +5,7 @@ import { unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { usageOf } from './file-store.ts';
 import { RESULT_BYTES_SQL } from './result-files.ts';
+import { uploadLinePages } from './file-lines.ts';
 
 /** A line handed to a batch worker to run. */
 export interface LineToRun {
@@ -127,15 +128,9 @@ export class BatchRuns {
     return rows[0]?.line_count;
   }
 
-  /** An input file's lines in order, a page at a time. */
-  async *inputLines(fileId: string, pageSize = 1000): AsyncGenerator<{ line: number; content: string }[]> {
-    for (let after = 0; ;) {
-      const { rows } = await this.db.query<{ line_no: number; content: string }>(
-        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT $3`, [fileId, after, pageSize]);
-      if (rows.length === 0) return;
-      yield rows.map((r) => ({ line: r.line_no, content: r.content }));
-      after = rows.at(-1)!.line_no;
-    }
+  /** An input file's lines in order, a page of about PAGE_BYTES at a time (one line when it is larger). */
+  inputLines(fileId: string): AsyncGenerator<{ line: number; content: string }[]> {
+    return uploadLinePages(this.db, fileId);
   }
 
   /** Writes validated lines (again after a takeover: a line already written is kept). */

@@ -4,6 +4,7 @@ import { newBatchId, unixNow } from './ids.ts';
 import { storableJson } from './storable.ts';
 import { lockUser } from './user-lock.ts';
 import { BATCH_ROW_BYTES, usageOf } from './file-store.ts';
+import { listBatches } from './batch-list.ts';
 
 /**
  * `RUNNING_BATCH_STATUSES` as an SQL list, for `status IN …`: the batches not yet ended. It must
@@ -144,17 +145,10 @@ export class BatchStore {
 
   /**
    * A page of batches, newest first, after the batch `after` (OpenAI's cursor); every user's
-   * when `userId` is unset (administrators).
+   * when `userId` is unset (administrators). Bounded in bytes (batch-list.ts).
    */
-  async list(options: { userId?: number; after?: string; limit: number }): Promise<{ data: BatchObject[]; hasMore: boolean }> {
-    const { rows } = await this.db.query<BatchRow>(
-      `SELECT * FROM batches b
-       WHERE ($1::integer IS NULL OR b.user_id = $1)
-         AND ($2::text IS NULL OR (b.created_at, b.id) < (SELECT created_at, id FROM batches WHERE id = $2 AND ($1::integer IS NULL OR user_id = $1)))
-       ORDER BY b.created_at DESC, b.id DESC LIMIT $3`,
-      [options.userId ?? null, options.after ?? null, options.limit + 1],
-    );
-    return { data: rows.slice(0, options.limit).map(batchObject), hasMore: rows.length > options.limit };
+  list(options: { userId?: number; after?: string; limit: number }): Promise<{ data: BatchObject[]; hasMore: boolean }> {
+    return listBatches(this.db, options);
   }
 
   /**

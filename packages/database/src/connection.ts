@@ -11,6 +11,8 @@ export interface DatabaseOptions {
   name?: string;
   /** PostgreSQL cancels a statement of this pool that runs longer (statement_timeout). Default none. */
   statementTimeoutMs?: number;
+  /** How long a query waits for a connection while all are taken; 0 waits as long as it takes. Default 5 s. */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -24,7 +26,7 @@ export function createDatabase(url: string, options: DatabaseOptions = {}): Data
     max: options.max ?? 10,
     application_name: options.name,
     ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
-    connectionTimeoutMillis: 5_000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
     // A query the server does not answer (it went away mid-query) fails instead of hanging.
     query_timeout: 60_000,

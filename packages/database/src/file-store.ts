@@ -3,7 +3,8 @@ import { inTransaction, type Database } from './connection.ts';
 import { newFileId, unixNow } from './ids.ts';
 import { lockUser } from './user-lock.ts';
 import { forgetResults, resultFileContent, type ResultKind } from './result-files.ts';
-import { nextPageRows, PAGE_CHARS } from './page-size.ts';
+import { PAGE_CHARS } from './page-size.ts';
+import { uploadContent } from './file-lines.ts';
 
 interface FileRow {
   id: string;
@@ -53,9 +54,12 @@ const INSERT_CHARS = PAGE_CHARS;
  */
 export class FileStore {
   private readonly db: Database;
+  private readonly partsDb: Database;
 
-  constructor(db: Database) {
+  /** `partsDb`: where a download holds a connection while it reads a line larger than a page (file-lines.ts). */
+  constructor(db: Database, partsDb: Database = db) {
     this.db = db;
+    this.partsDb = partsDb;
   }
 
   /**
@@ -151,22 +155,14 @@ export class FileStore {
   }
 
   /** A file's content, a page at a time: an upload's lines, or a batch's results. */
-  async *content(id: string, userId: number): AsyncGenerator<string> {
+  async *content(id: string, userId: number): AsyncGenerator<string | Buffer> {
     const row = await this.row(id, userId);
     if (!row) return;
     if (row.batch_id && (row.kind === 'output' || row.kind === 'error')) {
-      yield* resultFileContent(this.db, row.batch_id, row.kind as ResultKind);
+      yield* resultFileContent(this.db, row.batch_id, row.kind as ResultKind, this.partsDb);
       return;
     }
-    for (let after = 0, limit = nextPageRows(0, 0); ;) {
-      const { rows } = await this.db.query<{ line_no: number; content: string }>(
-        `SELECT line_no, content FROM file_lines WHERE file_id = $1 AND line_no > $2 ORDER BY line_no LIMIT $3`, [id, after, limit]);
-      if (rows.length === 0) return;
-      const page = rows.map((r) => r.content + '\n').join('');
-      yield page;
-      after = rows.at(-1)!.line_no;
-      limit = nextPageRows(rows.length, page.length);
-    }
+    yield* uploadContent(this.db, id, this.partsDb);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Database } from './connection.ts';
 import { lineResultId, newFileId, unixNow } from './ids.ts';
-import { nextPageRows } from './page-size.ts';
+import { nextCandidates, PAGE_BYTES, PART_BYTES, textInParts } from './page-size.ts';
 
 /** Which of a batch's lines a result file holds: its successes, or its failures. */
 export type ResultKind = 'output' | 'error';
@@ -27,15 +27,16 @@ interface ResultRow {
 }
 
 /**
- * One line of an output or error file in OpenAI's format. The answer's body is the JSON text the
- * worker wrote, spliced in as it is: a large reply is never parsed and written again.
+ * One line of an output or error file in OpenAI's format, around its answer's body: the line is
+ * `head`, the body, `tail`. The body is the JSON text the worker wrote, spliced in as it is (a
+ * large reply is never parsed and written again), and none when the line has no answer.
  */
-function resultLine(batchId: string, row: ResultRow): string {
-  const response = row.status_code === null
-    ? 'null'
-    : `{"status_code":${row.status_code},"request_id":${JSON.stringify(row.request_id ?? '')},"body":${row.response ?? 'null'}}`;
+function resultLine(batchId: string, row: ResultRow): { head: string; hasBody: boolean; tail: string } {
+  const hasBody = row.status_code !== null;
+  const head = `{"id":${JSON.stringify(lineResultId(batchId, row.line_no))},"custom_id":${JSON.stringify(row.custom_id)},"response":`
+    + (hasBody ? `{"status_code":${row.status_code},"request_id":${JSON.stringify(row.request_id ?? '')},"body":` : 'null');
   const error = row.status_code !== null && row.status_code >= 200 && row.status_code < 300 ? 'null' : JSON.stringify(row.error ?? null);
-  return `{"id":${JSON.stringify(lineResultId(batchId, row.line_no))},"custom_id":${JSON.stringify(row.custom_id)},"response":${response},"error":${error}}\n`;
+  return { head, hasBody, tail: `${hasBody ? '}' : ''},"error":${error}}\n` };
 }
 
 /**
@@ -50,17 +51,45 @@ export async function forgetResults(client: Pick<Database, 'query'>, batchId: st
      UPDATE batches SET kept_bytes = kept_bytes - (SELECT coalesce(sum(bytes), 0) FROM cleared) WHERE id = $1`, [batchId]);
 }
 
-/** A batch's output or error file, in input order, a page of lines at a time. */
-export async function* resultFileContent(db: Database, batchId: string, kind: ResultKind): AsyncGenerator<string> {
-  for (let after = 0, limit = nextPageRows(0, 0); ;) {
-    const { rows } = await db.query<ResultRow>(
-      `SELECT line_no, custom_id, status_code, request_id, response, error FROM batch_lines
-       WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3`, [batchId, after, limit]);
+/**
+ * The next result rows after `$2`, those that begin within PAGE_BYTES (`$4`) of the page (at
+ * least one), as `resultFileContent` reads them: an answer larger than `$5` bytes (PART_BYTES)
+ * comes without its text (null, `large`), which PostgreSQL then never reads.
+ */
+const nextResults = (kind: ResultKind) => `
+  WITH next AS (
+    SELECT line_no, coalesce(octet_length(response), 0) + coalesce(octet_length(custom_id), 0) AS bytes FROM batch_lines
+    WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3),
+  placed AS (SELECT line_no, bytes, sum(bytes) OVER (ORDER BY line_no) - bytes AS before FROM next)
+  SELECT l.line_no, l.custom_id, l.status_code, l.request_id, l.error,
+         CASE WHEN octet_length(l.response) <= $5 THEN l.response END AS response, octet_length(l.response) > $5 AS large
+  FROM placed p JOIN batch_lines l ON l.batch_id = $1 AND l.line_no = p.line_no
+  WHERE p.before < $4 ORDER BY p.line_no`;
+
+const RESPONSE = `SELECT response AS value FROM batch_lines WHERE batch_id = $1 AND line_no = $2`;
+
+/**
+ * A batch's output or error file, in input order, in pages of about PAGE_BYTES: an answer larger
+ * than a page comes in parts (on a connection of `partsDb`), never whole.
+ */
+export async function* resultFileContent(db: Database, batchId: string, kind: ResultKind, partsDb: Database = db): AsyncGenerator<string | Buffer> {
+  for (let after = 0, candidates = nextCandidates(0); ;) {
+    const { rows } = await db.query<ResultRow & { large: boolean | null }>(nextResults(kind), [batchId, after, candidates, PAGE_BYTES, PART_BYTES]);
     if (rows.length === 0) return;
-    const page = rows.map((row) => resultLine(batchId, row)).join('');
+    let page = '';
+    for (const row of rows) {
+      const { head, hasBody, tail } = resultLine(batchId, row);
+      if (!hasBody || !row.large) {
+        page += head + (hasBody ? (row.response ?? 'null') : '') + tail;
+        continue;
+      }
+      yield page + head;
+      yield* textInParts(partsDb, RESPONSE, [batchId, row.line_no]);
+      page = tail;
+    }
     yield page;
     after = rows.at(-1)!.line_no;
-    limit = nextPageRows(rows.length, page.length);
+    candidates = nextCandidates(rows.length);
   }
 }
 
@@ -75,7 +104,8 @@ export async function createBatchResultFiles(db: Database, batchId: string, user
     let lines = 0;
     for await (const page of resultFileContent(db, batchId, kind)) {
       bytes += Buffer.byteLength(page);
-      for (let at = page.indexOf('\n'); at !== -1; at = page.indexOf('\n', at + 1)) lines++;
+      const text = typeof page === 'string' ? page : page.toString('latin1');
+      for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++;
     }
     if (lines === 0) continue;
     // Made once: a batch worker that ends the batch again after a takeover finds them.

@@ -98,6 +98,7 @@ export interface GatewayDeps {
   intakePerUser?: number;
   /** The same PostgreSQL, a pool of its own for file uploads (UPLOAD_CONNECTIONS); `database` when unset. */
   uploadDatabase?: Database;
+  downloadDatabase?: Database;
   /** The largest batch input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
   files: FileLimits;
   /** How long a batch's "24h" window lasts (BATCH_COMPLETION_WINDOW_MS). */
@@ -264,7 +265,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       requestLog: deps.requestLog,
       refusals: deps.refusals,
     };
-    const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen, users: deps.store.users };
+    const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, downloadDatabase: deps.downloadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen, users: deps.store.users };
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });

@@ -7,7 +7,7 @@ import { forbidClusterNodes, ownAddresses, redisAddresses } from '@gateway/provi
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { createDatabase, migrate, startRequestLog } from '@gateway/database';
 import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
-import { UPLOAD_CONNECTIONS } from './routes/files.ts';
+import { DOWNLOAD_CONNECTIONS, UPLOAD_CONNECTIONS } from './routes/files.ts';
 import { buildGateway } from './app.ts';
 import { RefusalLog } from './refusals/refusal-log.ts';
 
@@ -46,6 +46,11 @@ const logReads = config.DATABASE_URL
   : undefined;
 // Uploads, each holding a connection while its client sends, on a pool of their own (routes/files.ts).
 const uploads = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-uploads-${ingressId}`, max: UPLOAD_CONNECTIONS }) : undefined;
+// A download waits its turn for one, however long, while others' clients read their large lines:
+// it has begun its answer, and a time-out could only cut it short.
+const downloads = config.DATABASE_URL
+  ? createDatabase(config.DATABASE_URL, { name: `gateway-downloads-${ingressId}`, max: DOWNLOAD_CONNECTIONS, connectTimeoutMs: 0 })
+  : undefined;
 const inbox = new ReplyInbox(ingressId, createRedis(config.redis, { name: `gateway-replies-${ingressId}`, blocking: true }), redis);
 inbox.start();
 // Its jobs' recent few stay on the queue dashboard once finished, without their payloads.
@@ -92,6 +97,7 @@ const gateway = buildGateway({
   database,
   logDatabase: logReads,
   uploadDatabase: uploads,
+  downloadDatabase: downloads,
   files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, maxLineBytes: config.BODY_LIMIT_BYTES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES, spoolDir: config.UPLOAD_SPOOL_DIR || undefined, spoolBytes: config.UPLOAD_SPOOL_BYTES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
@@ -120,6 +126,7 @@ onShutdown(async (_signal, deadline) => {
   await database?.end();
   await logReads?.end();
   await uploads?.end();
+  await downloads?.end();
   redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 

@@ -43,9 +43,16 @@ describe('jsonlLines', () => {
     expect(error).toMatchObject({ status: 400, message: 'line 2 of the file is not UTF-8 text' });
   });
 
-  it('refuses past maxLines (blank lines not counted) and past maxBytes', async () => {
+  it('refuses past maxLines (blank lines counted) and past maxBytes', async () => {
     const tiny = { maxBytes: 20, maxLines: 2 };
-    expect(await linesOf(chunked('{}\n\n\n{}\n', 1), tiny)).toHaveLength(2);
+    expect(await linesOf(chunked('{}\n{}\n', 1), tiny)).toHaveLength(2);
+    expect(await linesOf(chunked('{}\n\n', 1), tiny)).toHaveLength(1);
+    expect(await linesOf(chunked('\n{}', 1), tiny)).toEqual([{ line: 2, content: '{}' }]);
+    // One line and blank lines past the limit: the blank lines are lines of the file (200 million
+    // of them, uncounted, held the gateway's event loop for the whole upload).
+    for (const blank of ['\n', '\r\n', '  \n']) {
+      expect(await refusal(linesOf(chunked(`{}\n${blank.repeat(2)}`, 3), tiny)), JSON.stringify(blank)).toMatchObject({ status: 400, message: expect.stringContaining('more than 2 lines, blank lines included') });
+    }
     expect(await refusal(linesOf(chunked('{}\n{}\n{}\n', 4), tiny))).toMatchObject({ status: 400, message: expect.stringContaining('more than 2 lines') });
     expect(await linesOf(chunked(`{"a":"${'x'.repeat(12)}"}`, 5), tiny)).toHaveLength(1);
     expect(await refusal(linesOf(chunked(`{"a":"${'x'.repeat(13)}"}`, 5), tiny))).toMatchObject({ status: 413, code: 'payload_too_large' });

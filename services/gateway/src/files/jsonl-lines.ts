@@ -4,7 +4,7 @@ import { badRequest, payloadTooLarge } from '@gateway/contracts';
 export interface JsonlLimits {
   /** Most bytes of the file (FILE_MAX_BYTES): past it, a 413. */
   maxBytes: number;
-  /** Most lines, blank lines not counted (FILE_MAX_LINES): past it, a 400. */
+  /** Most lines, blank lines included (FILE_MAX_LINES): past it, a 400. */
   maxLines: number;
   /**
    * Most bytes of one line (BODY_LIMIT_BYTES, what one request may be sent alone): past it, a
@@ -20,8 +20,8 @@ export const fileTooLarge = (maxBytes: number) =>
 
 /**
  * The lines of a JSONL upload as its bytes arrive (never the whole file in memory): numbered from
- * 1 as in the file, blank lines skipped, each checked to be one JSON object (a 400 naming the line
- * otherwise), at most `maxLines` of them, `maxLineBytes` each and `maxBytes` in all. `onBytes`
+ * 1 as in the file, blank lines skipped (but counted), each checked to be one JSON object (a 400
+ * naming the line otherwise), at most `maxLines` of them, `maxLineBytes` each and `maxBytes` in all. `onBytes`
  * counts the bytes read.
  * The bytes must be UTF-8: a stray byte would otherwise be stored as U+FFFD, and the content
  * served back would not be the file sent.
@@ -30,7 +30,6 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let bytes = 0;
   let number = 0;
-  let count = 0;
   // The start of a line whose end has not come yet: its pieces, joined once the line ends, so a
   // long line costs its length, not its length times its chunks.
   let pending: string[] = [];
@@ -43,8 +42,10 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
     number++;
     const content = text.endsWith('\r') ? text.slice(0, -1) : text;
     if (content.length * 3 > maxLineBytes && Buffer.byteLength(content) > maxLineBytes) throw lineTooLarge(number);
+    // Blank lines count too: uncounted, 200 million of them in one upload cost the event loop
+    // each their turn, and other tenants' requests waited (p99 57 ms → 1.4 s).
+    if (number > limits.maxLines) throw badRequest(`the file has more than ${limits.maxLines} lines, blank lines included, the most a batch file may have (FILE_MAX_LINES)`, 'file');
     if (content.trim() === '') return undefined;
-    if (++count > limits.maxLines) throw badRequest(`the file has more than ${limits.maxLines} lines, the most a batch file may have (FILE_MAX_LINES)`, 'file');
     let value: unknown;
     try {
       value = JSON.parse(content);
@@ -82,6 +83,8 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
     }
   }
   pending.push(decode());
-  const last = check(pending.join(''));
+  const rest = pending.join('');
+  // What follows the file's last newline is a line only if it holds something.
+  const last = rest === '' ? undefined : check(rest);
   if (last) yield last;
 }

@@ -24,6 +24,8 @@ export interface BatchApiOptions {
   database?: Database;
   /** The same PostgreSQL, a pool of its own for uploads' writes (from their spools); `database` when unset. */
   uploadDatabase?: Database;
+  /** The same PostgreSQL, a pool of its own for downloads' lines too large for a page (a connection held while one is read); `database` when unset. */
+  downloadDatabase?: Database;
   /** The largest input file (FILE_MAX_BYTES, FILE_MAX_LINES). */
   files: FileLimits;
   /** How long a batch's "24h" window really lasts (BATCH_COMPLETION_WINDOW_MS). */

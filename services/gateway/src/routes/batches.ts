@@ -8,6 +8,8 @@ import { z } from 'zod';
 import { badRequest, batchCreateSchema, notFound, parseOrThrow } from '@gateway/contracts';
 import { BatchStore, FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
+import { PerUserLimit } from '../per-user-limit.ts';
+import { READS_PER_USER } from './files.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
 
 const listQuery = z.object({
@@ -22,6 +24,7 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
     const db = databaseOf(options);
     return { batches: new BatchStore(db), files: new FileStore(db) };
   };
+  const reads = new PerUserLimit(READS_PER_USER, 'reads of batches');
 
   app.post('/batches', async (request) => {
     const holder = keyHolderOf(request);
@@ -37,14 +40,17 @@ export function batchRoutes(app: FastifyInstance, options: BatchApiOptions): voi
 
   app.get('/batches/:id', async (request) => {
     const { id } = request.params as { id: string };
-    const batch = await orUnavailable(stores().batches.get(id, keyHolderOf(request).userId));
+    const userId = keyHolderOf(request).userId;
+    const batch = await reads.run(userId, () => orUnavailable(stores().batches.get(id, userId)));
     if (!batch) throw noBatch(id);
     return batch;
   });
 
+  // A page is cut short, has_more set, when its batches pass LIST_MAX_BYTES (batch-list.ts).
   app.get('/batches', async (request) => {
     const query = parseOrThrow(listQuery, request.query);
-    const page = await orUnavailable(stores().batches.list({ userId: keyHolderOf(request).userId, after: query.after, limit: query.limit }));
+    const userId = keyHolderOf(request).userId;
+    const page = await reads.run(userId, () => orUnavailable(stores().batches.list({ userId, after: query.after, limit: query.limit })));
     return { object: 'list', data: page.data, first_id: page.data[0]?.id ?? null, last_id: page.data.at(-1)?.id ?? null, has_more: page.hasMore };
   });
 
