@@ -202,11 +202,13 @@ describe('reads of large files', () => {
       for (const [i, content] of lines.entries()) await db.query(`INSERT INTO file_lines (file_id, line_no, content) VALUES ($1, $2, $3)`, [fileId, i + 1, content]);
       expect(await (await user.openai.files.content(fileId)).text()).toBe(lines.map((l) => l + '\n').join(''));
 
-      // A batch whose second answer is 3 MB: its output file, and its size, exact.
+      // A batch whose second answer is 3 MB: its output file, and its size, exact. Written as
+      // completed, so the batch worker beside it takes no part (a finalizing one it ended itself,
+      // making the file of the lines inserted so far).
       const batchId = `batch_${'cd'.repeat(12)}${++seq}`;
       await db.query(
         `INSERT INTO batches (id, user_id, token_id, endpoint, input_file_id, completion_window, status, created_at, expires_at)
-         VALUES ($1, $2, 0, '/v1/completions', $3, '24h', 'finalizing', 0, 0)`, [batchId, user.userId, fileId]);
+         VALUES ($1, $2, 0, '/v1/completions', $3, '24h', 'completed', 0, 0)`, [batchId, user.userId, fileId]);
       const bodies = [wide(1), wide(350_000), wide(2)];
       for (const [i, body] of bodies.entries()) {
         await db.query(`INSERT INTO batch_lines (batch_id, line_no, custom_id, body, state, status_code, request_id, response) VALUES ($1, $2, $3, '{}', 2, 200, 'req', $4)`,
