@@ -80,6 +80,9 @@ const storageFullLine = { code: 'batch_storage_full', message: "This request was
  * or expired) with its result files. Lines in flight when a batch is taken over are followed,
  * not sent again: their replies wait in the batch's own reply stream.
  */
+/** Per user, the tail of this process's lines waiting for room in its body budget (`holdBody`). */
+const bodyWaits = new Map<number, Promise<void>>();
+
 export class BatchFeed {
   private batch: BatchRow;
   private readonly deps: BatchFeedDeps;
@@ -388,20 +391,39 @@ export class BatchFeed {
 
   /**
    * Waits until the line's body fits in its user's body budget beside the user's live requests
-   * and other lines, and holds it; resolves with the bytes held (0 without a budget).
+   * and other lines, and holds it; resolves with the bytes held (0 without a budget). A line
+   * that does not fit at once waits behind the user's other waiting lines of this process, so a
+   * full budget is asked once every BODY_WAIT_MS, not once for each of hundreds of waiting lines.
    */
   private async holdBody(entry: InFlight): Promise<number> {
     const bodies = this.deps.bodies;
     if (!bodies) return 0;
     const bytes = Buffer.byteLength(entry.line.body);
+    const user = this.batch.user_id;
+    if (!bodyWaits.has(user) && await this.tookBody(entry, bytes)) return bytes;
+    const turn = (bodyWaits.get(user) ?? Promise.resolve()).then(() => this.waitForBody(entry, bytes));
+    const next = turn.then(() => {}, () => {});
+    bodyWaits.set(user, next);
+    void next.then(() => { if (bodyWaits.get(user) === next) bodyWaits.delete(user); });
+    return turn;
+  }
+
+  private async waitForBody(entry: InFlight, bytes: number): Promise<number> {
     for (;;) {
-      if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
-      try {
-        if ((await bodies.budget.take(this.batch.user_id, bytes, bodies.limit)) === undefined) return bytes;
-      } catch (error) {
-        if (!isRedisUnavailable(error)) throw error;
-      }
+      if (await this.tookBody(entry, bytes)) return bytes;
       await sleep(BODY_WAIT_MS, undefined, { signal: entry.controller.signal }).catch(() => {});
+    }
+  }
+
+  /** Takes the line's bytes when they fit now; Redis away counts as no room yet. */
+  private async tookBody(entry: InFlight, bytes: number): Promise<boolean> {
+    if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
+    const bodies = this.deps.bodies!;
+    try {
+      return (await bodies.budget.take(this.batch.user_id, bytes, bodies.limit)) === undefined;
+    } catch (error) {
+      if (!isRedisUnavailable(error)) throw error;
+      return false;
     }
   }
 
