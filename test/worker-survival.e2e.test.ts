@@ -9,7 +9,7 @@ import { describe, expect } from 'vitest';
 import type { ServiceProcess } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
-const it = stackTest({ workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS: '300000' }, channelDefaults: { timeout_ms: 300_000 } });
+const it = stackTest({ database: true, workers: ['completion-worker'], env: { REQUEST_TIMEOUT_MS: '300000' }, channelDefaults: { timeout_ms: 300_000 } });
 
 const completionWorker = (services: ServiceProcess[]) => services.filter((s) => s.name === 'completion-worker' && s.child.exitCode === null && s.child.signalCode === null).at(-1)!;
 
@@ -46,7 +46,7 @@ describe('a request whose worker dies under it', () => {
     await channel(mock, ['killer']);
     const { key } = await apiKey();
     const answer = fetch(`${stack.gateway.url}/v1/completions`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': 'killed-twice' },
       body: JSON.stringify({ model: 'killer', prompt: 'hi' }),
     }).then(async (r) => ({ status: r.status, body: await r.json() as { error: { message: string } }, at: Date.now() }));
     for (let run = 1; run <= 2; run++) {
@@ -63,5 +63,8 @@ describe('a request whose worker dies under it', () => {
     expect(body.error.message).toMatch(/worker process died .*, twice; it is not run again/);
     expect(at - killedAt).toBeLessThan(60_000);
     expect(mock.requests.length).toBe(2);
+    // And the request log has its row, with the error its client got.
+    await expect.poll(async () => (await stack.admin('GET', '/api/log/?request_id=killed-twice')).body.data?.items?.[0], { timeout: 30_000 })
+      .toMatchObject({ request_id: 'killed-twice', status: 500 });
   }, 240_000);
 });

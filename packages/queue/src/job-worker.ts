@@ -274,6 +274,27 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     return undefined;
   };
 
+  /**
+   * A job failed unrun (it killed its worker twice) ends like one dropped: what it held is given
+   * back, and the request log has its row, with the error its sender got.
+   */
+  const endedUnrun = async (job: Job<QueuedEnvelope<P>>, failure: GatewayError): Promise<void> => {
+    const queued = job.data;
+    let payload = queued.payload;
+    if (queued.payloadKey !== undefined) {
+      const text = await takePayload(redis, queued.payloadKey).catch(() => undefined);
+      payload = text === undefined ? undefined : (JSON.parse(text) as P);
+    }
+    options.onJobDone?.('error', 0);
+    if (payload === undefined) return;
+    options.onJobDropped?.(payload);
+    const now = Date.now();
+    options.onJobEnd?.({
+      jobId: job.id!, requestId: queued.requestId, payload, outcome: 'error', error: failure, queuedAt: job.timestamp,
+      startedAt: job.processedOn ?? now, endedAt: now, stream: queued.stream === true, priority: queued.priority, facts: {},
+    });
+  };
+
   const fairShares = new FairShares(redis);
   const process = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
     const jobId = job.id!;
@@ -359,12 +380,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // and its payload goes with it, as with a job that ends.
     worker.on('failed', (job, error) => {
       if (!job) return;
-      if (job.data.payloadKey !== undefined) dropPayload(redis, job.data.payloadKey);
+      const queued = job.data;
       const failure = failedUnrun(error);
-      options.log.error({ reqId: job.data.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
-      void replies.error(job.data.replyTo, job.id!, failure.toReply(), job.data.deadline).catch(() => {});
-      // Kept on the board without its payload (finished-jobs.ts); after the reply, which needs its address.
-      if (keptWhenFailed(job.opts)) void job.updateData(finishedJobData(job.data) as QueuedEnvelope<P>).catch(() => {});
+      options.log.error({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
+      void replies.error(queued.replyTo, job.id!, failure.toReply(), queued.deadline).catch(() => {});
+      void endedUnrun(job, failure).finally(() => {
+        if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
+        // Kept on the board without its payload (finished-jobs.ts); after the reply, which needs its address.
+        if (keptWhenFailed(job.opts)) void job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+      });
     });
     lanes.push(worker);
   }
