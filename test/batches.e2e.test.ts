@@ -355,7 +355,8 @@ describe('the Batch API', () => {
   it("runs another user's batch at once while one user's batches fill the batch worker", async ({ stack, upstream, channel }) => {
     // Before, batches were taken first come, first served: one user's 4 batches took the worker's
     // 3 places, and another user's batch waited for one of them to end.
-    const slow = await upstream.openai({ delayMs: 400 });
+    // Slow enough that the first user's batches cannot end while the test looks, on a loaded machine too.
+    const slow = await upstream.openai({ delayMs: 1500 });
     const fast = await upstream.openai();
     const [slowModel, fastModel] = [`batch-${++seq}`, `batch-${++seq}`];
     await channel(slow, [slowModel], { max_concurrency: 1 });

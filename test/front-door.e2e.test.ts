@@ -183,9 +183,9 @@ describe('connections that hold without asking', () => {
     for (let i = 0; i < 10; i++) {
       const started = Date.now();
       expect((await post(gateway, agent, key, body)).status).toBe(200);
-      // Answered, not held to the time-outs (a fresh-clone CI run, other files beside this one,
-      // saw 1,350 ms once: the bound is loose for that).
-      expect(Date.now() - started).toBeLessThan(2000);
+      // Answered, not held to the time-outs (10 s for headers): a fresh-clone CI run, other files
+      // beside this one, saw 1,350 ms once, and a second copy of the suite beside it 4.6 s.
+      expect(Date.now() - started).toBeLessThan(8000);
     }
     agent.destroy();
 

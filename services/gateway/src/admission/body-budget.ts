@@ -145,7 +145,14 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     // is read, and what it did not use is given back when it ends. Counting it only as it came
     // would let 100 bodies at once each take a slice of the budget and none get to its end.
     const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
+    // The take may wait on Redis (the user's count is shared): an error of the body meanwhile
+    // (gzip that is not gzip) is kept for the stream below, not lost with the request left hanging.
+    const source = payload as Readable & { receivedEncodedLength?: number };
+    let failed: Error | undefined;
+    const early = (error: Error) => { failed = error; };
+    source.once('error', early);
     await taken(limit);
+    source.off('error', early);
     let received = 0;
     const counted = new Transform({
       transform(chunk: Buffer, _encoding, done) {
@@ -161,11 +168,11 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
       },
     });
     // A decompressed body tells Fastify how many bytes came on the wire, for its Content-Length check.
-    const source = payload as Readable & { receivedEncodedLength?: number };
     if (source.receivedEncodedLength !== undefined) Object.defineProperty(counted, 'receivedEncodedLength', { get: () => source.receivedEncodedLength });
     // And a body refused while it comes (it inflates past the limit, or is not what its coding
     // says) fails the request with its own error: `pipe` alone would leave it waiting.
-    source.once('error', (error) => counted.destroy(error));
+    if (failed) counted.destroy(failed);
+    else source.once('error', (error) => counted.destroy(error));
     // A route that answers without reading the body (a 415 for its Content-Type) leaves nobody
     // listening: its refusal, or the client's reset, must not become an uncaught error that ends
     // the gateway. A route that reads it hears the error itself.
