@@ -96,7 +96,17 @@ describe('admission control', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(admission.finishedRate(QueueName.audio)).toBeGreaterThan(5);
-    const measured = admission.drainRate(QueueName.audio);
+    // The burst's last jobs are measured by a sample after it (later on a loaded machine): the
+    // rate is read once two readings 250 ms apart agree.
+    let last = -1;
+    await expect.poll(async () => {
+      const before = admission.drainRate(QueueName.audio);
+      await new Promise((r) => setTimeout(r, 250));
+      const now = admission.drainRate(QueueName.audio);
+      last = now;
+      return now === before;
+    }, { timeout: 30_000, interval: 0 }).toBe(true);
+    const measured = last;
     expect(measured).toBeGreaterThan(5);
     // Then nothing: what the console shows falls to 0 within the window; admission's estimate keeps its rate.
     await expect.poll(() => admission.finishedRate(QueueName.audio), { timeout: FINISHED_WINDOW_MS * 3, interval: 200 }).toBe(0);
