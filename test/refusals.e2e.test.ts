@@ -7,7 +7,7 @@
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import pg from 'pg';
-import { stackTest } from '@gateway/testkit/fixtures';
+import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 import { caught, clientAt, type Stack } from '@gateway/testkit';
 
 // One window for the whole file (an hour): the rows a flood adds do not depend on when it runs.
@@ -17,15 +17,6 @@ let seq = 0;
 const client = (stack: Stack, key: string, requestId: string) => new OpenAI({
   baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000, defaultHeaders: { 'x-request-id': requestId },
 });
-
-async function rowOf(stack: Stack, requestId: string): Promise<any> {
-  let row: any;
-  await expect.poll(async () => {
-    row = (await stack.admin('GET', `/api/log/?request_id=${requestId}`)).body.data?.items?.[0];
-    return row !== undefined;
-  }, { timeout: 15_000, interval: 250 }).toBe(true);
-  return row;
-}
 
 describe('refusals in the request log', () => {
   it('has a row for each refusal the SDK gets, found by its request id and its status, in the console too', async ({ stack, upstream, channel, apiKey }) => {
@@ -66,7 +57,7 @@ describe('refusals in the request log', () => {
     await busy;
 
     for (const c of cases) {
-      const row = await rowOf(stack, c.id);
+      const row = await loggedRow(stack, c.id);
       expect(row, c.id).toMatchObject({
         request_id: c.id, status: c.status, error_code: c.code, error_message: expect.any(String), route: '/v1/chat/completions',
         count: 1, client_ip: '127.0.0.1', attempts: [], total_tokens: 0, ...(c.token ? { token_id: c.token } : { token_id: 0, user_id: 0 }),
@@ -77,7 +68,7 @@ describe('refusals in the request log', () => {
       const byStatus = (await stack.admin('GET', `/api/log/?status=${c.status}&page_size=100`)).body.data;
       expect(byStatus.items.map((r: any) => r.request_id), c.id).toContain(c.id);
     }
-    const bad = await rowOf(stack, `bad-key-${seq}`);
+    const bad = await loggedRow(stack, `bad-key-${seq}`);
     expect(bad.credential).toMatch(/^sk-\w{2}\*{8}\w{4}#[0-9a-f]{8}$/);
     expect(JSON.stringify(bad)).not.toContain(badKey.slice(6, 40));
     // The operations console reads the same rows.
@@ -90,7 +81,7 @@ describe('refusals in the request log', () => {
       body: JSON.stringify({ contents: [{ parts: [{ text: 'hi' }] }] }),
     });
     expect(gemini.status).toBe(401);
-    expect(await rowOf(stack, `gemini-${seq}`)).toMatchObject({
+    expect(await loggedRow(stack, `gemini-${seq}`)).toMatchObject({
       status: 401, route: '/v1beta/models/{model}:streamGenerateContent', model, streamed: true, token_id: 0, credential: expect.stringMatching(/#[0-9a-f]{8}$/),
     });
   });
@@ -114,7 +105,7 @@ describe('refusals in the request log', () => {
         const speaker = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key.key, maxRetries: 0, timeout: 2_000, defaultHeaders: { 'x-request-id': refusedId } });
         return (await caught(speaker.audio.speech.create(speech))).status;
       }, { timeout: 30_000, interval: 300 }).toBe(503);
-      expect(await rowOf(stack, refusedId)).toMatchObject({ status: 503, error_code: 'overloaded', route: '/v1/audio/speech', model: speech.model, token_id: key.id });
+      expect(await loggedRow(stack, refusedId)).toMatchObject({ status: 503, error_code: 'overloaded', route: '/v1/audio/speech', model: speech.model, token_id: key.id });
     } finally {
       waiting.abort();
       await Promise.all(held);

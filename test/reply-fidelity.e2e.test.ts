@@ -8,7 +8,7 @@ import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { OpenAIEmbeddings } from '@langchain/openai';
 import { postJson, type Stack } from '@gateway/testkit';
-import { stackTest } from '@gateway/testkit/fixtures';
+import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
   database: true,
@@ -144,16 +144,6 @@ describe('a conversation as large as the body limit allows', () => {
   }, 300_000);
 });
 
-/** The request log's row of a request, once written. */
-async function logRow(stack: Stack, requestId: string): Promise<any> {
-  let row: any;
-  await expect.poll(async () => {
-    row = (await stack.admin('GET', `/api/log/?request_id=${requestId}`)).body.data?.items?.[0];
-    return row !== undefined;
-  }, { timeout: 20_000, interval: 250 }).toBe(true);
-  return row;
-}
-
 describe('a reply refused for its size', () => {
   it('is charged its prompt, which the upstream read and bills, and the request log says so', async ({ stack, upstream, channel, apiKey }) => {
     // Each reply past UPSTREAM_MAX_REPLY_BYTES (1 MiB here), or a first streamed event past UPSTREAM_MAX_EVENT_BYTES.
@@ -175,7 +165,7 @@ describe('a reply refused for its size', () => {
       const reply = await post(path, body, requestId);
       expect(reply.status, `${path} ${reply.text.slice(0, 200)}`).toBe(502);
       expect(reply.text).toMatch(/larger than 1048576 bytes/);
-      const row = await logRow(stack, requestId);
+      const row = await loggedRow(stack, requestId);
       expect(row, path).toMatchObject({ status: 502, completion_tokens: 0 });
       expect(row.prompt_tokens, path).toBeGreaterThan(0);
       expect(row.total_tokens).toBe(row.prompt_tokens);
@@ -198,7 +188,7 @@ describe('a reply refused for its size', () => {
       const requestId = `refused-${++seq}`;
       const reply = await postJson(`${stack.gateway.url}/v1beta/models/${model}:${method}`, body, { 'x-goog-api-key': key.key, 'x-request-id': requestId });
       expect(reply.status, `${method} ${reply.text.slice(0, 200)}`).toBe(502);
-      const row = await logRow(stack, requestId);
+      const row = await loggedRow(stack, requestId);
       // 18 ASCII characters: 5 tokens.
       expect(row, method).toMatchObject({ status: 502, prompt_tokens: 5, total_tokens: 5 });
       charged += row.total_tokens;

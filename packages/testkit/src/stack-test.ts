@@ -10,7 +10,7 @@
  *     const { key } = await apiKey();
  *   });
  */
-import { test as base } from 'vitest';
+import { expect, test as base } from 'vitest';
 import { startMockAnthropicUpstream, type MockAnthropicBehaviour, type MockAnthropicUpstream } from './mock-anthropic-upstream.ts';
 import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
 import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
@@ -98,4 +98,14 @@ export function stackTest(options: StackTestOptions = {}) {
   // Started in a hook so that its start-up counts against the hook time-out, not the first test's.
   test.beforeAll(async ({ stack }) => void stack, startTimeoutMs);
   return test;
+}
+
+/** The request log's row of a request (`GET /api/log/?request_id=`), once written. */
+export async function loggedRow(stack: Stack, requestId: string, timeoutMs = 20_000): Promise<any> {
+  let row: any;
+  await expect.poll(async () => {
+    row = (await stack.admin('GET', `/api/log/?request_id=${requestId}`)).body.data?.items?.[0];
+    return row !== undefined;
+  }, { timeout: timeoutMs, interval: 250 }).toBe(true);
+  return row;
 }
