@@ -242,7 +242,7 @@ describe('a master killed with SIGKILL under load', () => {
     expect(lockLeft.length).toBeGreaterThan(0);
     const killedAt = Date.now();
     await cluster!.kill(victim);
-    await cluster!.waitUntilHealthy(30_000);
+    await cluster!.waitUntilHealthy(60_000);
     openaiUpstream.setBehaviour({ delayMs: 30 });
     // Service resumes: requests sent after the kill succeed again; keep the load on until 16 have.
     const healedAt = Date.now();
@@ -287,5 +287,5 @@ describe('a master killed with SIGKILL under load', () => {
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     expect((listed.body.data.items ?? listed.body.data).length).toBe(3);
     expect((await stack.admin('POST', '/api/token/', { name: 'after-failover', unlimited_quota: true })).status).toBe(200);
-  }, 120_000);
+  }, 180_000);
 });

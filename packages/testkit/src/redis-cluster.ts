@@ -151,8 +151,9 @@ export async function spawnRedisCluster({ masters = 3, replicas = 1, nodeTimeout
     async waitUntilHealthy(timeoutMs = 20_000) {
       const started = Date.now();
       for (;;) {
-        if (await isHealthy(live(), masters)) return;
-        if (Date.now() - started > timeoutMs) throw new Error(`the cluster was not healthy within ${timeoutMs} ms`);
+        const unhealthy = await whyUnhealthy(live(), masters);
+        if (unhealthy === undefined) return;
+        if (Date.now() - started > timeoutMs) throw new Error(`the cluster was not healthy within ${timeoutMs} ms: ${unhealthy}`);
         await sleep(100);
       }
     },
@@ -175,25 +176,29 @@ async function stopNode(child: ChildProcess, pid: number, signal: NodeJS.Signals
   child.stdin?.destroy();
 }
 
-/** Every live node says cluster_state:ok, and as many masters as expected serve slots. */
-async function isHealthy(nodes: ClusterNode[], masters: number): Promise<boolean> {
+/**
+ * Why the cluster is not healthy yet, or undefined once every live node says cluster_state:ok,
+ * as many masters as expected serve slots, and every replica's link to its master is up.
+ */
+async function whyUnhealthy(nodes: ClusterNode[], masters: number): Promise<string | undefined> {
   for (const node of nodes) {
     const probe = new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
     probe.on('error', () => {});
     try {
       await probe.connect();
       const info = (await probe.call('CLUSTER', 'INFO')) as string;
-      if (!/cluster_state:ok/.test(info)) return false;
-      if (servingMasters((await probe.call('CLUSTER', 'NODES')) as string).length < masters) return false;
+      if (!/cluster_state:ok/.test(info)) return `${node.address} says ${/cluster_state:\w+/.exec(info)?.[0] ?? 'no cluster_state'}`;
+      const serving = servingMasters((await probe.call('CLUSTER', 'NODES')) as string);
+      if (serving.length < masters) return `${node.address} sees ${serving.length} of ${masters} masters serving`;
       const replication = await probe.info('replication');
-      if (/role:slave/.test(replication) && !/master_link_status:up/.test(replication)) return false;
-    } catch {
-      return false;
+      if (/role:slave/.test(replication) && !/master_link_status:up/.test(replication)) return `${node.address} is a replica whose link to its master is down`;
+    } catch (error) {
+      return `${node.address} did not answer (${(error as Error).message})`;
     } finally {
       probe.disconnect();
     }
   }
-  return true;
+  return undefined;
 }
 
 /**
