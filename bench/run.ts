@@ -10,6 +10,7 @@
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
+ *   BENCH_ONLY=cost BENCH_COST_REQUESTS=200 npm run bench # the cost rows alone, over fewer requests
  *   BENCH_PROFILE=/tmp/prof npm run bench # CPU profiles of the gateway and workers (--cpu-prof) there
  *   BENCH_CLUSTER=1 npm run bench # on a Redis Cluster of 3 masters and 3 replicas, QUEUE_SHARDS=3
  *                                 # (or as set), with the Redis CPU of each master
@@ -31,7 +32,7 @@ import { runSpeech } from './speech.ts';
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
 const burstLimit = 32;
-const costRequests = 3000;
+const costRequests = Number(process.env.BENCH_COST_REQUESTS ?? 3000);
 const streamConcurrencies = (process.env.BENCH_STREAMS ?? '50,200').split(',').map(Number);
 const burstUpstreamMs = 20;
 /** Bursts the two-tenant part pools its steady tenant's latencies over (BENCH_TENANT_ROUNDS). */
@@ -284,7 +285,7 @@ try {
 
   if (parts.has('cost')) {
     // Cost per request: Redis commands and time (INFO commandstats, reset before), and the CPU of
-    // every process, over the same 3,000 requests at concurrency 16.
+    // every process, over the same 3,000 requests (BENCH_COST_REQUESTS) at concurrency 16.
     const processes: [string, number][] = [...serviceProcesses, ['upstream', mock.child.pid!], ['Portkey', portkey.child.pid!]];
     const costOf = async (run: () => Promise<LoadResult>) => {
       await resetRedisStats();
