@@ -145,7 +145,7 @@ export function bodyBudgetHook(budget: BodyBudget): preParsingAsyncHookHandler {
     // is read, and what it did not use is given back when it ends. Counting it only as it came
     // would let 100 bodies at once each take a slice of the budget and none get to its end.
     const limit = request.routeOptions.bodyLimit ?? budget.defaultBodyLimit;
-    // The take may wait on Redis (the user's count is shared): an error of the body meanwhile
+    // The take may wait on Redis (past this gateway's lease of the user's budget): an error of the body meanwhile
     // (gzip that is not gzip) is kept for the stream below, not lost with the request left hanging.
     const source = payload as Readable & { receivedEncodedLength?: number };
     let failed: Error | undefined;
