@@ -178,6 +178,20 @@ for (const [name, sdkAt] of SDKS) {
 }
 
 describe('Gemini-shaped errors', () => {
+  it('a key out of quota is 429 RESOURCE_EXHAUSTED before any upstream call, as chat completions are refused', async ({ stack, upstream, channel, apiKey }) => {
+    const model = uniqueModel();
+    const mock = await geminiChat(upstream, channel, model);
+    const key = await apiKey({ unlimited_quota: false, remain_quota: 5 });
+    const ai = new GoogleGenAI({ apiKey: key.key, httpOptions: { baseUrl: stack.gateway.url } });
+    await ai.models.generateContent({ model, contents: 'Say hello' });
+    await expect.poll(async () => (await stack.adminData('GET', `/api/token/${key.id}`)).remain_quota).toBe(5 - 7);
+    const error = await caught(ai.models.generateContent({ model, contents: 'Say hello' }));
+    expect(error).toBeInstanceOf(ApiError);
+    expect(error.status).toBe(429);
+    expect(error.message).toContain('RESOURCE_EXHAUSTED');
+    expect(mock.received).toHaveLength(1);
+  });
+
   it('a bad key is 401 UNAUTHENTICATED; a key without the model 403 PERMISSION_DENIED', async ({ stack, upstream, channel, apiKey }) => {
     const model = uniqueModel();
     await geminiChat(upstream, channel, model);
@@ -223,6 +237,25 @@ describe('Gemini-shaped errors', () => {
     const error = await caught(new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } }).models.generateContent({ model: 'no-such-chat-model', contents: 'hi' }));
     expect(error.status).toBe(404);
     expect(error.message).toContain('NOT_FOUND');
+  });
+});
+
+describe('routing', () => {
+  it('fails over to a second gemini channel when the first answers 500 before its first event, whole and streamed', async ({ stack, upstream, channel, apiKey }) => {
+    const model = uniqueModel();
+    const failing = await upstream.gemini();
+    const healthy = await upstream.gemini();
+    await channel(failing, [model], { priority: 10 });
+    await channel(healthy, [model], { priority: 0 });
+    const { key } = await apiKey();
+    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } });
+    failing.failNext(2, 500);
+    expect((await ai.models.generateContent({ model, contents: 'hi' })).text).toBe('Echo: hi');
+    const events = [];
+    for await (const event of await ai.models.generateContentStream({ model, contents: 'hi there' })) events.push(event);
+    expect(events.map((e) => e.text).join('')).toBe('Echo: hi there');
+    expect(failing.stats.failed).toBe(2);
+    expect(healthy.received.map((r) => r.method)).toEqual(['generateContent', 'streamGenerateContent']);
   });
 });
 
