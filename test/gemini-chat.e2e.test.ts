@@ -259,6 +259,35 @@ describe('routing', () => {
   });
 });
 
+describe('a stream its client leaves', () => {
+  it("is charged the upstream's usage of its last event when it comes within the grace, as a chat completion's stream is", async ({ stack, upstream, channel, apiKey }) => {
+    const model = uniqueModel();
+    const mock = await geminiChat(upstream, channel, model);
+    const words = Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ');
+    mock.set({ text: words, streamIntervalMs: 50 });
+    const key = await apiKey();
+    const id = requestId();
+    const controller = new AbortController();
+    const ai = new GoogleGenAI({ apiKey: key.key, httpOptions: { baseUrl: stack.gateway.url } });
+    const stream = await ai.models.generateContentStream({ model, contents: 'hello', config: { abortSignal: controller.signal, httpOptions: { headers: { 'x-request-id': id } } } });
+    let read = 0;
+    try {
+      for await (const _event of stream) {
+        // The client leaves after 3 of the 20 events; the rest and the usage follow within a second.
+        if (++read === 3) controller.abort();
+      }
+    } catch (error) {
+      if (!controller.signal.aborted) throw error;
+    }
+    // The mock's usage: "hello" is 2 tokens, the 20 words (69 characters) 18.
+    const reported = 2 + Math.ceil(words.length / 4);
+    const row = await loggedRow(stack, id);
+    expect(row).toMatchObject({ status: 499, streamed: true, total_tokens: reported });
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(reported);
+    await mock.waitFor((m) => m.stats.inFlight === 0);
+  });
+});
+
 describe('the Vercel AI SDK with @ai-sdk/google', () => {
   it('generateText, streamText, embed and embedMany through the gateway', async ({ stack, upstream, channel, apiKey }) => {
     const model = uniqueModel();

@@ -5,7 +5,7 @@
  * a stream is cut short before its last event, by an estimate: the prompt's tokens, and the
  * output's as the worker reads it from what came (seconds of audio, or text).
  */
-import type { GeminiContentRequest, GeminiGenerateResponse, GeminiUsageMetadata, StreamEnd } from '@gateway/contracts';
+import { clientCancelled, type GeminiContentRequest, type GeminiGenerateResponse, type GeminiUsageMetadata, type StreamEnd } from '@gateway/contracts';
 import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from './model-relay.ts';
@@ -26,23 +26,44 @@ export async function generateContentWhole(target: RouteTarget, request: GeminiC
 }
 
 /**
- * A stream opened on one channel: the upstream's events (each a whole GenerateContentResponse)
- * as the client's pieces, as they come. Gemini puts usageMetadata on the last event; until it
- * arrives the usage is an estimate of what was streamed, so a stream cut short is still charged.
+ * A stream read on after its client left, for its usage (the completion worker's usage grace,
+ * as for chat completions): the client's own signal, and a call once the stream has begun.
  */
-export async function openGenerateContentStream(target: RouteTarget, request: GeminiContentRequest, promptTokens: number, output: GeminiOutputEstimate): Promise<ModelAnswer<StreamEnd>> {
-  const events = await streamUpstream(operationFor('generateContent', target.channel.type), target, request);
-  return { pieces: eventPieces(events, promptTokens, output), end: () => ({ done: true }) };
+export interface StreamClient {
+  signal: AbortSignal;
+  begun(): void;
 }
 
-async function* eventPieces(events: AsyncIterable<GeminiGenerateResponse>, promptTokens: number, output: GeminiOutputEstimate): AsyncGenerator<Piece> {
+/**
+ * A stream opened on one channel: the upstream's events (each a whole GenerateContentResponse)
+ * as the client's pieces, as they come. Gemini puts the whole usageMetadata on the last event;
+ * until it arrives the usage is an estimate of what was streamed, so a stream cut short is still
+ * charged. With a `client`, a stream whose client left is read on for that last event's usage
+ * alone, which is then charged.
+ */
+export async function openGenerateContentStream(target: RouteTarget, request: GeminiContentRequest, promptTokens: number, output: GeminiOutputEstimate, client?: StreamClient): Promise<ModelAnswer<StreamEnd>> {
+  const events = await streamUpstream(operationFor('generateContent', target.channel.type), target, request);
+  client?.begun();
+  return { pieces: eventPieces(events, promptTokens, output, client?.signal), end: () => ({ done: true }) };
+}
+
+const isLast = (event: GeminiGenerateResponse) => event.candidates?.some((candidate) => candidate.finishReason) === true;
+
+async function* eventPieces(events: AsyncIterable<GeminiGenerateResponse>, promptTokens: number, output: GeminiOutputEstimate, client?: AbortSignal): AsyncGenerator<Piece> {
   let weight = 0;
   let reported: Usage | undefined;
   for await (const event of events) {
-    weight += output.weight(event);
     if (event.usageMetadata) reported = geminiUsage(event.usageMetadata);
+    if (client?.aborted) {
+      // Nobody reads the text any more; the upstream's count of what it made is still charged.
+      if (!isLast(event) || !reported) continue;
+      yield { usage: reported, used: true };
+      throw clientCancelled();
+    }
+    weight += output.weight(event);
     yield { data: JSON.stringify(event), usage: reported ?? geminiUsage(estimatedUsage(promptTokens, output.tokens(weight))) };
   }
+  if (client?.aborted) throw clientCancelled();
 }
 
 function estimatedUsage(promptTokenCount: number, candidatesTokenCount: number): GeminiUsageMetadata {

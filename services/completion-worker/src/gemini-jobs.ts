@@ -16,7 +16,7 @@ import {
 } from '@gateway/contracts';
 import { callUpstream, operationFor } from '@gateway/providers';
 import type { RouteTarget } from '@gateway/routing';
-import { generateContentWhole, openGenerateContentStream, type GeminiOutputEstimate, type ModelAnswer, type WholeAnswer } from '@gateway/worker-runtime';
+import { generateContentWhole, openGenerateContentStream, type GeminiOutputEstimate, type ModelAnswer, type StreamClient, type WholeAnswer } from '@gateway/worker-runtime';
 
 type GenerateJob = Extract<CompletionJobPayload, { operation: 'generateContent' }>;
 type EmbedJob = Extract<CompletionJobPayload, { operation: 'embedContent' }>;
@@ -41,10 +41,13 @@ export function geminiPromptTokens(payload: GenerateJob | EmbedJob): number {
   return payload.operation === 'embedContent' ? geminiEmbedPromptTokens(payload.request) : geminiChatPromptTokens(payload.request);
 }
 
-export function generateOnChannel(target: RouteTarget, payload: GenerateJob): Promise<ModelAnswer<GeminiGenerateResponse | StreamEnd>> {
-  const prompt = geminiPromptTokens(payload);
-  if (payload.method === 'streamGenerateContent') return openGenerateContentStream(target, payload.request, prompt, textOutput);
-  return generateContentWhole(target, payload.request, prompt, textOutput);
+export function generateWhole(target: RouteTarget, payload: GenerateJob): Promise<WholeAnswer<GeminiGenerateResponse>> {
+  return generateContentWhole(target, payload.request, geminiPromptTokens(payload), textOutput);
+}
+
+/** `:streamGenerateContent`, read on after its client left for its usage, as a chat completion's stream is. */
+export function openGeminiStream(target: RouteTarget, payload: GenerateJob, client: StreamClient): Promise<ModelAnswer<StreamEnd>> {
+  return openGenerateContentStream(target, payload.request, geminiPromptTokens(payload), textOutput, client);
 }
 
 /** Gemini's embedding reply: `{embedding}` for `:embedContent`, `{embeddings}` for a batch. */

@@ -22,7 +22,7 @@ import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, t
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
-import { embedOnChannel, generateOnChannel, geminiPromptTokens, type GeminiEmbedAnswer } from './gemini-jobs.ts';
+import { embedOnChannel, generateWhole, geminiPromptTokens, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
@@ -61,9 +61,8 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
     if (payload.operation === 'embedContent') return relay(routed, (target) => embedOnChannel(target, payload));
-    if (payload.operation === 'generateContent') return relay(routed, (target) => generateOnChannel(target, payload));
-    const request = payload.request;
-    if (request.stream === true) {
+    if (payload.operation === 'generateContent' && payload.method === 'generateContent') return relay(routed, (target) => generateWhole(target, payload));
+    if (payload.operation === 'generateContent' || payload.request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
@@ -73,7 +72,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
-    return relay(routed, (target) => completeWhole(target, request as CompletionRequest));
+    return relay(routed, (target) => completeWhole(target, payload.request as CompletionRequest));
   };
 }
 
@@ -118,6 +117,7 @@ async function upstreamChunks(target: RouteTarget, payload: CompletionJobPayload
  * request can be charged); until it comes, the usage is estimated from what was sent.
  */
 async function openStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<ModelAnswer<StreamEnd>> {
+  if (payload.operation === 'generateContent') return openGeminiStream(target, payload, { signal: context.signal, begun });
   const chunks = await upstreamChunks(target, payload);
   begun();
   return { pieces: streamPieces(chunks, payload.request as CompletionRequest | ChatRequest, context.signal), end: () => ({ done: true }) };
