@@ -25,7 +25,9 @@ import {
   parseOrThrow,
   QueueName,
   speechWorstCase,
+  type AudioJobPayload,
   type AudioMethod,
+  type CompletionJobPayload,
   type EmbedMethod,
   type GeminiBatchEmbedRequest,
   type ModelCaller,
@@ -78,7 +80,7 @@ function modelAndMethod(target: string): { model: string; method: GeminiMethod }
 /** The job of a request: its queue, its payload, what it holds, whether it streams. */
 interface GeminiJob {
   queue: QueueName;
-  payload: { caller: ModelCaller; operation: string; model: string; method: GeminiMethod; request: unknown };
+  payload: AudioJobPayload | CompletionJobPayload;
   worstCase: number;
   streamed: boolean;
 }
