@@ -205,15 +205,15 @@ describe('errors, in Gemini form', () => {
     expect(mock.received).toHaveLength(0);
   });
 
-  it('400 for a missing generationConfig', async ({ apiKey, sdk, post }) => {
+  it('400 for audio asked without a voice (a body that asks for no audio is a chat model\'s: gemini-chat.e2e.test.ts)', async ({ apiKey, sdk, post }) => {
     const { key } = await apiKey();
-    const error = await caught(sdk(key).models.generateContent({ model: 'any-tts', contents: 'hello' }));
+    const error = await caught(sdk(key).models.generateContent({ model: 'any-tts', contents: 'hello', config: { responseModalities: ['AUDIO'] } }));
     expect(error).toBeInstanceOf(ApiError);
     expect(error.status).toBe(400);
-    expect(error.message).toContain('generationConfig');
+    expect(error.message).toContain('generationConfig.speechConfig');
 
-    const wire = await post('/v1beta/models/any-tts:generateContent', { contents: [{ parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': key });
-    expect(wire.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^invalid generationConfig: required/) });
+    const wire = await post('/v1beta/models/any-tts:generateContent', { contents: [{ parts: [{ text: 'hi' }] }], generation_config: { response_modalities: ['audio'] } }, { 'x-goog-api-key': key });
+    expect(wire.json.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: expect.stringMatching(/^invalid generationConfig\.speechConfig: required/) });
   });
 
   it('404 NOT_FOUND for a model no channel serves, and for an unknown method', async ({ apiKey, sdk, post }) => {

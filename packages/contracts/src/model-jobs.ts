@@ -2,6 +2,7 @@
  * What the ingress hands a model worker besides the request itself: who is calling, resolved
  * from the API key, so the worker can route by group and charge usage without re-authenticating.
  */
+import type { GeminiBatchEmbedRequest, GeminiChatRequest } from './wire/gemini-content.ts';
 import type { GeminiGenerateRequest } from './wire/gemini-generate.ts';
 import type { ChatRequest } from './wire/openai-chat.ts';
 import type { CompletionRequest } from './wire/openai-completion.ts';
@@ -27,16 +28,23 @@ export interface ModelCaller {
  * type, to the provider's mapping (the registry in @gateway/providers), so one route may be
  * served by channels of several types.
  */
-export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'speech';
+export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'embedContent' | 'speech';
+
+/** Gemini's two embedding methods: one content, or a batch of them (what `@google/genai` calls). */
+export type EmbedMethod = 'embedContent' | 'batchEmbedContents';
 
 /**
- * Payload of a job on the completion queue: one of the OpenAI operations it serves. A payload
- * without `operation` is a legacy completion (queued by a gateway, or a batch line, of before).
+ * Payload of a job on the completion queue: one of the text operations it serves, each with its
+ * door's request as it came (OpenAI's, or Gemini's with the model and method of its path). A
+ * payload without `operation` is a legacy completion (queued by a gateway, or a batch line, of
+ * before).
  */
 export type CompletionJobPayload =
   | { caller: ModelCaller; operation?: 'completions'; request: CompletionRequest }
   | { caller: ModelCaller; operation: 'chat'; request: ChatRequest }
-  | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest };
+  | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest }
+  | { caller: ModelCaller; operation: 'generateContent'; model: string; method: AudioMethod; request: GeminiChatRequest }
+  | { caller: ModelCaller; operation: 'embedContent'; model: string; method: EmbedMethod; request: GeminiBatchEmbedRequest };
 
 /** The two Gemini methods the audio queue serves: one whole reply, or a stream of replies. */
 export type AudioMethod = 'generateContent' | 'streamGenerateContent';

@@ -81,6 +81,8 @@ export const routeOfOperation: Record<string, string> = {
   speech: '/v1/audio/speech',
   generateContent: '/v1beta/models/{model}:generateContent',
   streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
+  embedContent: '/v1beta/models/{model}:embedContent',
+  batchEmbedContents: '/v1beta/models/{model}:batchEmbedContents',
 };
 
 /**

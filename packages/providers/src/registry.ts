@@ -15,7 +15,9 @@ import {
   type CompletionResponse,
   type EmbeddingRequest,
   type EmbeddingResponse,
-  type GeminiGenerateRequest,
+  type GeminiBatchEmbedRequest,
+  type GeminiContentRequest,
+  type GeminiEmbedReply,
   type GeminiGenerateResponse,
   type ModelOperation,
   type SpeechRequest,
@@ -30,7 +32,10 @@ export interface OperationShapes {
   completions: ProviderOperation<CompletionRequest, CompletionResponse, CompletionChunk>;
   chat: ProviderOperation<ChatRequest, ChatResponse, ChatChunk>;
   embeddings: ProviderOperation<EmbeddingRequest, EmbeddingResponse, never>;
-  generateContent: ProviderOperation<GeminiGenerateRequest, GeminiGenerateResponse, GeminiGenerateResponse>;
+  /** Gemini's own generateContent (speech or chat), passed through to a provider of that format. */
+  generateContent: ProviderOperation<GeminiContentRequest, GeminiGenerateResponse, GeminiGenerateResponse>;
+  /** Gemini's own embedding request (as a batch): passed through, or translated to OpenAI's embeddings. */
+  embedContent: ProviderOperation<GeminiBatchEmbedRequest, GeminiEmbedReply, never>;
   /**
    * OpenAI's text-to-speech: audio bytes in the asked format from a provider that speaks it
    * (`replies: 'audio'`), or Gemini's PCM events for the worker to encode.
@@ -39,9 +44,9 @@ export interface OperationShapes {
 }
 
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
-  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, speech: openai.speech },
+  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech },
   anthropic: { chat: anthropic.chat },
-  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, speech: gemini.speech },
+  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech },
 };
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */

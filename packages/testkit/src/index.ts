@@ -31,6 +31,7 @@ export {
   type MockGeminiStats,
   type MockSpeech,
 } from './mock-gemini-upstream.ts';
+export { MOCK_THOUGHT, sampleOf, type MockGeminiTextBehaviour } from './mock-gemini-text.ts';
 export { twoSpeakers } from './speech-samples.ts';
 export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';

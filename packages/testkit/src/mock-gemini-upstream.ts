@@ -1,13 +1,16 @@
 /**
- * A Gemini speech-generation upstream on a real HTTP port, for tests and benchmarks. It speaks
- * the wire format exactly as Google's `@google/genai` SDK expects it:
+ * A Gemini upstream on a real HTTP port, for tests and benchmarks: speech generation, a text
+ * model (mock-gemini-text.ts: text, function calls, JSON, thoughts, for every body that asks for
+ * no audio) and embeddings. It speaks the wire format exactly as Google's `@google/genai` SDK
+ * expects it:
  *
  * - `POST /v1beta/models/{model}:generateContent` answers one `GenerateContentResponse`;
  * - `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` answers server-sent events, each
  *   `data: <GenerateContentResponse JSON>\r\n\r\n`, with no `[DONE]` (without `alt=sse`, a JSON
  *   array of the same responses, as Gemini does);
  * - `POST /v1beta/models/{model}:batchEmbedContents` answers `{embeddings: [{values}]}`, one
- *   vector a request (8 floats unless `outputDimensionality`), the same for the same text;
+ *   vector a request (8 floats unless `outputDimensionality`), the same for the same text, and
+ *   `:embedContent` `{embedding: {values}}` for its one content;
  * - each under `/v1` too, as Google serves both;
  * - the key comes in the `x-goog-api-key` header; errors are `{"error":{code,message,status}}`.
  *
@@ -28,19 +31,23 @@ import type { AddressInfo } from 'node:net';
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  asksForSpeech,
   GEMINI_PCM_MIME_TYPE,
+  geminiChatRequest,
   geminiError,
   geminiGenerateRequest,
   geminiRequestText,
   toBadRequest,
   type GeminiErrorBody,
+  type GeminiChatRequest,
   type GeminiGenerateRequest,
 } from '@gateway/contracts';
+import { textEvents, type MockGeminiTextBehaviour } from './mock-gemini-text.ts';
 
 export const MOCK_GEMINI_API_KEY = 'mock-gemini-key';
 
 /** What the mock does with the next requests; every field can change between tests with `set`. */
-export interface MockGeminiBehaviour {
+export interface MockGeminiBehaviour extends MockGeminiTextBehaviour {
   /** Wait this long before answering (for streams: before the first event). Default 0. */
   delayMs: number;
   /** Requests beyond this many at once get 429 RESOURCE_EXHAUSTED. Default unlimited. */
@@ -82,7 +89,7 @@ export type MockGeminiFailure = number | 'reset' | 'hang';
 
 export interface MockGeminiRequest {
   model: string;
-  method: 'generateContent' | 'streamGenerateContent' | 'batchEmbedContents';
+  method: 'generateContent' | 'streamGenerateContent' | 'embedContent' | 'batchEmbedContents';
   apiKey: string | undefined;
   /** The parsed JSON body (or the raw text when it was not JSON). */
   body: unknown;
@@ -133,6 +140,8 @@ const DEFAULT_BEHAVIOUR: MockGeminiBehaviour = {
   streamIntervalMs: 0,
   breakAfterEvents: null,
   safetyRatings: false,
+  text: null,
+  cachedTokens: 0,
 };
 
 const SAMPLE_RATE = 24_000;
@@ -199,7 +208,7 @@ const DEFAULT_MESSAGES: Record<number, string> = {
 };
 
 /** Under `/v1` and `/v1beta`, as Google serves both. */
-const ROUTE = /^\/v1(?:beta)?\/models\/([^/:]+):(generateContent|streamGenerateContent|batchEmbedContents)$/;
+const ROUTE = /^\/v1(?:beta)?\/models\/([^/:]+):(generateContent|streamGenerateContent|embedContent|batchEmbedContents)$/;
 
 export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): Promise<MockGeminiUpstream> {
   const { apiKey = MOCK_GEMINI_API_KEY, invalidKeyStatus = 403, models, port = 0, speak, ...initial } = options;
@@ -277,7 +286,9 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
 
     if (typeof body === 'string') return sendError(res, 400, `Invalid JSON payload received. ${raw.slice(0, 80)}`);
     if (method === 'batchEmbedContents') return embedBatch(res, model, body, sendError);
-    const parsed = geminiGenerateRequest.safeParse(body);
+    if (method === 'embedContent') return embedBatch(res, model, { requests: [{ model: `models/${model}`, ...(body as object) }] }, sendError, true);
+    const speech = asksForSpeech(body);
+    const parsed = speech ? geminiGenerateRequest.safeParse(body) : geminiChatRequest.safeParse(body);
     if (!parsed.success) return sendError(res, 400, toBadRequest(parsed.error).message);
 
     // From here the request counts as served, until the reply ends or the caller leaves.
@@ -296,8 +307,11 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
     if (snapshot.hang || failure?.failure === 'hang') return; // answered by nobody; ends when the caller gives up
     try {
       if (snapshot.delayMs > 0) await sleep(snapshot.delayMs, undefined, { signal: gone.signal });
-      if (method === 'generateContent') return void (await reply(res, model, parsed.data, snapshot));
-      await stream(res, model, parsed.data, snapshot, url.searchParams.get('alt') === 'sse', gone.signal);
+      const sse = url.searchParams.get('alt') === 'sse';
+      if (!speech) return void (await answerText(res, model, parsed.data as GeminiChatRequest, snapshot, method === 'streamGenerateContent', sse, gone.signal));
+      const request = parsed.data as GeminiGenerateRequest;
+      if (method === 'generateContent') return void (await reply(res, model, request, snapshot));
+      await stream(res, model, request, snapshot, sse, gone.signal);
     } catch (error) {
       if (!gone.signal.aborted) throw error;
     }
@@ -358,6 +372,17 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
       offset = end;
       if (!last && b.streamIntervalMs > 0) await sleep(b.streamIntervalMs, undefined, { signal });
     } while (offset < pcm.length);
+    res.end(sse ? undefined : ']');
+  }
+
+  async function answerText(res: ServerResponse, model: string, request: GeminiChatRequest, b: MockGeminiBehaviour, streamed: boolean, sse: boolean, signal: AbortSignal) {
+    const events = textEvents(request, model, b, streamed, randomUUID().replaceAll('-', '').slice(0, 22));
+    if (!streamed) return void res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(events[0]));
+    res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8' });
+    for (const [i, event] of events.entries()) {
+      res.write(sse ? `data: ${JSON.stringify(event)}\r\n\r\n` : `${i === 0 ? '[' : ',\r\n'}${JSON.stringify(event)}`);
+      if (i < events.length - 1 && b.streamIntervalMs > 0) await sleep(b.streamIntervalMs, undefined, { signal });
+    }
     res.end(sse ? undefined : ']');
   }
 
@@ -435,7 +460,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
  * `:batchEmbedContents`, as Gemini checks it: every request names the model of the path
  * (`models/{model}`) and has text parts.
  */
-function embedBatch(res: ServerResponse, model: string, body: unknown, sendError: (res: ServerResponse, status: number, message?: string) => void): void {
+function embedBatch(res: ServerResponse, model: string, body: unknown, sendError: (res: ServerResponse, status: number, message?: string) => void, single = false): void {
   const requests = (body as { requests?: unknown } | null)?.requests;
   if (!Array.isArray(requests) || requests.length === 0) return sendError(res, 400, '* BatchEmbedContentsRequest.requests: must not be empty');
   const embeddings = [];
@@ -451,5 +476,5 @@ function embedBatch(res: ServerResponse, model: string, body: unknown, sendError
     const digest = createHash('sha256').update(parts.map((p) => p.text).join('')).digest();
     embeddings.push({ values: Array.from({ length: dimensions }, (_, d) => (digest[d % digest.length]! - 127.5) / 127.5) });
   }
-  res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify({ embeddings }));
+  res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(single ? { embedding: embeddings[0] } : { embeddings }));
 }

@@ -13,7 +13,8 @@ export interface ModelPayload {
   operation?: string;
   method?: string;
   model?: string;
-  request: { model?: string };
+  /** The door's request: OpenAI's names its model; Gemini's comes with the model of its path. */
+  request: object;
 }
 
 const STATUS_OF = { ok: 200, cancelled: CLIENT_CLOSED_STATUS, expired: 504, error: 500 } as const;
@@ -35,7 +36,7 @@ export function requestLogRow(end: JobEnd<ModelPayload>, options: { contentChars
     token_id: caller.tokenId,
     token_name: caller.tokenName ?? '',
     route: routeOfPayload(end.payload),
-    model: end.payload.model ?? end.payload.request.model ?? '',
+    model: end.payload.model ?? (end.payload.request as { model?: string }).model ?? '',
     upstream_model: record?.upstreamModel,
     channel_id: record?.channelId,
     attempts: record?.attempts ?? [],

@@ -13,6 +13,7 @@ import {
   type CompletionResponse,
   type EmbeddingRequest,
   type EmbeddingResponse,
+  type GeminiGenerateResponse,
   type StreamEnd,
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
@@ -21,16 +22,17 @@ import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, t
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
+import { embedOnChannel, generateWhole, geminiPromptTokens, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
-type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | StreamEnd;
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | GeminiGenerateResponse | GeminiEmbedAnswer | StreamEnd;
 
 /**
- * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
- * by the ingress). The router chooses the channel, of any type whose provider offers the
+ * Serves one job of the text operations (OpenAI's completions, chat, embeddings, and Gemini's
+ * generateContent and embeddings, gemini-jobs.ts; its request validated by the ingress). The router chooses the channel, of any type whose provider offers the
  * operation (the registry), and the relay (`relayModelJob`) runs the attempts; this module only
  * says how to call one channel, whole or streamed, and what it is charged.
  */
@@ -42,7 +44,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const routed: ModelRequest = {
       caller: payload.caller,
       types: channelTypesFor(operation),
-      model: payload.request.model,
+      model: 'model' in payload ? payload.model : payload.request.model,
       signal: context.signal,
       deadline: context.deadline,
       priority: context.priority,
@@ -52,13 +54,15 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     };
     // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
     const promptUsage = (): Usage => {
-      const prompt = payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request) : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
+      const prompt = payload.operation === 'generateContent' || payload.operation === 'embedContent' ? geminiPromptTokens(payload)
+        : payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request) : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
     };
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
-    const request = payload.request;
-    if (request.stream === true) {
+    if (payload.operation === 'embedContent') return relay(routed, (target) => embedOnChannel(target, payload));
+    if (payload.operation === 'generateContent' && payload.method === 'generateContent') return relay(routed, (target) => generateWhole(target, payload));
+    if (payload.operation === 'generateContent' || payload.request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
@@ -68,7 +72,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
-    return relay(routed, (target) => completeWhole(target, request as CompletionRequest));
+    return relay(routed, (target) => completeWhole(target, payload.request as CompletionRequest));
   };
 }
 
@@ -113,6 +117,7 @@ async function upstreamChunks(target: RouteTarget, payload: CompletionJobPayload
  * request can be charged); until it comes, the usage is estimated from what was sent.
  */
 async function openStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<ModelAnswer<StreamEnd>> {
+  if (payload.operation === 'generateContent') return openGeminiStream(target, payload, { signal: context.signal, begun });
   const chunks = await upstreamChunks(target, payload);
   begun();
   return { pieces: streamPieces(chunks, payload.request as CompletionRequest | ChatRequest, context.signal), end: () => ({ done: true }) };

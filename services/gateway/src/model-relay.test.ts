@@ -19,7 +19,7 @@ const completion = (text: string) => ({ id: 'cmpl-relay', object: 'text_completi
 
 /** What the prompt asks for: a whole answer, three chunks, a failure (at once or after a chunk), or to hang until cancelled. */
 async function handler({ payload, stream, sendChunk, signal, requestId }: JobContext<CompletionJobPayload>): Promise<unknown> {
-  const prompt = String(payload.request.prompt);
+  const prompt = String((payload.request as { prompt?: unknown }).prompt);
   if (prompt === 'fail') throw new GatewayError({ status: 429, code: 'rate_limited', message: 'the upstream is busy', retryAfter: 7 });
   if (prompt === 'fail midway') {
     await sendChunk(JSON.stringify(completion('one')));

@@ -148,7 +148,7 @@ const generateRequestObject = z.strictObject({
  * accepts `generation_config` as well as `generationConfig`, and curl users send both. Only
  * these structural levels are renamed; free-form values (labels, schemas, tools) keep their keys.
  */
-interface FieldTree {
+export interface FieldTree {
   [field: string]: FieldTree;
 }
 const voiceTree: FieldTree = { prebuiltVoiceConfig: {} };
@@ -166,7 +166,7 @@ const requestFieldTree: FieldTree = {
 
 const camelCase = (name: string) => name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
-function camelizeFields(value: unknown, tree: FieldTree): unknown {
+export function camelizeFields(value: unknown, tree: FieldTree): unknown {
   if (Array.isArray(value)) {
     const items = tree['[]'];
     return items ? value.map((item) => camelizeFields(item, items)) : value;

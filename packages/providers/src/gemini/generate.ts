@@ -1,9 +1,9 @@
 /**
- * Speech generation against a Gemini-style upstream: the request sent to the channel's model,
+ * Gemini's generateContent (speech or chat) against a Gemini-style upstream: the request sent to the channel's model,
  * and the reply (or each stream event) checked against the wire format with `safetyRatings`
  * always present.
  */
-import { geminiGenerateResponse, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
+import { geminiGenerateResponse, UpstreamError, type GeminiContentRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 /**
@@ -11,7 +11,7 @@ import type { OperationMapping } from '../provider.ts';
  * A `model` in the body is dropped: the path carries the channel's model, and Gemini refuses a
  * body whose model disagrees with the path.
  */
-export function toUpstreamRequest(request: GeminiGenerateRequest): Record<string, unknown> {
+export function toUpstreamRequest(request: GeminiContentRequest): Record<string, unknown> {
   const { model: _model, ...body } = request;
   return body;
 }
@@ -45,7 +45,7 @@ export function fromUpstreamResponse(raw: unknown): GeminiGenerateResponse {
  * stream without `[DONE]`: the last event carries the finishReason, and a stream that stops
  * before one is reported as broken.
  */
-export const generateContent: OperationMapping<GeminiGenerateRequest, GeminiGenerateResponse, GeminiGenerateResponse> = {
+export const generateContent: OperationMapping<GeminiContentRequest, GeminiGenerateResponse, GeminiGenerateResponse> = {
   toUpstream: toUpstreamRequest,
   fromReply: fromUpstreamResponse,
   fromEvent: fromUpstreamResponse,

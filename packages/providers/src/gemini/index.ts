@@ -1,16 +1,19 @@
 /**
  * The Gemini-style provider: `{base_url}/v1beta/models/{model}:generateContent` (and
- * `:streamGenerateContent?alt=sse`) with the channel's key in `x-goog-api-key`, for speech. One
+ * `:streamGenerateContent?alt=sse`) with the channel's key in `x-goog-api-key`, for speech and
+ * chat (passed through as the client sent it), and `:batchEmbedContents` for embeddings. One
  * entry per operation: its endpoint (`api.ts`) and its mapping (`generate.ts`);
  * `callUpstream` and `streamUpstream` do the rest.
  */
 import { geminiApi } from './api.ts';
 import { embed } from './embed.ts';
+import { embedContent } from './embed-content.ts';
 import { generateContent } from './generate.ts';
 import { speech } from './speech.ts';
 
 export const gemini = {
   generateContent: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: generateContent },
   embeddings: { api: geminiApi, endpoint: geminiApi.endpoints.batchEmbedContents, mapping: embed },
+  embedContent: { api: geminiApi, endpoint: geminiApi.endpoints.batchEmbedContents, mapping: embedContent },
   speech: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: speech },
 };

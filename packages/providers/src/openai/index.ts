@@ -7,11 +7,13 @@ import { openaiApi } from './api.ts';
 import { chat } from './chat.ts';
 import { completions } from './complete.ts';
 import { embeddings } from './embeddings.ts';
+import { embedContent } from './embed-content.ts';
 import { speech } from './speech.ts';
 
 export const openai = {
   completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
   chat: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: chat },
   embeddings: { api: openaiApi, endpoint: openaiApi.endpoints.embeddings, mapping: embeddings },
+  embedContent: { api: openaiApi, endpoint: openaiApi.endpoints.embeddings, mapping: embedContent },
   speech: { api: openaiApi, endpoint: openaiApi.endpoints.speech, mapping: speech, replies: 'audio' as const },
 };

@@ -1,6 +1,7 @@
 /**
  * Gemini's wire format under `/v1beta`, and under `/v1` as Google serves it (`@google/genai` 3.x
- * calls `/v1` by default): speech generation and the Gemini model list. Its errors (and unknown
+ * calls `/v1` by default): generateContent for speech and chat models, embeddings, and the
+ * Gemini model list. Its errors (and unknown
  * `/v1beta` paths) answer in Gemini's error body; its routes take an API key in a Bearer header or
  * Gemini's own `x-goog-api-key` (or `?key=`).
  *

@@ -18,7 +18,7 @@ declare module 'fastify' {
   }
 }
 
-const GEMINI_METHODS = new Set(['generateContent', 'streamGenerateContent']);
+const GEMINI_METHODS = new Set(['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents']);
 
 export function logRefusals(app: FastifyInstance, refusals: RefusalLog | undefined): void {
   if (!refusals) return;

@@ -1,12 +1,37 @@
 /**
- * `POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`, the Gemini wire
- * format for speech generation (the key authenticated by the Gemini plugin's hook: a Bearer
- * header or Gemini's own `x-goog-api-key`): validate the body with the one Gemini schema, and relay the audio worker's
- * answer. Everything else (enqueue-and-wait, streaming, cancellation, error rendering) is the
- * same code as the OpenAI path's; this file is only the Gemini adapter.
+ * Gemini's own model routes, `POST /v1beta/models/{model}:{method}` (and under `/v1`), the key
+ * authenticated by the Gemini plugin's hook (a Bearer header, Gemini's `x-goog-api-key`, or
+ * `?key=`): validate the body with the method's schema, and relay the worker's answer. Everything
+ * else (admission, holds, enqueue-and-wait, streaming, cancellation, error rendering) is the
+ * same code as the OpenAI routes' (`relayModelJob`); this file is only the Gemini adapter.
+ *
+ * - `:generateContent` / `:streamGenerateContent` asking for audio: speech, on the audio queue;
+ * - the same asking for text: a chat model's, on the completion queue (operation
+ *   `generateContent`, the door's request as it came, for the channel's provider to take);
+ * - `:embedContent` / `:batchEmbedContents`: embeddings, on the completion queue.
  */
 import type { FastifyInstance } from 'fastify';
-import { badRequest, geminiGenerateRequest, MAX_MODEL_NAME_CHARS, notFound, parseOrThrow, QueueName, speechWorstCase, type AudioJobPayload, type AudioMethod } from '@gateway/contracts';
+import {
+  asksForSpeech,
+  badRequest,
+  geminiBatchEmbedRequest,
+  geminiChatRequest,
+  geminiChatWorstCase,
+  geminiEmbedContentRequest,
+  geminiEmbedWorstCase,
+  geminiGenerateRequest,
+  MAX_MODEL_NAME_CHARS,
+  notFound,
+  parseOrThrow,
+  QueueName,
+  speechWorstCase,
+  type AudioJobPayload,
+  type AudioMethod,
+  type CompletionJobPayload,
+  type EmbedMethod,
+  type GeminiBatchEmbedRequest,
+  type ModelCaller,
+} from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
@@ -35,20 +60,55 @@ function geminiJsonArrayStream(): EventStreamFormat {
   };
 }
 
-const METHODS: readonly AudioMethod[] = ['generateContent', 'streamGenerateContent'];
+type GeminiMethod = AudioMethod | EmbedMethod;
+const METHODS: readonly GeminiMethod[] = ['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents'];
 
 /**
  * `{model}:{method}` from what follows `models/`. A model's name may hold slashes
  * (`vendor/model`, as the model lists show it: `models/vendor/model`), which the SDKs send as
  * they are; it is only ever looked up whole in the catalog.
  */
-function modelAndMethod(target: string): { model: string; method: AudioMethod } | undefined {
+function modelAndMethod(target: string): { model: string; method: GeminiMethod } | undefined {
   const colon = target.lastIndexOf(':');
   if (colon <= 0) return undefined;
   const model = target.slice(0, colon);
-  const method = target.slice(colon + 1) as AudioMethod;
+  const method = target.slice(colon + 1) as GeminiMethod;
   if (model.startsWith('/') || model.endsWith('/') || !METHODS.includes(method)) return undefined;
   return { model, method };
+}
+
+/** The job of a request: its queue, its payload, what it holds, whether it streams. */
+interface GeminiJob {
+  queue: QueueName;
+  payload: AudioJobPayload | CompletionJobPayload;
+  worstCase: number;
+  streamed: boolean;
+}
+
+/** An embedding request as a batch, each request naming the path's model or none (Gemini refuses another). */
+function embedBatchOf(model: string, method: EmbedMethod, body: unknown): GeminiBatchEmbedRequest {
+  const batch = method === 'embedContent' ? { requests: [parseOrThrow(geminiEmbedContentRequest, body)] } : parseOrThrow(geminiBatchEmbedRequest, body);
+  batch.requests.forEach((one, i) => {
+    if (one.model !== undefined && one.model.replace(/^models\//, '') !== model) {
+      const field = method === 'embedContent' ? 'model' : `requests[${i}].model`;
+      throw badRequest(`invalid ${field}: must be the model of the path, models/${model}`, field);
+    }
+  });
+  return { requests: batch.requests.map(({ model: _model, ...one }) => one) };
+}
+
+function jobOf(model: string, method: GeminiMethod, body: unknown, caller: ModelCaller): GeminiJob {
+  if (method === 'embedContent' || method === 'batchEmbedContents') {
+    const request = embedBatchOf(model, method, body);
+    return { queue: QueueName.completion, payload: { caller, operation: 'embedContent', model, method, request }, worstCase: geminiEmbedWorstCase(request), streamed: false };
+  }
+  const streamed = method === 'streamGenerateContent';
+  if (asksForSpeech(body)) {
+    const request = parseOrThrow(geminiGenerateRequest, body);
+    return { queue: QueueName.audio, payload: { caller, operation: 'generateContent', model, method, request }, worstCase: speechWorstCase(request), streamed };
+  }
+  const request = parseOrThrow(geminiChatRequest, body);
+  return { queue: QueueName.completion, payload: { caller, operation: 'generateContent', model, method, request }, worstCase: geminiChatWorstCase(request), streamed };
 }
 
 export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
@@ -57,26 +117,20 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
   app.post<{ Params: { '*': string }; Querystring: Record<string, string | string[] | undefined> }>('/models/*', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const target = modelAndMethod(request.params['*']);
     if (!target) {
-      throw notFound(`no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent or :streamGenerateContent`);
+      throw notFound(`no route for POST ${pathOf(request.url)}: use /v1beta/models/{model}:generateContent, :streamGenerateContent, :embedContent or :batchEmbedContents`);
     }
     if (target.model.length > MAX_MODEL_NAME_CHARS) throw badRequest(`the model in the path must be at most ${MAX_MODEL_NAME_CHARS} characters`, 'model');
     const holder = keyHolderOf(request);
-    const body = parseOrThrow(geminiGenerateRequest, request.body);
+    const job = jobOf(target.model, target.method, request.body, callerOf(holder));
     options.apiKeys.authorizeModel(holder, target.model);
-    const payload: AudioJobPayload = {
-      caller: callerOf(holder),
-      model: target.model,
-      method: target.method,
-      request: body,
-    };
     let stream: EventStreamFormat | undefined;
-    if (target.method === 'streamGenerateContent') stream = request.query.alt === 'sse' ? geminiEventStream : geminiJsonArrayStream();
+    if (job.streamed) stream = request.query.alt === 'sse' ? geminiEventStream : geminiJsonArrayStream();
     return relayModelJob(request, reply, {
       ...relayOptionsOf(options),
-      queue: QueueName.audio,
-      payload,
+      queue: job.queue,
+      payload: job.payload,
       holder,
-      worstCase: speechWorstCase(body),
+      worstCase: job.worstCase,
       stream,
     });
   });
