@@ -328,13 +328,9 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       clearTimeout(timer);
       cancels.untrack(jobId);
       if (userId !== undefined && admission === 'admitted') gate.finish(userId);
-      // Removed when the job ends here. A job taken over after its worker died finds it still
-      // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
-      // says so to an ingress that has its answer from the first.
-      if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
-      // A job kept once finished keeps no payload: its data is made small before it ends
-      // (BullMQ's script that ends it has no way to; one round trip more, after the reply went out).
-      if (keptWhenFinished(job.opts)) await job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+      // The payload stored beside the job, and the data the queue board shows of it, shrink only
+      // once the job has completed (the lane's 'completed', below): a job whose worker dies before
+      // then is run again whole.
     }
   };
 
@@ -421,6 +417,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       ...laneTimingOf(options.redisTarget),
     }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT), (atShare) => fairShares.waitingBesides(options.queue, atShare));
     worker.on('error', (err) => options.log.warn({ err }, 'worker connection error'));
+    // Once completed, and not before: a job whose worker died after its run and before its
+    // completion is run again by the next, with its whole request. Its payload stored beside it
+    // goes, and a job kept for the queue board keeps no payload (finished-jobs.ts; BullMQ's script
+    // that completes it has no way to: one round trip more, after the reply went out).
+    worker.on('completed', (job) => {
+      const queued = job.data;
+      if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
+      if (keptWhenFinished(job.opts)) void job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+    });
     // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
     // failed by the worker that next takes it, without a run. Its sender is told so at once
     // rather than at its deadline (a batch line would be sent again and kill the worker again),
