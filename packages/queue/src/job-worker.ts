@@ -349,6 +349,9 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       await replies.error(envelope.replyTo, jobId, error.toReply(), envelope.deadline).catch(() => {});
     } else if (reason instanceof Withdrawn) {
       await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
+    } else if (reason instanceof DeadlinePassed || (reason instanceof CutByIngress && reason.why === 'deadline')) {
+      // As a job whose deadline passed before a worker took it: unrun.
+      outcome = 'expired';
     } else if ((error = ingressCutError(reason))) {
       outcome = 'error';
     }

@@ -47,11 +47,11 @@ async function withWorker() {
 afterEach(() => letGo?.());
 
 /** Tenant A's first job takes the one slot; A's second is parked once tenant B waits (and B runs beside). */
-async function parkA2(ran: string[]) {
+async function parkA2(ran: string[], a2TimeoutMs = 30_000) {
   const fair = new FairShares(q.redis);
-  const send = (name: string, userId: number, options: { priority?: number; listed?: boolean; signal?: AbortSignal } = {}) =>
+  const send = (name: string, userId: number, options: { priority?: number; listed?: boolean; signal?: AbortSignal; timeoutMs?: number } = {}) =>
     q.jobs.request<Payload, string>(queue, { name }, {
-      requestId: `${name}-${++seq}`, timeoutMs: 30_000, signal: options.signal, priority: options.priority,
+      requestId: `${name}-${++seq}`, timeoutMs: options.timeoutMs ?? 30_000, signal: options.signal, priority: options.priority,
       tenant: { userId, tokenId: userId, listed: options.listed },
     }).catch((error: unknown) => error);
   const a1 = send('a1', 1);
@@ -59,7 +59,7 @@ async function parkA2(ran: string[]) {
   // Both in their tenants' fair lines (B's makes the lane borrow a fetch), A2 first on the wait list.
   const [placeA2, placeB] = [await fair.join(queue, { userId: 1, tokenId: 1 }, false), await fair.join(queue, { userId: 2, tokenId: 2 }, false)];
   const client = new AbortController();
-  const a2 = send('a2', 1, { priority: placeA2.priority, listed: placeA2.listed, signal: client.signal });
+  const a2 = send('a2', 1, { priority: placeA2.priority, listed: placeA2.listed, signal: client.signal, timeoutMs: a2TimeoutMs });
   const b = send('b', 2, { priority: placeB.priority, listed: placeB.listed });
   // B was fetched after A2: A2 waits in the lane, for a slot held by A1.
   expect(await b).toBe('b');
@@ -81,6 +81,15 @@ describe('a job parked in a full lane', () => {
     // A later job of A's runs: the dropped one gave its place back.
     expect(await q.jobs.request<Payload, string>(queue, { name: 'a3' }, { requestId: 'a3', timeoutMs: 10_000, tenant: { userId: 1, tokenId: 1 } })).toBe('a3');
     expect(ran).toEqual(['a1', 'b', 'a3']);
+  });
+
+  it('is dropped unrun when its deadline passes while it waits, its row a 504', async () => {
+    const { ran, ends, dropped } = await withWorker();
+    const { a2 } = await parkA2(ran, 3000);
+    expect(await a2).toMatchObject({ status: 504 });
+    await expect.poll(() => ends.get('a2')?.outcome, { timeout: 5000 }).toBe('expired');
+    expect(dropped).toEqual(['a2']);
+    expect(ends.get('a1')).toBeUndefined();
   });
 
   it('is answered 503 with Retry-After at once when its worker stops, not run while the worker drains', async () => {
