@@ -2,11 +2,13 @@
  * A stop whose deadline (SHUTDOWN_TIMEOUT_MS) passes with a stream still running: the client
  * gets an error event after what it had, never a cut without one; the request's log row and
  * charge are written, for what was used, before the process exits; and what was cut is logged.
+ * A stream the gateway cut itself (its stop, its reply deadline) is logged as its cut (503, 504),
+ * never as a client that left (499).
  * Real Redis, PostgreSQL, gateway and worker processes, a mock upstream streaming slowly.
  */
 import { describe, expect } from 'vitest';
 import type { ServiceProcess, Stack } from '@gateway/testkit';
-import { stackTest } from '@gateway/testkit/fixtures';
+import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({ database: true, workers: [] });
 
@@ -105,13 +107,34 @@ describe('a stop past its deadline', () => {
     expect(words).toBeGreaterThanOrEqual(10);
     expect(words).toBeLessThan(200);
     expect(last).toMatch(/the gateway stopped before this answer was complete/);
-    // The job was cancelled with its client's request (499 in the log, as a client's leaving):
-    // its worker logs and charges what it used.
-    await expect.poll(() => logRow(stack, 'cut-by-gateway-stop'), { timeout: 10_000 }).toMatchObject({ status: 499, streamed: true });
+    // The job was cancelled with its client's request, as the gateway's cut, not a client's
+    // leaving (503 with the reason, not 499): its worker logs and charges what it used.
+    await expect.poll(() => logRow(stack, 'cut-by-gateway-stop'), { timeout: 10_000 }).toMatchObject({
+      status: 503, error_code: 'overloaded', error_message: expect.stringMatching(/the gateway stopped before this answer was complete/), streamed: true,
+    });
     const row = await logRow(stack, 'cut-by-gateway-stop');
     console.log(`gateway stopped in ${ms} ms; the client had ${words} of 200 words; the row: ${row.status}, ${row.completion_tokens} completion tokens`);
     // Charged what was delivered, by the worker's estimate (upstream usage comes only at the end).
     expect(row.completion_tokens).toBeGreaterThan(words / 2);
     await expect.poll(async () => (await stack.admin('GET', `/api/token/${id}`)).body.data.used_quota, { timeout: 30_000 }).toBe(row.total_tokens);
+  }, 60_000);
+});
+
+describe("a stream past the gateway's reply deadline", () => {
+  it("ends a stream at the gateway's reply deadline with an error event, and logs it 504, not as a client that left", async ({ stack, upstream, channel, apiKey }) => {
+    await stack.add('completion-worker');
+    const gateway = await stack.add('gateway', { REQUEST_TIMEOUT_MS: '3000' });
+    await channel(await upstream.openai({ text: TEXT, chunkDelayMs: 50 }), ['slow']);
+    const { key } = await apiKey();
+    const stream = await slowStream(gateway.url, key, 'cut-by-reply-deadline');
+    const { words, last } = eventsOf(await stream.ended);
+    expect(words).toBeGreaterThanOrEqual(10);
+    expect(words).toBeLessThan(200);
+    expect(last).toMatch(/did not complete within/);
+    const row = await loggedRow(stack, 'cut-by-reply-deadline');
+    expect(row).toMatchObject({ status: 504, error_code: 'timeout', error_message: expect.stringMatching(/did not complete within its deadline/), streamed: true });
+    // Charged what was delivered, as a cut by its client would be.
+    expect(row.completion_tokens).toBeGreaterThan(words / 2);
+    await gateway.stop('SIGTERM');
   }, 60_000);
 });

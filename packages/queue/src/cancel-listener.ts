@@ -1,6 +1,7 @@
 import type { Redis } from './redis-connection.ts';
 import { decodeJobControl } from './job-control.ts';
 import { CANCEL_CHANNEL, PAUSE_LAPSE_MS } from './reply-keys.ts';
+import { CutByIngress, type IngressCut } from './job-cut-reasons.ts';
 
 /** How a wait for a stream's credit ended. */
 export type CreditWait = 'credited' | 'ended' | 'lapsed';
@@ -13,6 +14,10 @@ export class Withdrawn extends Error {
     super('withdrawn by its sender before it began');
   }
 }
+
+/** A job's abort reason for a control: its withdrawal, its ingress's own cut, or its client gone. */
+const abortReason = (withdraw: boolean, why: IngressCut | undefined) =>
+  withdraw ? new Withdrawn() : why ? new CutByIngress(why) : new Error('cancelled by the ingress');
 
 /** How long a cancellation for a job this worker does not (yet) run is remembered. */
 const REMEMBER_MS = 60_000;
@@ -38,7 +43,7 @@ export class CancelListener {
   private readonly subscriber: Redis;
   private readonly running = new Map<string, AbortController>();
   /** Job id → when its cancellation (or withdrawal) was heard, for jobs not running here (yet). */
-  private readonly heard = new Map<string, { at: number; withdraw: boolean }>();
+  private readonly heard = new Map<string, { at: number; withdraw: boolean; why?: IngressCut }>();
   /** Running jobs that have begun: a withdrawal no longer stops them. */
   private readonly begun = new Set<string>();
   /** Begun jobs whose withdrawal was heard: it stops them if they end their attempt unbegun. */
@@ -60,6 +65,7 @@ export class CancelListener {
       if (control.kind === 'resume') return this.resume(jobId);
       if (control.kind === 'credit') return this.credit(jobId, control.chars);
       const withdraw = control.kind === 'withdraw';
+      const why = control.kind === 'cancel' ? control.why : undefined;
       const running = this.running.get(jobId);
       if (running) {
         if (withdraw && this.begun.has(jobId)) {
@@ -67,9 +73,10 @@ export class CancelListener {
           return;
         }
         this.release(jobId);
-        return running.abort(withdraw ? new Withdrawn() : new Error('cancelled by the ingress'));
+        // A second word (the bare cancel after a reasoned one) leaves the first reason standing.
+        return running.abort(abortReason(withdraw, why));
       }
-      this.remember(jobId, withdraw);
+      this.remember(jobId, withdraw, why);
     });
   }
 
@@ -148,15 +155,16 @@ export class CancelListener {
     this.paused.delete(jobId);
   }
 
-  private remember(jobId: string, withdraw: boolean): void {
+  private remember(jobId: string, withdraw: boolean, why?: IngressCut): void {
     const now = Date.now();
     // Oldest first (insertion order): drop what is too old, and keep the map bounded.
     for (const [id, { at }] of this.heard) {
       if (now - at < REMEMBER_MS && this.heard.size < REMEMBER_MAX) break;
       this.heard.delete(id);
     }
-    // A cancellation heard before stands: a withdrawal does not soften it.
-    this.heard.set(jobId, { at: now, withdraw: withdraw && (this.heard.get(jobId)?.withdraw ?? true) });
+    // A cancellation heard before stands: a withdrawal does not soften it, nor a bare cancel its reason.
+    const before = this.heard.get(jobId);
+    this.heard.set(jobId, { at: now, withdraw: withdraw && (before?.withdraw ?? true), why: why ?? before?.why });
   }
 
   async start(): Promise<void> {
@@ -168,7 +176,7 @@ export class CancelListener {
     const heard = this.heard.get(jobId);
     if (heard !== undefined) {
       this.heard.delete(jobId);
-      if (Date.now() - heard.at < REMEMBER_MS) controller.abort(heard.withdraw ? new Withdrawn() : new Error('cancelled by the ingress'));
+      if (Date.now() - heard.at < REMEMBER_MS) controller.abort(abortReason(heard.withdraw, heard.why));
     }
   }
 

@@ -7,7 +7,8 @@ import type { QueuedEnvelope } from '@gateway/contracts';
  *
  * A finished job keeps who asked and what, never its payload (prompts, speech text; a management
  * job's hashes, digests and sealed keys): the worker replaces its data with `finishedJobData`
- * before the job ends (job-worker.ts).
+ * once the job has completed or failed (job-worker.ts), never before: a job whose worker dies
+ * between its run and its completion is run again, and needs its whole request.
  */
 export const KEPT_COMPLETED = { count: 1000, age: 3600 } as const;
 /** Failed jobs (only a job whose worker died twice under it fails) are kept longer: they are rare and worth a look. */

@@ -9,6 +9,7 @@ export { ReplySender } from './reply-sender.ts';
 export { JobClient, defaultJobOptions, type RequestOptions, type CaughtUp, type RemovedJob } from './job-client.ts';
 export { shardPrefixes } from './queue-shards.ts';
 export { CancelListener } from './cancel-listener.ts';
+export { INGRESS_STOPPING } from './job-cut-reasons.ts';
 export { startJobWorker, type JobContext, type JobEnd, type JobHandler, type JobOutcome, type JobWorker, type JobWorkerOptions } from './job-worker.ts';
 export { replyStreamKey, drainedCounterKey, CANCEL_CHANNEL, REPLY_STREAM_TTL_MS } from './reply-keys.ts';
 export { FairShares, type FairPlace, type Tenant } from './fair-shares.ts';

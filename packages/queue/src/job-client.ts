@@ -7,6 +7,7 @@ import { redisUnavailableError, type Redis } from './redis-connection.ts';
 import type { Tenant } from './fair-shares.ts';
 import type { ReplyInbox } from './reply-inbox.ts';
 import { publishJobControl } from './job-control.ts';
+import { INGRESS_STOPPING, type IngressCut } from './job-cut-reasons.ts';
 import { CREDIT_RESEND_MS, PAUSE_RENEW_MS } from './reply-keys.ts';
 import { dropPayload, newPayloadKey, PAYLOAD_INLINE_MAX_CHARS, putPayload } from './payload-beside.ts';
 import { queueScripts } from './queue-scripts.ts';
@@ -21,7 +22,10 @@ export type RequestOptions = RequestBase & ({ followUnsureAdd?: false } | { foll
 interface RequestBase {
   requestId: string;
   timeoutMs: number;
-  /** Aborted when the client goes away: the job is cancelled. */
+  /**
+   * Aborted when the client goes away: the job is cancelled. Aborted with INGRESS_STOPPING by the
+   * ingress's own shutdown: its worker logs the cut as a 503, not as a client that left.
+   */
   signal?: AbortSignal;
   /**
    * Receives stream chunks as the worker produces them. A promise returned says the client is
@@ -305,8 +309,10 @@ export class JobClient {
       // removed unrun, or never queued, gives back what it held.
       if (abandoned || failure.code === 'timeout' || failure.code === 'cancelled') {
         const unrun = payloadKey ? (removed?: RemovedJob) => { dropPayload(this.redis, payloadKey); options.onUnrun?.(removed); } : options.onUnrun;
-        if (mayBeQueued) this.cancelUnsure(queue, jobId, unrun);
-        else void added.then(() => this.cancel(queue, jobId, unrun), () => unrun?.());
+        // Its worker logs the cut as the gateway's (503, 504) when its client did not leave.
+        const why = failure.code === 'timeout' ? 'deadline' : options.signal?.reason === INGRESS_STOPPING ? 'stopping' : undefined;
+        if (mayBeQueued) this.cancelUnsure(queue, jobId, unrun, why);
+        else void added.then(() => this.cancel(queue, jobId, unrun, why), () => unrun?.());
       }
       throw failure;
     } finally {
@@ -432,8 +438,8 @@ export class JobClient {
    * (never added, or run and gone) gives back what it held: a hold already settled is not charged
    * again by that.
    */
-  private cancelUnsure(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void): void {
-    publishJobControl(this.redis, { kind: 'cancel', jobId });
+  private cancelUnsure(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void, why?: IngressCut): void {
+    publishJobControl(this.redis, { kind: 'cancel', jobId, why });
     void queue.getJobState(jobId).then(async (state) => {
       // A job that ended is as gone as one never added (kept finished jobs are in a set a while).
       if (state === 'unknown' || state === 'completed' || state === 'failed') onUnrun?.();
@@ -444,9 +450,9 @@ export class JobClient {
     }, () => {});
   }
 
-  /** Removes a job still waiting, and tells whichever worker holds it to stop. */
-  cancel(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void): void {
-    publishJobControl(this.redis, { kind: 'cancel', jobId });
+  /** Removes a job still waiting, and tells whichever worker holds it to stop (`why`: the ingress's own cut, its client still there). */
+  cancel(queue: Queue, jobId: string, onUnrun?: (removed?: RemovedJob) => void, why?: IngressCut): void {
+    publishJobControl(this.redis, { kind: 'cancel', jobId, why });
     void removeIfWaiting(this.redis, queue, jobId).then((removed) => { if (removed) onUnrun?.(removed); });
   }
 

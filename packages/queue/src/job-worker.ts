@@ -1,5 +1,5 @@
 import type { Job, Worker } from 'bullmq';
-import { GatewayError, overloaded, withdrawn, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
+import { GatewayError, overloaded, timedOut, withdrawn, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener, Withdrawn } from './cancel-listener.ts';
@@ -10,7 +10,8 @@ import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
 import { drainedCounterKey, PAUSE_LAPSE_MS } from './reply-keys.ts';
 import { registerWorker } from './worker-registry.ts';
-import { GatedWorker, type LaneGate } from './lane-gate.ts';
+import { GatedWorker, type Admission, type LaneGate } from './lane-gate.ts';
+import { CutByIngress, DeadlinePassed, WorkerStopping } from './job-cut-reasons.ts';
 import { ReplySender } from './reply-sender.ts';
 import { dropPayload, takePayload } from './payload-beside.ts';
 import { finishedJobData, keptWhenFailed, keptWhenFinished } from './finished-jobs.ts';
@@ -141,11 +142,22 @@ export interface JobWorker {
   close(deadline?: number): Promise<void>;
 }
 
-/** A job's signal's reason when its worker's shutdown ended it. */
-class WorkerStopping extends Error {}
-
 /** What the sender of a job ended by its worker's shutdown is answered. */
 const stoppedBeforeTheEnd = () => overloaded('the worker stopped before this answer was complete; send the request again');
+/** What the sender of a job that waited for a slot when its worker began to stop is answered. */
+const stoppedBeforeTheStart = () => overloaded('the worker is stopping and did not start this request; send it again');
+
+/**
+ * How a job its ingress gave up on, its client still there, is logged: the gateway's cut (503,
+ * 504), not a client that left (499). The ingress answered its client already.
+ */
+function ingressCutError(reason: unknown): GatewayError | undefined {
+  if (reason instanceof DeadlinePassed) return timedOut('the request did not complete within its deadline');
+  if (!(reason instanceof CutByIngress)) return undefined;
+  return reason.why === 'stopping'
+    ? overloaded('the gateway stopped before this answer was complete; send the request again')
+    : timedOut('the request did not complete within its deadline');
+}
 
 /**
  * Runs a handler for every job of a queue and sends its result, error or chunks back on the
@@ -183,10 +195,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const running = new Set<AbortController>();
 
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
-  const run = async (gate: LaneGate, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('deadline passed')), envelope.deadline - Date.now());
-    cancels.track(jobId, controller);
+  const run = async (gate: LaneGate, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
     running.add(controller);
     /** Characters of stream chunks sent, for the credit window. */
     let sent = 0;
@@ -244,13 +253,13 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         await replies.error(envelope.replyTo, jobId, stopped.toReply(), envelope.deadline).catch(() => {});
         return { outcome: 'error', error: stopped };
       }
+      const cut = ingressCutError(controller.signal.reason);
+      if (cut) return { outcome: 'error', error: cut };
       if (controller.signal.aborted) return { outcome: 'cancelled' };
       const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
       await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);
       return { outcome: 'error', error: answered };
     } finally {
-      clearTimeout(timer);
-      cancels.untrack(jobId);
       running.delete(controller);
     }
   };
@@ -302,25 +311,62 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
     if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
     const userId = queued.tenant?.userId;
-    // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
-    if (userId !== undefined) await gate.admit(userId);
+    // Heard from the moment it is taken, so a job waiting for a slot whose client leaves (or
+    // whose deadline passes) meanwhile is dropped, however long it waited.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DeadlinePassed()), queued.deadline - Date.now());
+    cancels.track(jobId, controller);
+    let admission: Admission = 'admitted';
     try {
+      // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
+      if (userId !== undefined) admission = await gate.admit(userId, controller.signal);
       const envelope = await envelopeOf(jobId, queued);
-      if (envelope) await processEnvelope(gate, job, jobId, envelope);
-      else finished++;
+      if (!envelope) finished++;
+      else if (admission === 'admitted') await processEnvelope(gate, controller, job, jobId, envelope);
+      else await endUnadmitted(job, jobId, envelope, admission, controller.signal.reason);
     } finally {
-      if (userId !== undefined) gate.finish(userId);
-      // Removed when the job ends here. A job taken over after its worker died finds it still
-      // there; one taken from a worker that still runs it (its lock lost) may find it gone, and
-      // says so to an ingress that has its answer from the first.
-      if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
-      // A job kept once finished keeps no payload: its data is made small before it ends
-      // (BullMQ's script that ends it has no way to; one round trip more, after the reply went out).
-      if (keptWhenFinished(job.opts)) await job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+      clearTimeout(timer);
+      cancels.untrack(jobId);
+      if (userId !== undefined && admission === 'admitted') gate.finish(userId);
+      // The payload stored beside the job, and the data the queue board shows of it, shrink only
+      // once the job has completed (the lane's 'completed', below): a job whose worker dies before
+      // then is run again whole.
     }
   };
 
-  const processEnvelope = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
+  /**
+   * A job that waited for a slot and runs no more: its client left or its deadline passed
+   * ('left'), or its worker began to stop ('stopping': answered at once with a 503 to send it
+   * again, not held while the worker drains). It ends as one dropped unrun: what it held is given back.
+   */
+  const endUnadmitted = async (job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>, admission: Exclude<Admission, 'admitted'>, reason: unknown) => {
+    const fields = { reqId: envelope.requestId, jobId, queue: options.queue };
+    let outcome: JobOutcome = 'cancelled';
+    let error: GatewayError | undefined;
+    if (admission === 'stopping') {
+      error = stoppedBeforeTheStart();
+      outcome = 'error';
+      await replies.error(envelope.replyTo, jobId, error.toReply(), envelope.deadline).catch(() => {});
+    } else if (reason instanceof Withdrawn) {
+      await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
+    } else if (reason instanceof DeadlinePassed || (reason instanceof CutByIngress && reason.why === 'deadline')) {
+      // As a job whose deadline passed before a worker took it: unrun.
+      outcome = 'expired';
+    } else if ((error = ingressCutError(reason))) {
+      outcome = 'error';
+    }
+    options.log.warn({ ...fields, admission }, admission === 'stopping' ? 'job answered unrun: the worker is stopping' : 'job dropped while it waited for a slot: nobody waits for it any more');
+    options.onJobDropped?.(envelope.payload);
+    options.onJobDone?.(outcome, 0);
+    const now = Date.now();
+    options.onJobEnd?.({
+      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, queuedAt: job.timestamp,
+      startedAt: now, endedAt: now, stream: envelope.stream === true, priority: envelope.priority, facts: {},
+    });
+    finished++;
+  };
+
+  const processEnvelope = async (gate: LaneGate, controller: AbortController, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
     const fields = { reqId: envelope.requestId, jobId };
     const startedAt = Date.now();
     const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown) => options.onJobEnd?.({
@@ -341,7 +387,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
     let result: { outcome: JobOutcome; error?: GatewayError; result?: unknown } = { outcome: 'error' };
     try {
-      result = await run(gate, jobId, envelope, fields, facts);
+      result = await run(gate, controller, jobId, envelope, fields, facts);
     } finally {
       finished++;
       const seconds = (performance.now() - started) / 1000;
@@ -374,6 +420,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       ...laneTimingOf(options.redisTarget),
     }, laneConcurrency * (options.waitingPerSlot ?? WAITING_PER_SLOT), (atShare) => fairShares.waitingBesides(options.queue, atShare));
     worker.on('error', (err) => options.log.warn({ err }, 'worker connection error'));
+    // Once completed, and not before: a job whose worker died after its run and before its
+    // completion is run again by the next, with its whole request. Its payload stored beside it
+    // goes, and a job kept for the queue board keeps no payload (finished-jobs.ts; BullMQ's script
+    // that completes it has no way to: one round trip more, after the reply went out).
+    worker.on('completed', (job) => {
+      const queued = job.data;
+      if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
+      if (keptWhenFinished(job.opts)) void job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+    });
     // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
     // failed by the worker that next takes it, without a run. Its sender is told so at once
     // rather than at its deadline (a batch line would be sent again and kill the worker again),

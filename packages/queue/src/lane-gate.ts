@@ -32,6 +32,9 @@ export const FETCHED_BEFORE_BEGUN = 8;
  */
 export const SHARE_POLL_MS = 200;
 
+/** How a job's wait for a slot ended (`LaneGate.admit`): it runs, its signal aborted, or the lane is closing. */
+export type Admission = 'admitted' | 'left' | 'stopping';
+
 /** Interactive jobs waiting in the queue of users other than `atShare` (`FairShares.waitingBesides`). */
 export type OthersWaiting = (atShare: number[]) => Promise<number>;
 
@@ -71,7 +74,7 @@ export class LaneGate {
   private borrow = 0;
   private polling: NodeJS.Timeout | undefined;
   /** Jobs taken beyond the slots whose tenant was at its share: each waits for a slot (`admit`). */
-  private readonly parked: (() => void)[] = [];
+  private readonly parked: ((how: Admission) => void)[] = [];
 
   constructor(slots: number, othersWaiting?: OthersWaiting) {
     this.slots = slots;
@@ -118,16 +121,38 @@ export class LaneGate {
   /**
    * A job of `userId` begins. Taken beyond the slots (for another tenant's sake) while its own
    * tenant holds its share already, it waits for a slot, holding none; `finish` when it ends.
+   * It waits no longer once `signal` aborts ('left': its client left, its deadline passed) or
+   * the lane closes ('stopping': it is answered at once, not run while the worker drains).
    */
-  async admit(userId: number): Promise<void> {
-    if (this.atWork > this.slots && !this.tenants.belowShare(userId) && !this.shut) {
+  async admit(userId: number, signal?: AbortSignal): Promise<Admission> {
+    if (this.atWork > this.slots && !this.tenants.belowShare(userId)) {
+      if (this.shut) return 'stopping';
+      if (signal?.aborted) return 'left';
       this.atWork--;
-      await new Promise<void>((resolve) => this.parked.push(resolve));
+      const how = await new Promise<Admission>((resolve) => {
+        const onAbort = () => {
+          const at = this.parked.indexOf(settle);
+          if (at < 0) return;
+          this.parked.splice(at, 1);
+          // At work again until BullMQ ends it (`release`), as a job `release` lets go.
+          this.atWork++;
+          settle('left');
+          this.open();
+        };
+        const settle = (how: Admission) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(how);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+        this.parked.push(settle);
+      });
+      if (how !== 'admitted') return how;
     }
     this.tenants.take(userId);
+    return 'admitted';
   }
 
-  /** The job of `userId` that `admit` let begin has ended. */
+  /** The job of `userId` that `admit` let begin ('admitted') has ended. */
   finish(userId: number): void {
     this.tenants.give(userId);
   }
@@ -186,7 +211,7 @@ export class LaneGate {
     this.atWork--;
     if (this.parked.length > 0 && this.atWork < this.slots) {
       this.atWork++;
-      this.parked.shift()!();
+      this.parked.shift()!('admitted');
     }
     this.open();
   }
@@ -211,13 +236,13 @@ export class LaneGate {
     }
   }
 
-  /** The lane is closing: a fetch held here goes, and finds the lane closing. */
+  /** The lane is closing: a fetch held here goes, and finds the lane closing; a job parked is told 'stopping'. */
   close(): void {
     this.shut = true;
     clearTimeout(this.polling);
-    for (const resume of this.parked.splice(0)) {
+    for (const settle of this.parked.splice(0)) {
       this.atWork++;
-      resume();
+      settle('stopping');
     }
     this.open();
   }

@@ -1,9 +1,13 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { INGRESS_STOPPING } from '@gateway/queue';
 import { cutShort } from './client-signal.ts';
 
-/** Why a request was ended by its gateway's shutdown, not by its client (`cutShort`'s reason). */
-export const STOPPED = Symbol('the gateway stopped');
+/**
+ * Why a request was ended by its gateway's shutdown, not by its client (`cutShort`'s reason): the
+ * job client's own, so its job is cancelled as the gateway's cut and logged 503, not 499.
+ */
+export const STOPPED = INGRESS_STOPPING;
 
 /**
  * The requests a gateway is answering, for its shutdown: it keeps listening while they finish
