@@ -21,6 +21,11 @@ export interface ModelCaller {
    * (`QuotaHolds`); the worker gives it back once the request's charge is written.
    */
   hold?: string;
+  /**
+   * The conversation the request is a turn of (a hash, `conversationKey` in @gateway/routing),
+   * set by the door: its turns go to the channel that served the last one while it may.
+   */
+  conversation?: string;
 }
 
 /**

@@ -49,6 +49,15 @@ export interface RequestLogRow {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Prompt tokens the provider read from its prompt cache, and wrote to it, where it reported them. */
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+  /**
+   * For a turn of a conversation (`ModelCaller.conversation`): `new` (no channel remembered),
+   * `kept` (served by the channel of its last turn), or `moved:<reason>` (`MoveReason` in
+   * @gateway/routing: gone, disabled, unhealthy, outranked, full, rate-limited, failed).
+   */
+  sticky?: string;
   /** Quota charged to the key, the user and the channel. */
   quota: number;
   /** From queued to taken by a worker. */

@@ -63,7 +63,8 @@ function where(filters: Filters & { only_user?: number }): { sql: string; params
 
 const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, job_id, request_id, user_id, token_id, token_name, route, model,
   upstream_model, channel_id, attempts, status, error_code, error_message, priority, batch_id, streamed, prompt_tokens,
-  completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply, count, client_ip, credential`;
+  completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply, count, client_ip, credential,
+  cache_read_tokens, cache_write_tokens, sticky`;
 
 /** Nulls left out, as the writer left them out. */
 function entryOf(row: Record<string, unknown>): RequestLogEntry {

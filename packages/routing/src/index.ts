@@ -4,6 +4,7 @@
  * failover (`model-router.ts`, `failure-policy.ts`; its shared parts built in `router-parts.ts`), channel health shared across processes
  * (`channel-health.ts`), per-channel concurrency leases shared across processes
  * (`channel-leases.ts`) and the in-process queue of requests waiting for one (`lease-queue.ts`),
+ * conversations kept on the channel of their last turn (`conversation-key.ts`, `sticky-choice.ts`, `sticky-channels.ts`),
  * upstream 429s as back-pressure (`back-pressure.ts`), and quota and usage accounting
  * (`usage-ledger.ts`). `ModelRouter.attempts` yields a request's attempts, one channel each, until one succeeds; the
  * worker runtime's relay makes the calls. Its tests' harness is `@gateway/testkit/router`.
@@ -20,3 +21,6 @@ export { ChannelLeases, type ChannelLeasesOptions, type Lease, type LeaseAttempt
 export { LeaseQueue, type ChannelSlot, type LeaseQueueOptions, type LeaseWait } from './lease-queue.ts';
 export { backoffMs, RetryAfterWindows } from './back-pressure.ts';
 export { routingKeys } from './routing-keys.ts';
+export { conversationKey, chatOpening, sessionIdOf, SESSION_HEADERS, type ConversationSource } from './conversation-key.ts';
+export { planStickiness, preferFirst, stickyOutcome, type MoveReason, type StickyOutcome, type StickyPlan } from './sticky-choice.ts';
+export { StickyChannels, type StickyChannelsOptions } from './sticky-channels.ts';

@@ -9,6 +9,8 @@ import { decideOnFailure, exhaustedError, rateLimitedError } from './failure-pol
 import type { LeaseQueue } from './lease-queue.ts';
 import { buildRouterParts, startRouterParts, type RouterParts, type RouterPartsOptions } from './router-parts.ts';
 import { attemptOf, type RouteRecord } from './route-record.ts';
+import { planStickiness, preferFirst, stickyOutcome, type StickyOutcome, type StickyPlan } from './sticky-choice.ts';
+import type { StickyChannels } from './sticky-channels.ts';
 import type { UsageLedger, Usage } from './usage-ledger.ts';
 
 /** One model request, whatever its provider. */
@@ -121,13 +123,14 @@ export class ModelRouter {
   readonly ledger: UsageLedger;
   readonly leases: ChannelLeases;
   readonly leaseQueue: LeaseQueue;
+  readonly sticky: StickyChannels;
   private readonly parts: RouterParts;
   private readonly retryAfter = new RetryAfterWindows();
   private readonly settings: RouterSettings;
 
   constructor(parts: RouterParts, settings: RouterSettings) {
     this.parts = parts;
-    ({ channels: this.channels, health: this.health, ledger: this.ledger, leases: this.leases, leaseQueue: this.leaseQueue } = parts);
+    ({ channels: this.channels, health: this.health, ledger: this.ledger, leases: this.leases, leaseQueue: this.leaseQueue, sticky: this.sticky } = parts);
     this.settings = settings;
   }
 
@@ -178,7 +181,8 @@ export class ModelRouter {
     let current: ChannelAttempt | undefined;
     try {
       await this.ledger.assertQuota(request.caller);
-      const attempts = new Attempts(await this.candidatesFor(request), this.retryAfter);
+      const { serving, candidates } = await this.candidatesFor(request);
+      const attempts = new Attempts(candidates, this.retryAfter, await this.stickyPlan(request, serving, candidates));
       for (;;) {
         current = await this.nextAttempt(request, attempts);
         if (!current) continue;
@@ -200,7 +204,7 @@ export class ModelRouter {
     if (!ready) return undefined;
       const waitStarted = performance.now();
       const { channel, lease } = await this.leaseQueue.acquire(
-        channelOrder(ready, (id) => this.health.isCoolingDown(id, request.caller.userId)),
+        preferFirst(channelOrder(ready, (id) => this.health.isCoolingDown(id, request.caller.userId)), attempts.preferred),
         {
           signal: request.signal, deadline: request.deadline, batch: isBatchRank(request.priority),
           tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId }, idle: request.idle,
@@ -223,8 +227,8 @@ export class ModelRouter {
       return attempt;
   }
 
-  /** The channels that may serve the request, or 404 / 503. */
-  private async candidatesFor(request: ModelRequest): Promise<Channel[]> {
+  /** The channels that serve the model whatever their state, and those that may serve the request; or 404 / 503. */
+  private async candidatesFor(request: ModelRequest): Promise<{ serving: readonly Channel[]; candidates: Channel[] }> {
     const snapshot = await this.channels.current();
     const serving = snapshot.servingModel(request.types, request.model);
     if (serving.length === 0) {
@@ -234,7 +238,19 @@ export class ModelRouter {
     if (candidates.length === 0) {
       throw noChannel(`no channel is available for the model "${request.model}" right now`, Math.max(1, Math.ceil(this.settings.cooldownMs / 1000)));
     }
-    return candidates;
+    return { serving, candidates };
+  }
+
+  /**
+   * A conversation's turn goes back to the channel of its last turn while that channel may take
+   * it (`planStickiness`), so the provider's prompt cache hits; a request of no conversation has
+   * no plan.
+   */
+  private async stickyPlan(request: ModelRequest, serving: readonly Channel[], candidates: readonly Channel[]): Promise<StickyPlan | undefined> {
+    const conversation = request.caller.conversation;
+    if (!conversation) return undefined;
+    const remembered = await this.sticky.lastChannel(conversation);
+    return planStickiness(remembered, serving, candidates, (id) => this.health.isCoolingDown(id, request.caller.userId));
   }
 
   /**
@@ -281,6 +297,7 @@ export class ModelRouter {
       record.upstreamModel = target.upstreamModel;
       record.upstreamMs += ms;
       record.firstByteMs = firstByteMs ?? (error ? undefined : ms);
+      if (attempts.sticky) record.sticky = attempts.stickyOutcome(channel.id);
     };
     const end = (outcome: 'succeeded' | 'failed') => {
       if (state !== 'pending') throw new Error(`this attempt has already ${state}`);
@@ -299,6 +316,7 @@ export class ModelRouter {
         noteAttempt();
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
         this.health.noteSuccess(channel.id, request.caller.userId);
+        if (request.caller.conversation) void this.sticky.remember(request.caller.conversation, channel.id);
         this.charge(request, channel.id, usage, performance.now() - started);
       },
       fail: async (thrown, usage) => {
@@ -437,10 +455,28 @@ class Attempts {
   private readonly backoffs = new Map<number, { count: number; until: number }>();
   private readonly candidates: Channel[];
   private readonly retryAfter: RetryAfterWindows;
+  /** The request's conversation's plan for the channel of its last turn; none outside a conversation. */
+  readonly sticky: StickyPlan | undefined;
 
-  constructor(candidates: Channel[], retryAfter: RetryAfterWindows) {
+  constructor(candidates: Channel[], retryAfter: RetryAfterWindows, sticky?: StickyPlan) {
     this.candidates = candidates;
     this.retryAfter = retryAfter;
+    this.sticky = sticky;
+  }
+
+  /** The channel of the conversation's last turn, offered first while it has not failed in this request. */
+  get preferred(): Channel | undefined {
+    return this.sticky && 'prefer' in this.sticky && !this.failed.has(this.sticky.prefer.id) ? this.sticky.prefer : undefined;
+  }
+
+  /** Whether the conversation stayed on its channel when `channelId` serves it, or why not. */
+  stickyOutcome(channelId: number): StickyOutcome {
+    const plan = this.sticky!;
+    const preferred = 'prefer' in plan ? plan.prefer.id : undefined;
+    return stickyOutcome(plan, channelId, {
+      failed: preferred !== undefined && this.failed.has(preferred),
+      resting: preferred !== undefined && this.restingUntil(preferred, Date.now()) > Date.now(),
+    });
   }
 
   /** Candidates that have not failed in this request. */

@@ -1,4 +1,5 @@
 import type { Channel, RequestAttempt, UpstreamError } from '@gateway/contracts';
+import type { StickyOutcome } from './sticky-choice.ts';
 import type { Usage } from './usage-ledger.ts';
 
 /**
@@ -19,6 +20,8 @@ export interface RouteRecord {
   firstByteMs?: number;
   /** What was charged to the key, the user and the channel. */
   usage?: Usage;
+  /** For a request of a conversation: whether it went back to the channel of the last turn, or why not. */
+  sticky?: StickyOutcome;
 }
 
 export const newRouteRecord = (): RouteRecord => ({ attempts: [], slotMs: 0, upstreamMs: 0 });

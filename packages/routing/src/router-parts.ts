@@ -6,6 +6,7 @@ import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
 import { ChannelLeases } from './channel-leases.ts';
 import { LeaseQueue } from './lease-queue.ts';
 import { routingKeys } from './routing-keys.ts';
+import { StickyChannels } from './sticky-channels.ts';
 import { UsageLedger } from './usage-ledger.ts';
 
 /** What a `ModelRouter` works with, each shared by every request of the process. */
@@ -20,6 +21,8 @@ export interface RouterParts {
   leases: ChannelLeases;
   /** Requests of this process waiting for a lease on a full channel. */
   leaseQueue: LeaseQueue;
+  /** The channel of each conversation's last turn, shared across processes. */
+  sticky: StickyChannels;
   /** Channel and health changes announced by other processes. */
   feed: InvalidationFeed;
   /** The subscriber connection the feed and lease releases arrive on. */
@@ -40,6 +43,8 @@ export interface RouterPartsOptions extends ChannelHealthOptions {
   usageFlushMs?: number;
   /** How long a quota read answers later checks (see `UsageLedgerOptions.quotaCacheMs`). Default 250 ms. */
   quotaCacheMs?: number;
+  /** How long a conversation's channel is remembered after its last turn (`StickyChannelsOptions.ttlMs`). Default 1 h. */
+  stickyTtlMs?: number;
 }
 
 /**
@@ -75,7 +80,8 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
     if (touchesChannels(message)) channels.invalidate();
     else health.hear(message);
   });
-  return { channels, health, ledger, leases, leaseQueue, feed, subscriber };
+  const sticky = new StickyChannels(redis, { ttlMs: options.stickyTtlMs });
+  return { channels, health, ledger, leases, leaseQueue, sticky, feed, subscriber };
 }
 
 export async function startRouterParts(parts: RouterParts): Promise<void> {

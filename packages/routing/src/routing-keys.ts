@@ -11,4 +11,9 @@ export const routingKeys = {
   leases: (channelId: number | string) => `gw:channel-leases:${channelId}`,
   /** Pub/sub channel on which a lease given back on a full channel is announced (message: channel id). */
   leaseFreed: 'gw:channel-lease-freed',
+  /**
+   * String: the channel that served a conversation's last turn. Read and written alone, one
+   * command each, so it needs no hash tag: conversations spread over a cluster's slots.
+   */
+  sticky: (conversation: string) => `gw:sticky:${conversation}`,
 };

@@ -10,6 +10,9 @@ export interface Usage {
   /** The split, when the upstream reported it (for the request log; the charge is `totalTokens`). */
   promptTokens?: number;
   completionTokens?: number;
+  /** Prompt tokens read from the provider's prompt cache, and written to it, when it reported them (for the request log). */
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
 }
 
 export interface Charge {

@@ -156,7 +156,16 @@ async function* streamPieces(chunks: AsyncIterable<CompletionChunk | ChatChunk>,
   if (signal.aborted) throw clientCancelled();
 }
 
-/** OpenAI's usage as the router records it: the charge is the total. */
-function openaiUsage(usage: { prompt_tokens: number; completion_tokens?: number; total_tokens: number }): Usage {
-  return { totalTokens: usage.total_tokens, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens ?? 0 };
+/**
+ * OpenAI's usage as the router records it: the charge is the total; the prompt cache's reads
+ * (`cached_tokens`) and writes (`cache_write_tokens`, as the anthropic provider maps them) where
+ * the upstream reported them.
+ */
+function openaiUsage(usage: { prompt_tokens: number; completion_tokens?: number; total_tokens: number; prompt_tokens_details?: unknown }): Usage {
+  const details = (usage.prompt_tokens_details ?? {}) as { cached_tokens?: unknown; cache_write_tokens?: unknown };
+  return {
+    totalTokens: usage.total_tokens, promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens ?? 0,
+    ...(typeof details.cached_tokens === 'number' ? { cacheReadTokens: details.cached_tokens } : {}),
+    ...(typeof details.cache_write_tokens === 'number' ? { cacheWriteTokens: details.cache_write_tokens } : {}),
+  };
 }

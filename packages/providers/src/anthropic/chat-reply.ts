@@ -36,8 +36,12 @@ export function chatUsage(usage: AnthropicUsage | undefined): ChatUsage {
   const prompt = tokenCount(count(usage?.input_tokens) + count(usage?.cache_creation_input_tokens) + cached);
   const completion = count(usage?.output_tokens);
   const chat: ChatUsage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: tokenCount(prompt + completion) };
-  // Cached tokens only where Anthropic said: a zero it never sent reads as "no cache hit".
-  if (typeof usage?.cache_read_input_tokens === 'number') chat.prompt_tokens_details = { cached_tokens: cached };
+  // Cached tokens only where Anthropic said: a zero it never sent reads as "no cache hit". Cache
+  // writes (which chat completions has no field for) as `cache_write_tokens`, OpenRouter's name.
+  const details: Record<string, number> = {};
+  if (typeof usage?.cache_read_input_tokens === 'number') details.cached_tokens = cached;
+  if (typeof usage?.cache_creation_input_tokens === 'number') details.cache_write_tokens = count(usage.cache_creation_input_tokens);
+  if (Object.keys(details).length > 0) chat.prompt_tokens_details = details;
   return chat;
 }
 

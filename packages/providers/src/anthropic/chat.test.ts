@@ -192,7 +192,7 @@ describe('anthropic chat: the reply', () => {
         tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
       },
     }]);
-    expect(response.usage).toEqual({ prompt_tokens: 30, completion_tokens: 11, total_tokens: 41, prompt_tokens_details: { cached_tokens: 7 } });
+    expect(response.usage).toEqual({ prompt_tokens: 30, completion_tokens: 11, total_tokens: 41, prompt_tokens_details: { cached_tokens: 7, cache_write_tokens: 3 } });
   });
 
   it('maps each stop reason, and gives a legacy functions client its function_call', () => {
@@ -257,7 +257,7 @@ describe('anthropic chat: the stream', () => {
 
     const [finish, usage] = chunks.slice(-2);
     expect(finish!.choices).toEqual([{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }]);
-    expect(usage).toMatchObject({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 42, total_tokens: 72, prompt_tokens_details: { cached_tokens: 7 } } });
+    expect(usage).toMatchObject({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 42, total_tokens: 72, prompt_tokens_details: { cached_tokens: 7, cache_write_tokens: 3 } } });
     expect(chunks.filter((c) => c.choices[0]?.finish_reason)).toHaveLength(1);
   });
 

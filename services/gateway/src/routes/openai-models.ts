@@ -5,8 +5,9 @@
  * use the model, and relay the completion worker's answer, whole or as server-sent events.
  */
 import type { FastifyInstance } from 'fastify';
-import { badRequest, openaiEndpoints, parseOrThrow, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
+import { badRequest, openaiEndpoints, parseOrThrow, type ChatRequest, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
+import { chatOpening, conversationKey } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
@@ -23,8 +24,13 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
         throw badRequest(`${path} does not stream`, 'stream');
       }
       options.apiKeys.authorizeModel(holder, body.model);
+      const caller = callerOf(holder);
+      // A chat's turns are one conversation by their session header or their opening messages;
+      // a completion's by its session header only (a prompt has no fixed opening).
+      const opening = endpoint.operation === 'chat' ? chatOpening((body as unknown as ChatRequest).messages) : undefined;
+      const conversation = endpoint.operation === 'embeddings' ? undefined : conversationKey({ tokenId: caller.tokenId, model: body.model, headers: request.headers, opening });
       const payload = {
-        caller: callerOf(holder),
+        caller: conversation ? { ...caller, conversation } : caller,
         operation: endpoint.operation,
         request: body,
       } as CompletionJobPayload;

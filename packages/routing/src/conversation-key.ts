@@ -1,0 +1,67 @@
+/**
+ * Which conversation a model request belongs to, so that its turns go to the channel that served
+ * the previous one (`sticky-channels.ts`) and the provider's prompt cache hits. Computed by the
+ * gateway's doors, once per request, and carried in the job as `ModelCaller.conversation`.
+ */
+import { createHash } from 'node:crypto';
+
+/**
+ * Headers a client names its session in: Claude Code's, then a generic one any client may send.
+ * The first present wins.
+ */
+export const SESSION_HEADERS = ['x-claude-code-session-id', 'x-session-id'] as const;
+
+export interface ConversationSource {
+  /** The API key's id: two keys (two users) never share a conversation, whatever they send. */
+  tokenId: number;
+  /** The model the client asked for: the same session on two models is two conversations. */
+  model: string;
+  /** The request's headers, for a session header (`SESSION_HEADERS`). */
+  headers?: Record<string, string | string[] | undefined>;
+  /**
+   * What stays the same from one turn of the conversation to the next (`chatOpening`): hashed
+   * when no session header names the conversation. Undefined when the request has none.
+   */
+  opening?: unknown;
+  /**
+   * The key of the conversation this request continues, as its door kept it (the Responses
+   * door stores it with each response, and passes the previous response's for a
+   * `previous_response_id`). Wins over the rest.
+   */
+  continues?: string;
+}
+
+/**
+ * The conversation's key: a hash (never the session id or the messages themselves, which reach
+ * Redis as the key of the sticky record), or undefined when nothing names the conversation.
+ */
+export function conversationKey(source: ConversationSource): string | undefined {
+  if (source.continues) return source.continues;
+  const session = sessionIdOf(source.headers);
+  if (session !== undefined) return digest(['session', source.tokenId, source.model, session]);
+  if (source.opening === undefined) return undefined;
+  return digest(['opening', source.tokenId, source.model, source.opening]);
+}
+
+/** The session the client named in a header, if any (`SESSION_HEADERS`, first present). */
+export function sessionIdOf(headers: ConversationSource['headers']): string | undefined {
+  if (!headers) return undefined;
+  for (const name of SESSION_HEADERS) {
+    const value = headers[name];
+    const first = Array.isArray(value) ? value[0] : value;
+    if (typeof first === 'string' && first.trim() !== '') return first.trim();
+  }
+  return undefined;
+}
+
+/**
+ * A chat's opening: its messages up to and including the first user message (the system or
+ * developer prompt and the first question), which every later turn repeats as it grows.
+ * Undefined when there is no user message.
+ */
+export function chatOpening(messages: readonly { role: string }[]): unknown[] | undefined {
+  const firstUser = messages.findIndex((m) => m.role === 'user');
+  return firstUser < 0 ? undefined : messages.slice(0, firstUser + 1);
+}
+
+const digest = (parts: unknown[]) => createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
