@@ -11,7 +11,7 @@ function turn(n: number) {
   return messages;
 }
 
-const keyOf = (messages: { role: string }[], fields: { tokenId?: number; model?: string; headers?: Record<string, string> } = {}) =>
+const keyOf = (messages: { role: string; content?: string }[], fields: { tokenId?: number; model?: string; headers?: Record<string, string> } = {}) =>
   conversationKey({ tokenId: fields.tokenId ?? 7, model: fields.model ?? 'gpt-x', headers: fields.headers, opening: chatOpening(messages) });
 
 describe('conversationKey', () => {
