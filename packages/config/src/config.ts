@@ -114,6 +114,10 @@ export const configSchema = z.object({
   CHANNEL_COOLDOWN_MS: integer(30_000, 0, 3_600_000),
   CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: integer(3, 1, 1000),
   CHANNEL_LEASE_TTL_MS: integer(15_000, 1000, 3_600_000),
+  /** How long the channel of a conversation's last turn is remembered (0: conversations are not kept on a channel). */
+  STICKY_TTL_MS: integer(3_600_000, 0, 7 * 86_400_000),
+  /** The same for a request that holds only a conversation's opening (perhaps a one-off). */
+  STICKY_OPENING_TTL_MS: integer(300_000, 0, 7 * 86_400_000),
   /** Usage is charged in batches this often (0: each answer at once); a crash loses at most this long of it. */
   USAGE_FLUSH_MS: integer(100, 0, 60_000),
   /** A key's quota, once read, answers the checks of its next requests for this long (0: read it every time). */

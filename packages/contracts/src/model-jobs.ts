@@ -22,10 +22,22 @@ export interface ModelCaller {
    */
   hold?: string;
   /**
-   * The conversation the request is a turn of (a hash, `conversationKey` in @gateway/routing),
-   * set by the door: its turns go to the channel that served the last one while it may.
+   * The conversation the request is a turn of (`conversationOf` in @gateway/routing), set by the
+   * door: its turns go to the channel that served the last one while it may.
    */
-  conversation?: string;
+  conversation?: Conversation;
+}
+
+/** A request's conversation, as the router keeps its turns on one channel. */
+export interface Conversation {
+  /** A hash naming it: never the session id or the messages themselves. */
+  key: string;
+  /**
+   * The request holds the conversation's opening and nothing more (a chat with no answer in it
+   * yet): a first turn, or a one-off request, so its channel is remembered only as long as a
+   * provider keeps a prompt cache, not the hour a conversation's is.
+   */
+  opening?: boolean;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chatOpening, conversationKey, sessionIdOf } from './conversation-key.ts';
+import { chatOpening, conversationKey, conversationOf, sessionIdOf } from './conversation-key.ts';
 
 const system = { role: 'system', content: 'You are a careful assistant.' };
 const first = { role: 'user', content: 'Plan a trip to Lisbon.' };
@@ -12,7 +12,7 @@ function turn(n: number) {
 }
 
 const keyOf = (messages: { role: string; content?: string }[], fields: { tokenId?: number; model?: string; headers?: Record<string, string> } = {}) =>
-  conversationKey({ tokenId: fields.tokenId ?? 7, model: fields.model ?? 'gpt-x', headers: fields.headers, opening: chatOpening(messages) });
+  conversationKey({ tokenId: fields.tokenId ?? 7, model: fields.model ?? 'gpt-x', headers: fields.headers, ...chatOpening(messages) });
 
 describe('conversationKey', () => {
   it('gives every turn of one chat the same key, and a chat with another opening another', () => {
@@ -50,6 +50,15 @@ describe('conversationKey', () => {
   it('has no key for a request with no session header and no opening', () => {
     expect(keyOf([{ role: 'system', content: 'only a system prompt' }])).toBeUndefined();
     expect(conversationKey({ tokenId: 7, model: 'gpt-x' })).toBeUndefined();
+  });
+});
+
+describe('conversationOf', () => {
+  it('marks a chat that holds only its opening (perhaps a one-off), never a later turn or a named session', () => {
+    const of = (messages: { role: string }[], headers?: Record<string, string>) => conversationOf({ tokenId: 7, model: 'gpt-x', headers, ...chatOpening(messages) });
+    expect(of(turn(1))).toEqual({ key: keyOf(turn(1)), opening: true });
+    expect(of(turn(2))).toEqual({ key: keyOf(turn(1)) });
+    expect(of(turn(1), { 'x-session-id': 's' })).toEqual({ key: expect.any(String) });
   });
 });
 

@@ -1,9 +1,11 @@
 /**
  * Which conversation a model request belongs to, so that its turns go to the channel that served
  * the previous one (`sticky-channels.ts`) and the provider's prompt cache hits. Computed by the
- * gateway's doors, once per request, and carried in the job as `ModelCaller.conversation`.
+ * gateway's doors, once per request (`conversationOf`), and carried in the job as
+ * `ModelCaller.conversation`.
  */
 import { createHash } from 'node:crypto';
+import type { Conversation } from '@gateway/contracts';
 
 /**
  * Headers a client names its session in: Claude Code's, then a generic one any client may send.
@@ -23,6 +25,8 @@ export interface ConversationSource {
    * when no session header names the conversation. Undefined when the request has none.
    */
   opening?: unknown;
+  /** The request holds its opening and nothing more (`Conversation.opening`). */
+  openingOnly?: boolean;
   /**
    * The key of the conversation this request continues, as its door kept it (the Responses
    * door stores it with each response, and passes the previous response's for a
@@ -32,16 +36,22 @@ export interface ConversationSource {
 }
 
 /**
- * The conversation's key: a hash (never the session id or the messages themselves, which reach
- * Redis as the key of the sticky record), or undefined when nothing names the conversation.
+ * The request's conversation, or undefined when nothing names one. Its key is a hash (never the
+ * session id or the messages themselves, which would reach Redis as the sticky record's key). A
+ * session named by its client, or continued by its door, is a conversation from its first turn;
+ * an opening alone may be a one-off request (`Conversation.opening`).
  */
-export function conversationKey(source: ConversationSource): string | undefined {
-  if (source.continues) return source.continues;
+export function conversationOf(source: ConversationSource): Conversation | undefined {
+  if (source.continues) return { key: source.continues };
   const session = sessionIdOf(source.headers);
-  if (session !== undefined) return digest(['session', source.tokenId, source.model, session]);
+  if (session !== undefined) return { key: digest(['session', source.tokenId, source.model, session]) };
   if (source.opening === undefined) return undefined;
-  return digest(['opening', source.tokenId, source.model, source.opening]);
+  const key = digest(['opening', source.tokenId, source.model, source.opening]);
+  return source.openingOnly ? { key, opening: true } : { key };
 }
+
+/** The key alone of `conversationOf`. */
+export const conversationKey = (source: ConversationSource): string | undefined => conversationOf(source)?.key;
 
 /** The session the client named in a header, if any (`SESSION_HEADERS`, first present). */
 export function sessionIdOf(headers: ConversationSource['headers']): string | undefined {
@@ -56,12 +66,13 @@ export function sessionIdOf(headers: ConversationSource['headers']): string | un
 
 /**
  * A chat's opening: its messages up to and including the first user message (the system or
- * developer prompt and the first question), which every later turn repeats as it grows.
- * Undefined when there is no user message.
+ * developer prompt and the first question), which every later turn repeats as it grows; and
+ * whether the chat holds nothing more. Undefined when there is no user message.
  */
-export function chatOpening(messages: readonly { role: string }[]): unknown[] | undefined {
+export function chatOpening(messages: readonly { role: string }[]): Pick<ConversationSource, 'opening' | 'openingOnly'> {
   const firstUser = messages.findIndex((m) => m.role === 'user');
-  return firstUser < 0 ? undefined : messages.slice(0, firstUser + 1);
+  if (firstUser < 0) return {};
+  return { opening: messages.slice(0, firstUser + 1), openingOnly: firstUser === messages.length - 1 };
 }
 
 const digest = (parts: unknown[]) => createHash('sha256').update(JSON.stringify(parts)).digest('base64url');

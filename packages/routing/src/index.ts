@@ -21,6 +21,6 @@ export { ChannelLeases, type ChannelLeasesOptions, type Lease, type LeaseAttempt
 export { LeaseQueue, type ChannelSlot, type LeaseQueueOptions, type LeaseWait } from './lease-queue.ts';
 export { backoffMs, RetryAfterWindows } from './back-pressure.ts';
 export { routingKeys } from './routing-keys.ts';
-export { conversationKey, chatOpening, sessionIdOf, SESSION_HEADERS, type ConversationSource } from './conversation-key.ts';
+export { conversationOf, conversationKey, chatOpening, sessionIdOf, SESSION_HEADERS, type ConversationSource } from './conversation-key.ts';
 export { planStickiness, preferFirst, stickyOutcome, type MoveReason, type StickyOutcome, type StickyPlan } from './sticky-choice.ts';
 export { StickyChannels, type StickyChannelsOptions } from './sticky-channels.ts';

@@ -13,10 +13,10 @@ const bed = useRouterTestbed({ failuresBeforeCooldown: 100 });
 const log = createLogger('test', 'silent');
 let seq = 0;
 
-async function caller(conversation: string): Promise<ModelCaller> {
+async function caller(conversation: string, opening = false): Promise<ModelCaller> {
   const user = await bed.store.users.create({ username: `sticky${++seq}`, password_hash: 'x', group: 'default' });
   const { token } = await bed.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
-  return { tokenId: token.id, userId: user.id, group: 'default', conversation };
+  return { tokenId: token.id, userId: user.id, group: 'default', conversation: { key: conversation, ...(opening ? { opening } : {}) } };
 }
 
 async function channel(mock: MockOpenAIUpstream, model: string, fields: Partial<NewChannel> = {}): Promise<Channel> {
@@ -46,9 +46,22 @@ describe('ModelRouter: a conversation on the channel of its last turn', () => {
     await bed.router.sticky.remember(who.conversation!, a.id);
     for (let turn = 0; turn < 5; turn++) expect(await serve(m, who)).toMatchObject({ channelId: a.id, record: { sticky: 'kept' } });
     expect(heavy.requests).toHaveLength(0);
-    const ttl = await bed.redis.pttl(routingKeys.sticky(who.conversation!));
+    const ttl = await bed.redis.pttl(routingKeys.sticky(who.conversation!.key));
     expect(ttl).toBeGreaterThan(3_500_000);
     expect(ttl).toBeLessThanOrEqual(3_600_000);
+  });
+
+  it('remembers the channel of a request that holds only an opening (perhaps a one-off) five minutes, and an hour once the conversation goes on', async () => {
+    const mock = await bed.upstream();
+    const m = `sticky-model-${++seq}`;
+    const a = await channel(mock, m);
+    const first = await caller(`conv-${seq}`, true);
+    expect(await serve(m, first)).toMatchObject({ channelId: a.id, record: { sticky: 'new' } });
+    const key = routingKeys.sticky(first.conversation!.key);
+    expect(await bed.redis.pttl(key)).toBeGreaterThan(290_000);
+    expect(await bed.redis.pttl(key)).toBeLessThanOrEqual(300_000);
+    expect(await serve(m, { ...first, conversation: { key: first.conversation!.key } })).toMatchObject({ channelId: a.id, record: { sticky: 'kept' } });
+    expect(await bed.redis.pttl(key)).toBeGreaterThan(3_500_000);
   });
 
   it('moves when its channel is full (and says so), and stays where it moved', async () => {
@@ -82,7 +95,7 @@ describe('ModelRouter: a conversation on the channel of its last turn', () => {
     expect(channelId).toBe(b.id);
     expect(record.sticky).toBe('moved:failed');
     expect(record.attempts.map((x) => [x.channel_id, x.status])).toEqual([[a.id, 500], [b.id, 200]]);
-    expect(await bed.redis.get(routingKeys.sticky(who.conversation!))).toBe(String(b.id));
+    expect(await bed.redis.get(routingKeys.sticky(who.conversation!.key))).toBe(String(b.id));
   });
 
   it('leaves a request of no conversation as it was: no sticky outcome, nothing remembered', async () => {

@@ -248,7 +248,7 @@ export class ModelRouter {
    */
   private async stickyPlan(request: ModelRequest, serving: readonly Channel[], candidates: readonly Channel[]): Promise<StickyPlan | undefined> {
     const conversation = request.caller.conversation;
-    if (!conversation) return undefined;
+    if (!conversation || !this.sticky.enabled) return undefined;
     const remembered = await this.sticky.lastChannel(conversation);
     return planStickiness(remembered, serving, candidates, (id) => this.health.isCoolingDown(id, request.caller.userId));
   }
@@ -316,7 +316,7 @@ export class ModelRouter {
         noteAttempt();
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
         this.health.noteSuccess(channel.id, request.caller.userId);
-        if (request.caller.conversation) void this.sticky.remember(request.caller.conversation, channel.id);
+        if (attempts.sticky) void this.sticky.remember(request.caller.conversation!, channel.id);
         this.charge(request, channel.id, usage, performance.now() - started);
       },
       fail: async (thrown, usage) => {

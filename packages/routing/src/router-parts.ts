@@ -43,8 +43,9 @@ export interface RouterPartsOptions extends ChannelHealthOptions {
   usageFlushMs?: number;
   /** How long a quota read answers later checks (see `UsageLedgerOptions.quotaCacheMs`). Default 250 ms. */
   quotaCacheMs?: number;
-  /** How long a conversation's channel is remembered after its last turn (`StickyChannelsOptions.ttlMs`). Default 1 h. */
+  /** How long a conversation's channel is remembered after its last turn (`StickyChannelsOptions`). Default 1 h, 5 min for an opening alone. */
   stickyTtlMs?: number;
+  stickyOpeningTtlMs?: number;
 }
 
 /**
@@ -80,7 +81,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
     if (touchesChannels(message)) channels.invalidate();
     else health.hear(message);
   });
-  const sticky = new StickyChannels(redis, { ttlMs: options.stickyTtlMs });
+  const sticky = new StickyChannels(redis, { ttlMs: options.stickyTtlMs, openingTtlMs: options.stickyOpeningTtlMs });
   return { channels, health, ledger, leases, leaseQueue, sticky, feed, subscriber };
 }
 

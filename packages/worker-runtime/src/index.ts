@@ -45,6 +45,8 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     cooldownMs: config.CHANNEL_COOLDOWN_MS,
     authFailuresBeforeDisable: config.CHANNEL_AUTH_FAILURES_BEFORE_DISABLE,
     leaseTtlMs: config.CHANNEL_LEASE_TTL_MS,
+    stickyTtlMs: config.STICKY_TTL_MS,
+    stickyOpeningTtlMs: config.STICKY_OPENING_TTL_MS,
     usageFlushMs: config.USAGE_FLUSH_MS,
     quotaCacheMs: config.QUOTA_CACHE_MS,
     // A key stored before keys were encrypted is used as it is, until the rotation rewrites it.

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest, openaiEndpoints, parseOrThrow, type ChatRequest, type CompletionJobPayload, type OpenAIEndpoint } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
-import { chatOpening, conversationKey } from '@gateway/routing';
+import { chatOpening, conversationOf } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { openaiFormat } from '../error-formats.ts';
@@ -27,8 +27,8 @@ export function openaiModelRoutes(app: FastifyInstance, options: ModelApiOptions
       const caller = callerOf(holder);
       // A chat's turns are one conversation by their session header or their opening messages;
       // a completion's by its session header only (a prompt has no fixed opening).
-      const opening = endpoint.operation === 'chat' ? chatOpening((body as unknown as ChatRequest).messages) : undefined;
-      const conversation = endpoint.operation === 'embeddings' ? undefined : conversationKey({ tokenId: caller.tokenId, model: body.model, headers: request.headers, opening });
+      const opening = endpoint.operation === 'chat' ? chatOpening((body as unknown as ChatRequest).messages) : {};
+      const conversation = endpoint.operation === 'embeddings' ? undefined : conversationOf({ tokenId: caller.tokenId, model: body.model, headers: request.headers, ...opening });
       const payload = {
         caller: conversation ? { ...caller, conversation } : caller,
         operation: endpoint.operation,
