@@ -69,3 +69,12 @@ describe('sessionIdOf', () => {
     expect(sessionIdOf(undefined)).toBeUndefined();
   });
 });
+
+describe('conversationKey of a large opening', () => {
+  it('tells two openings of one length apart by their start, and of one start by their length', () => {
+    const big = (start: string, length: number) => keyOf([{ role: 'user', content: start + 'x'.repeat(length) }]);
+    expect(big('a', 200_000)).toBe(big('a', 200_000));
+    expect(big('a', 200_000)).not.toBe(big('b', 200_000));
+    expect(big('a', 200_000)).not.toBe(big('a', 200_001));
+  });
+});

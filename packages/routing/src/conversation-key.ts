@@ -46,7 +46,10 @@ export function conversationOf(source: ConversationSource): Conversation | undef
   const session = sessionIdOf(source.headers);
   if (session !== undefined) return { key: digest(['session', source.tokenId, source.model, session]) };
   if (source.opening === undefined) return undefined;
-  const key = digest(['opening', source.tokenId, source.model, source.opening]);
+  const opening = JSON.stringify(source.opening) ?? '';
+  // An opening of megabytes (an image, a document) is named well enough by its start and length,
+  // and hashing all of it on the gateway's event loop would cost every turn milliseconds.
+  const key = digest(['opening', source.tokenId, source.model, opening.length, opening.slice(0, OPENING_CHARS_HASHED)]);
   return source.openingOnly ? { key, opening: true } : { key };
 }
 
@@ -74,5 +77,8 @@ export function chatOpening(messages: readonly { role: string }[]): Pick<Convers
   if (firstUser < 0) return {};
   return { opening: messages.slice(0, firstUser + 1), openingOnly: firstUser === messages.length - 1 };
 }
+
+/** Characters of an opening's JSON that name it, with its length. */
+const OPENING_CHARS_HASHED = 64 * 1024;
 
 const digest = (parts: unknown[]) => createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
