@@ -14,3 +14,5 @@ export { anthropic } from './anthropic/index.ts';
 export { channelTypesFor, operationFor, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
+export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';
+export { messagesDoor } from './doors/anthropic-messages/index.ts';

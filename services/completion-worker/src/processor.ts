@@ -13,6 +13,8 @@ import {
   type CompletionResponse,
   type EmbeddingRequest,
   type EmbeddingResponse,
+  type MessagesResponse,
+  messagesRequestTokens,
   type StreamEnd,
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
@@ -21,12 +23,13 @@ import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, t
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
+import { countTokensWhole, messageWhole, openMessageStream } from './messages.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
-type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | StreamEnd;
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | MessagesResponse | { input_tokens: number } | StreamEnd;
 
 /**
  * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
@@ -41,7 +44,8 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const operation = payload.operation ?? 'completions';
     const routed: ModelRequest = {
       caller: payload.caller,
-      types: channelTypesFor(operation),
+      // count_tokens goes to any channel that serves messages: an anthropic one counts, another is estimated.
+      types: channelTypesFor(operation === 'countTokens' ? 'messages' : operation),
       model: payload.request.model,
       signal: context.signal,
       deadline: context.deadline,
@@ -52,22 +56,31 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     };
     // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
     const promptUsage = (): Usage => {
-      const prompt = payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request) : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
+      const prompt = payload.operation === 'embeddings'
+        ? embeddingPromptTokens(payload.request)
+        : payload.operation === 'messages' || payload.operation === 'countTokens'
+          ? messagesRequestTokens(payload.request)
+          : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
     };
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
+    if (payload.operation === 'countTokens') return relay(routed, (target) => countTokensWhole(target, payload.request, payload.clientHeaders));
     const request = payload.request;
     if (request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
-        return await relay({ ...routed, signal: grace.signal }, (target) => openStream(target, payload, context, grace.begun));
+        return await relay({ ...routed, signal: grace.signal }, (target) =>
+          payload.operation === 'messages'
+            ? openMessageStream(target, payload.request, payload.clientHeaders, context.signal, grace.begun)
+            : openStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
+    if (payload.operation === 'messages') return relay(routed, (target) => messageWhole(target, payload.request, payload.clientHeaders));
     return relay(routed, (target) => completeWhole(target, request as CompletionRequest));
   };
 }
