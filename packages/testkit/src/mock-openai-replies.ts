@@ -80,7 +80,7 @@ export function planCompletion(body: Record<string, unknown>, options: ReplyOpti
 
 /**
  * `POST /v1/chat/completions`: the text as the assistant's answer, or, when the request offers
- * tools and its last user message asks about the weather (or `toolCall` is set), a call of the
+ * tools and its last user message asks about the weather (not once a tool answered), or `toolCall` is set, a call of the
  * first tool. Streamed, a tool call's arguments come in several pieces, as OpenAI sends them.
  */
 export function planChat(body: Record<string, unknown>, options: ReplyOptions): PlannedReply {
@@ -92,7 +92,9 @@ export function planChat(body: Record<string, unknown>, options: ReplyOptions): 
   const prompt = messages.map((m) => contentText(m.content)).join(' ');
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const tools = Array.isArray(body.tools) ? (body.tools as { function?: { name?: string } }[]) : [];
-  const call = tools.length > 0 && body.tool_choice !== 'none'
+  // A tool's answer (the conversation ends with a tool message) is answered in text, never with another call of its own.
+  const answered = messages.at(-1)?.role === 'tool';
+  const call = tools.length > 0 && body.tool_choice !== 'none' && !(answered && !options.toolCall)
     ? options.toolCall ?? (/weather/i.test(contentText(lastUser?.content)) ? { name: tools[0]!.function?.name ?? 'tool', arguments: JSON.stringify({ city: 'Paris' }) } : undefined)
     : undefined;
   const { text, finish } = textFor(prompt, options, body.max_completion_tokens ?? body.max_tokens);

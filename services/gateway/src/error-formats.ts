@@ -50,14 +50,17 @@ const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
 };
 
 /**
- * Anthropic's `{"type":"error","error":{type,message}}`. A 503 (an upstream overloaded, the
- * gateway's backlog full or draining) is Anthropic's 529 `overloaded_error`, which its SDKs and
- * Claude Code retry; any other status keeps its number, its type from Anthropic's table.
+ * Anthropic's `{"type":"error","error":{type,message}}`. A 503 (the gateway's backlog full or
+ * draining) and a 502 made of an upstream's 503 (Anthropic's own 529, read as 503 by the
+ * provider) are Anthropic's 529 `overloaded_error`, which its SDKs and Claude Code retry; any
+ * other status keeps its number, its type from Anthropic's table.
  */
+const anthropicStatus = (error: GatewayError) => (error.status === 503 || (error.status === 502 && error.upstreamStatus === 503) ? 529 : error.status);
+
 export const anthropicFormat: ErrorFormat = {
-  status: (error) => (error.status === 503 ? 529 : error.status),
+  status: anthropicStatus,
   body: (error) => {
-    const status = error.status === 503 ? 529 : error.status;
+    const status = anthropicStatus(error);
     const type = ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
     return { type: 'error', error: { type, message: error.message } };
   },
