@@ -140,8 +140,9 @@ describe('the Messages door on an anthropic channel', () => {
     const invalid = await postJson(`${stack.gateway.url}/v1/messages`, { model, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': key.key, 'anthropic-version': '2023-06-01' });
     expect(invalid.status).toBe(400);
     expect(invalid.json).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/max_tokens/) } });
-    const role = await caught(client(key.key).messages.create({ model, max_tokens: 10, messages: [{ role: 'system' as 'user', content: 'hi' }] }));
-    expect(role).toBeInstanceOf(Anthropic.BadRequestError);
+    const empty = await caught(client(key.key).messages.create({ model, max_tokens: 10, messages: [] }));
+    expect(empty).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(empty.error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'invalid messages: must hold at least one message' } });
     expect(mock.requests.filter((r) => r.path === '/v1/messages')).toHaveLength(0);
     // The count is never charged: a message after it is charged its own usage alone.
     const message = await client(key.key).messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });

@@ -26,7 +26,8 @@ export interface PlannedReply {
 
 export interface ReplyWishes {
   text?: string | ((prompt: string) => string);
-  toolUse?: MockToolUse;
+  /** A tool call, or a function of the request that decides one (undefined: none). */
+  toolUse?: MockToolUse | ((request: Record<string, unknown>) => MockToolUse | undefined);
 }
 
 export const DEFAULT_REPLY = 'Hello! This is a mock reply from Claude.';
@@ -65,9 +66,10 @@ function lastUserText(messages: { role?: string; content?: unknown }[]): string 
 }
 
 /** The tool the model calls: as scripted, as `tool_choice` forces, or when asked about the weather. */
-function chosenToolUse(body: Record<string, unknown>, prompt: string, scripted: MockToolUse | undefined): MockToolUse | undefined {
+function chosenToolUse(body: Record<string, unknown>, prompt: string, scripted: ReplyWishes['toolUse']): MockToolUse | undefined {
   const tools = Array.isArray(body.tools) ? (body.tools as { name?: string }[]) : [];
   const choice = body.tool_choice as { type?: string; name?: string } | undefined;
+  if (typeof scripted === 'function') return scripted(body);
   if (scripted) return scripted;
   if (tools.length === 0 || choice?.type === 'none') return undefined;
   const forced = choice?.type === 'any' || choice?.type === 'tool';

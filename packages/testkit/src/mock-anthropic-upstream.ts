@@ -32,8 +32,11 @@ export interface MockAnthropicBehaviour {
   streamError?: { afterEvents: number; type?: string; message?: string };
   /** The reply text, or a function of the last user message's text (streamed a word at a time). */
   text?: string | ((prompt: string) => string);
-  /** Call this tool whatever the request says (otherwise: when tools are given and the user asks about the weather). */
-  toolUse?: MockToolUse;
+  /**
+   * Call this tool whatever the request says, or the tool a function of the request decides
+   * (otherwise: when tools are given and the user asks about the weather).
+   */
+  toolUse?: MockToolUse | ((request: Record<string, unknown>) => MockToolUse | undefined);
 }
 
 export interface MockAnthropicRequest {

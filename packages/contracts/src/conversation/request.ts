@@ -31,7 +31,8 @@ export interface RedactedThinkingPart { type: 'redacted_thinking'; data: string 
 export type ConversationPart = TextPart | ImagePart | DocumentPart | ToolUsePart | ToolResultPart | ThinkingPart | RedactedThinkingPart;
 
 export interface ConversationMessage {
-  role: 'user' | 'assistant';
+  /** 'system': an instruction mid-conversation (at the start, it is `system`). */
+  role: 'user' | 'assistant' | 'system';
   parts: ConversationPart[];
 }
 

@@ -37,8 +37,13 @@ const block = z.union([
 
 export type MessagesBlock = z.infer<typeof block>;
 
+/**
+ * A turn. Its role is any name: 'user' and 'assistant', and 'system' mid-conversation (Claude
+ * Code's mid-conversation-system beta), or one a later beta adds, for the upstream to judge; a
+ * translation refuses what it cannot carry.
+ */
 const message = z.looseObject({
-  role: z.enum(['user', 'assistant'], { error: "must be 'user' or 'assistant'" }),
+  role: z.string({ error: "must be 'user' or 'assistant'" }).min(1, "must be 'user' or 'assistant'"),
   content: z.union([z.string(), z.array(block)], { error: 'must be a string or an array of content blocks' }),
 });
 

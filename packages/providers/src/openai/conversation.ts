@@ -37,6 +37,10 @@ function chatMessages(request: ConversationRequest): Record<string, unknown>[] {
   const messages: Record<string, unknown>[] = [];
   if (request.system.length > 0) messages.push({ role: 'system', content: textOf(request.system) });
   request.messages.forEach((message, at) => {
+    if (message.role === 'system') {
+      messages.push({ role: 'system', content: textOf(message.parts.filter((part) => part.type === 'text')) });
+      return;
+    }
     if (message.role === 'assistant') {
       const calls = message.parts.filter((part) => part.type === 'tool_use').map((part) => ({ id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }));
       const text = textOf(message.parts.filter((part) => part.type === 'text'));

@@ -65,12 +65,17 @@ function toolChoiceOf(choice: MessagesRequest['tool_choice']): ConversationToolC
   return { type: choice.type, ...parallel };
 }
 
+function roleOf(role: string, at: number): ConversationMessage['role'] {
+  if (role === 'user' || role === 'assistant' || role === 'system') return role;
+  throw badRequest(`messages[${at}].role: a message of role ${role} can only go to an anthropic channel`, `messages[${at}].role`);
+}
+
 export function messagesToConversation(request: MessagesRequest): ConversationRequest {
   const system: TextPart[] = typeof request.system === 'string'
     ? (request.system ? [{ type: 'text', text: request.system }] : [])
     : (request.system ?? []).map((block) => withCache({ type: 'text', text: block.text }, block as Loose));
   const messages: ConversationMessage[] = request.messages.map((message, at) => ({
-    role: message.role,
+    role: roleOf(message.role, at),
     parts: typeof message.content === 'string'
       ? [{ type: 'text', text: message.content }]
       : message.content.map((block, index) => partOf(block, `messages[${at}].content[${index}]`)),
@@ -90,7 +95,8 @@ export function messagesToConversation(request: MessagesRequest): ConversationRe
   if (request.temperature !== undefined) conversation.temperature = request.temperature;
   if (request.top_p !== undefined) conversation.topP = request.top_p;
   if (request.top_k !== undefined) conversation.topK = request.top_k;
-  if (request.thinking?.type === 'enabled') conversation.thinking = request.thinking.budget_tokens !== undefined ? { budgetTokens: request.thinking.budget_tokens } : {};
+  // 'enabled' with a budget, 'adaptive' without: either asks for reasoning; 'disabled' does not.
+  if (request.thinking && request.thinking.type !== 'disabled') conversation.thinking = request.thinking.budget_tokens !== undefined ? { budgetTokens: request.thinking.budget_tokens } : {};
   if (typeof request.metadata?.user_id === 'string') conversation.user = request.metadata.user_id;
   return conversation;
 }
