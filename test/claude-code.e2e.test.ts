@@ -12,7 +12,12 @@ import { join, resolve } from 'node:path';
 import { describe, expect } from 'vitest';
 import { stackTest } from '@gateway/testkit/fixtures';
 
-const CLAUDE = resolve(import.meta.dirname, '../node_modules/.bin/claude');
+/**
+ * The package's own launcher of its platform binary: it works whether or not npm ran the
+ * package's postinstall (which links the binary over `bin/claude.exe`), so a fresh `npm ci` that
+ * skips install scripts runs the same CLI.
+ */
+const CLAUDE_LAUNCHER = resolve(import.meta.dirname, '../node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs');
 
 const it = stackTest({
   workers: ['completion-worker'],
@@ -51,7 +56,7 @@ function claude(dir: string, gateway: string, key: string, model: string, prompt
     CI: 'true',
   };
   return new Promise((done, fail) => {
-    execFile(CLAUDE, ['-p', prompt, '--output-format', 'json', '--model', model, ...extra], { cwd: dir, env, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLAUDE_LAUNCHER, '-p', prompt, '--output-format', 'json', '--model', model, ...extra], { cwd: dir, env, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const line = stdout.trim().split('\n').at(-1) ?? '';
       try {
         done(JSON.parse(line) as ClaudeResult);
