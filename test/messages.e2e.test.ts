@@ -164,6 +164,25 @@ describe('the Messages door on an anthropic channel', () => {
   });
 });
 
+describe('the Messages door keeps a key\'s limits', () => {
+  it('refuses a model the key may not use (403 permission_error) and a key out of quota (429), before any upstream call', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic();
+    const [allowed, other] = [uniqueModel(), uniqueModel()];
+    await channel(mock, [allowed, other]);
+    const limited = await apiKey({ models: [allowed] });
+    const forbidden = await caught(client(limited.key).messages.create({ model: other, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(forbidden).toBeInstanceOf(Anthropic.PermissionDeniedError);
+    expect(forbidden.error).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
+    const poor = await apiKey({ unlimited_quota: false, remain_quota: 0 });
+    const broke = await caught(client(poor.key).messages.create({ model: allowed, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(broke).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(broke.headers.get('x-should-retry')).toBe('false');
+    expect(mock.requests).toHaveLength(0);
+    // The count is refused too: a key out of quota learns nothing of the models.
+    await expect(client(poor.key).messages.countTokens({ model: allowed, messages: [{ role: 'user', content: 'x'.repeat(100) }] })).rejects.toBeInstanceOf(Anthropic.RateLimitError);
+  });
+});
+
 describe('the Messages door on an openai channel', () => {
   it('translates messages.create to chat completions and back, cached tokens as cache_read_input_tokens', async ({ stack, upstream, channel, apiKey, client }) => {
     const mock = await upstream.openai({ text: 'Hello from GPT', usageFields: { prompt_tokens_details: { cached_tokens: 2 } } });

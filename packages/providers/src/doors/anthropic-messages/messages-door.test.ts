@@ -53,6 +53,17 @@ describe('a Messages request as chat completions', () => {
     expect(mapping.toUpstream(request({ stream: true }), 'gpt-up', true)).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it('sends a system turn mid-conversation (Claude Code\'s beta) as a system message where it stood', () => {
+    const body = mapping.toUpstream(request({
+      thinking: { type: 'adaptive' },
+      messages: [{ role: 'user', content: 'one' }, { role: 'system', content: 'Now answer in French.' }, { role: 'user', content: 'two' }],
+    }), 'gpt-up', false) as { messages: unknown[] };
+    expect(body.messages).toEqual([{ role: 'user', content: 'one' }, { role: 'system', content: 'Now answer in French.' }, { role: 'user', content: 'two' }]);
+    expect(body).not.toHaveProperty('thinking');
+    const unknownRole = request({ messages: [{ role: 'narrator', content: 'x' }] });
+    expect(() => mapping.toUpstream(unknownRole, 'gpt-up', false)).toThrow(expect.objectContaining({ status: 400, param: 'messages[0].role' }));
+  });
+
   it('refuses, naming the block, what chat completions cannot carry', () => {
     const pdf = request({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBE' } }] }] });
     expect(() => mapping.toUpstream(pdf, 'gpt-up', false)).toThrow(expect.objectContaining({ constructor: GatewayError, status: 400, param: 'messages[0].content[0]' }));
