@@ -144,9 +144,10 @@ function fromChatChunk(raw: unknown, state: Record<string, unknown>): Conversati
     if (typeof delta.reasoning_content === 'string' && delta.reasoning_content) events.push({ type: 'thinking-delta', thinking: delta.reasoning_content });
     if (typeof delta.content === 'string' && delta.content) events.push({ type: 'text-delta', text: delta.content });
     for (const call of delta.tool_calls ?? []) {
-      if (call.id && !calls.has(call.index)) {
+      // A call begins with its first piece, which carries its id (an id is made for a server that sends none).
+      if (!calls.has(call.index)) {
         calls.set(call.index, calls.size);
-        events.push({ type: 'tool-call-start', call: calls.get(call.index)!, id: call.id, name: call.function?.name ?? '' });
+        events.push({ type: 'tool-call-start', call: calls.get(call.index)!, id: call.id ?? `toolu_${String(chunk.id ?? 'call')}_${call.index}`, name: call.function?.name ?? '' });
       }
       const at = calls.get(call.index);
       if (at !== undefined && call.function?.arguments) events.push({ type: 'tool-args-delta', call: at, json: call.function.arguments });
