@@ -121,7 +121,7 @@ describe("Anthropic's Messages door answers in Anthropic's error shape", () => {
     expect(none.json().error.message).toMatch(/x-api-key/);
     expect((await post('{}', { 'x-api-key': 'sk-unknown' })).json()).toEqual(anthropicError('authentication_error'));
     // A known key in either header gets past authentication to validation.
-    for (const headers of [{ 'x-api-key': gateway.key }, { authorization: `Bearer ${gateway.key}` }]) {
+    for (const headers of [{ 'x-api-key': gateway.key }, { authorization: `Bearer ${gateway.key}` }] as Record<string, string>[]) {
       const invalid = await post('{"model":"m","messages":[{"role":"user","content":"hi"}]}', headers);
       expect(invalid.statusCode).toBe(400);
       expect(invalid.json()).toEqual(anthropicError('invalid_request_error'));
