@@ -275,3 +275,50 @@ describe('the Messages door on an openai channel', () => {
     expect(mock.requests).toHaveLength(before);
   });
 });
+
+describe('the Messages door on a gemini channel', () => {
+  it('translates to generateContent and back, whole and streamed, and runs a tool turn', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.gemini({
+      chat: {
+        chatText: 'Hello from Gemini',
+        functionCall: (request) => {
+          const answered = JSON.stringify(request.contents).includes('functionResponse');
+          return answered ? undefined : { name: 'get_weather', args: { location: 'Rome' } };
+        },
+      },
+    });
+    const model = uniqueModel();
+    await channel(mock, ['gemini-upstream'], { model_mapping: { [model]: 'gemini-upstream' } });
+    const { key } = await apiKey();
+    const message = await client(key).messages.create({ model, max_tokens: 64, system: 'Be brief.', messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(message).toMatchObject({ model, stop_reason: 'end_turn', content: [{ type: 'text', text: 'Hello from Gemini' }] });
+    expect(message.usage.input_tokens).toBeGreaterThan(0);
+    expect(mock.received.at(-1)).toMatchObject({
+      model: 'gemini-upstream', method: 'generateContent',
+      body: { systemInstruction: { parts: [{ text: 'Be brief.' }] }, contents: [{ role: 'user', parts: [{ text: 'Say hello' }] }], generationConfig: { maxOutputTokens: 64 } },
+    });
+
+    let streamed = '';
+    const stream = client(key).messages.stream({ model, max_tokens: 64, messages: [{ role: 'user', content: 'Say hello' }] });
+    stream.on('text', (delta) => { streamed += delta; });
+    expect((await stream.finalMessage()).stop_reason).toBe('end_turn');
+    expect(streamed).toBe('Hello from Gemini');
+    expect(mock.received.at(-1)!.method).toBe('streamGenerateContent');
+
+    const ask: Anthropic.MessageParam = { role: 'user', content: 'Weather in Rome?' };
+    const called = await client(key).messages.stream({ model, max_tokens: 64, tools: [weatherTool], messages: [ask] }).finalMessage();
+    expect(called.stop_reason).toBe('tool_use');
+    const call = called.content.find((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use')!;
+    expect(call).toMatchObject({ name: 'get_weather', input: { location: 'Rome' } });
+    const answer = await client(key).messages.create({
+      model, max_tokens: 64, tools: [weatherTool],
+      messages: [ask, { role: 'assistant', content: called.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'Sunny' }] }],
+    });
+    expect(answer.content).toEqual([{ type: 'text', text: 'Hello from Gemini' }]);
+    expect((mock.received.at(-1)!.body as { contents: unknown[] }).contents).toEqual([
+      { role: 'user', parts: [{ text: 'Weather in Rome?' }] },
+      { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { location: 'Rome' } } }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { content: 'Sunny' } } }] },
+    ]);
+  });
+});

@@ -49,7 +49,7 @@ export interface OperationShapes {
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
   openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, speech: openai.speech, messages: openai.messages },
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens },
-  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, speech: gemini.speech },
+  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, speech: gemini.speech, messages: gemini.messages },
 };
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */

@@ -2,7 +2,8 @@
  * A Gemini speech-generation upstream on a real HTTP port, for tests and benchmarks. It speaks
  * the wire format exactly as Google's `@google/genai` SDK expects it:
  *
- * - `POST /v1beta/models/{model}:generateContent` answers one `GenerateContentResponse`;
+ * - `POST /v1beta/models/{model}:generateContent` answers one `GenerateContentResponse`
+ *   (a request without a speech config is a chat, answered in text: `mock-gemini-chat.ts`);
  * - `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` answers server-sent events, each
  *   `data: <GenerateContentResponse JSON>\r\n\r\n`, with no `[DONE]` (without `alt=sse`, a JSON
  *   array of the same responses, as Gemini does);
@@ -25,6 +26,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerChat, isChatRequest, type MockGeminiChat } from './mock-gemini-chat.ts';
 import { createHash, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -59,6 +61,8 @@ export interface MockGeminiBehaviour {
   breakAfterEvents: number | null;
   /** Include safetyRatings in candidates (Gemini's TTS models leave them out). Default false. */
   safetyRatings: boolean;
+  /** What a chat request (no speech config) is answered with: its text, or a function call (`mock-gemini-chat.ts`). */
+  chat: MockGeminiChat;
 }
 
 export interface MockGeminiOptions extends Partial<MockGeminiBehaviour> {
@@ -133,6 +137,7 @@ const DEFAULT_BEHAVIOUR: MockGeminiBehaviour = {
   streamIntervalMs: 0,
   breakAfterEvents: null,
   safetyRatings: false,
+  chat: {},
 };
 
 const SAMPLE_RATE = 24_000;
@@ -277,6 +282,7 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
 
     if (typeof body === 'string') return sendError(res, 400, `Invalid JSON payload received. ${raw.slice(0, 80)}`);
     if (method === 'batchEmbedContents') return embedBatch(res, model, body, sendError);
+    if (isChatRequest(body)) return answerChat(res, model, body, behaviour.chat, method === 'streamGenerateContent');
     const parsed = geminiGenerateRequest.safeParse(body);
     if (!parsed.success) return sendError(res, 400, toBadRequest(parsed.error).message);
 

@@ -20,6 +20,8 @@ export interface DoorMapping<Request, Reply, Event> {
   toConversation(request: Request): ConversationRequest;
   fromConversation(reply: ConversationReply, request: Request): Reply;
   encoder(request: Request): DoorStreamEncoder<Event>;
+  /** The event that completes the door's stream (Anthropic's `message_stop`), for a provider whose stream has no end marker of its own. */
+  isLast(event: Event): boolean;
 }
 
 export interface ProviderConversation {
@@ -43,6 +45,6 @@ export function throughConversation<Request, Reply, Event>(door: DoorMapping<Req
       return provider.fromEvent(raw, state).flatMap((event) => encoder.write(event));
     },
     finish: (request, state) => encoderOf(request, state).finish(),
-    streamEnd: { name: provider.streamEnd.name, isMarker: provider.streamEnd.isMarker },
+    streamEnd: { name: provider.streamEnd.name, isMarker: provider.streamEnd.isMarker, isLast: door.isLast },
   };
 }

@@ -13,4 +13,5 @@ export const messagesDoor: DoorMapping<MessagesRequest, MessagesResponse, Messag
   toConversation: messagesToConversation,
   fromConversation: conversationToMessages,
   encoder: messagesEncoder,
+  isLast: (event) => event.type === 'message_stop',
 };
