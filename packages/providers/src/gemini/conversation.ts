@@ -2,34 +2,39 @@
  * The conversation model (see doors/door.ts) on a Gemini upstream, as `generateContent`: system
  * parts become `systemInstruction`, turns `contents` (the assistant's as role `model`), tool uses
  * `functionCall` parts and tool results `functionResponse` parts (named by the call they answer),
- * images and documents `inlineData` or `fileData`; the reply's thought parts become thinking
+ * images and documents `inlineData` (by URL refused: see `mediaPart`); the reply's thought parts become thinking
  * parts, its function calls tool uses, and `cachedContentTokenCount` the cache reads.
  *
  * Dropped by this rule, never sent to fail: cache marks (Gemini caches by itself), thinking and
  * redacted-thinking parts of earlier turns (their signatures are another provider's).
  */
-import { UpstreamError, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
+import { badRequest, UpstreamError, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 
 type GeminiPart = Record<string, unknown>;
 
-function mediaPart(part: Extract<ConversationPart, { type: 'image' | 'document' }>): GeminiPart {
+/**
+ * Media inline only. A URL would go as `fileData`, which may name a file of the channel's
+ * project, which every tenant of the channel shares (the speech door refuses it for that reason):
+ * refused, naming the block.
+ */
+function mediaPart(part: Extract<ConversationPart, { type: 'image' | 'document' }>, path: string): GeminiPart {
   const { source } = part;
-  if (source.kind === 'url') return { fileData: { fileUri: source.url } };
+  if (source.kind === 'url') throw badRequest(`${path}: a media source by URL cannot go to a gemini channel; send it inline as base64`, path);
   if (source.kind === 'text') return { text: source.data };
   return { inlineData: { mimeType: source.mediaType, data: source.data } };
 }
 
-function geminiParts(parts: ConversationPart[], callNames: Map<string, string>): GeminiPart[] {
+function geminiParts(parts: ConversationPart[], callNames: Map<string, string>, at: number): GeminiPart[] {
   const out: GeminiPart[] = [];
-  for (const part of parts) {
+  for (const [index, part] of parts.entries()) {
     switch (part.type) {
       case 'text':
         if (part.text) out.push({ text: part.text });
         break;
       case 'image':
       case 'document':
-        out.push(mediaPart(part));
+        out.push(mediaPart(part, `messages[${at}].content[${index}]`));
         break;
       case 'tool_use':
         callNames.set(part.id, part.name);
@@ -52,13 +57,13 @@ function toGenerate(request: ConversationRequest): Record<string, unknown> {
   const callNames = new Map<string, string>();
   const contents: Record<string, unknown>[] = [];
   const system = request.system.map((part) => ({ text: part.text }));
-  for (const message of request.messages) {
+  for (const [at, message] of request.messages.entries()) {
     // A system turn mid-conversation has no place in `contents`: it joins the system instruction.
     if (message.role === 'system') {
       for (const part of message.parts) if (part.type === 'text') system.push({ text: part.text });
       continue;
     }
-    const parts = geminiParts(message.parts, callNames);
+    const parts = geminiParts(message.parts, callNames, at);
     if (parts.length > 0) contents.push({ role: message.role === 'assistant' ? 'model' : 'user', parts });
   }
   const body: Record<string, unknown> = { contents };
