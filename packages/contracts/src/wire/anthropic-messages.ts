@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
-import { estimateTokens, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
+import { estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
 
 const cacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.string().optional() }).nullable().optional();
 
@@ -117,12 +117,23 @@ export const messagesPromptTokens = (usage: Partial<MessagesUsage>) =>
 
 /**
  * A Messages request's prompt: the whole body but its output settings, counted for its hold (a
- * token a byte) or, by default, as the estimate a charge falls back on.
+ * token a byte of its JSON) or, by default, as the estimate a charge falls back on, with media
+ * by chat's rules (`worst-case-usage.ts`): an inline image is NON_TEXT_PART_TOKENS held (and
+ * NON_TEXT_PART_ESTIMATE estimated), not its base64's bytes; any other inline file (a PDF) is
+ * held by its bytes.
  */
 export function messagesRequestTokens(request: CountTokensRequest, count: PromptCount = 'estimate'): number {
   const { max_tokens: _max, stream: _stream, stop_sequences: _stops, metadata: _metadata, ...prompt } = request as MessagesRequest;
-  const text = JSON.stringify(prompt);
-  return count === 'hold' ? tokensAtMost(text) : estimateTokens(text);
+  let media = 0;
+  const text = JSON.stringify(prompt, (key, value: unknown) => {
+    if (key !== 'source' || typeof value !== 'object' || value === null) return value;
+    const source = value as { type?: unknown; media_type?: unknown; data?: unknown };
+    if (source.type !== 'base64' || typeof source.data !== 'string') return value;
+    const image = typeof source.media_type === 'string' && source.media_type.startsWith('image/');
+    media += count === 'estimate' ? NON_TEXT_PART_ESTIMATE : image ? NON_TEXT_PART_TOKENS : Math.max(NON_TEXT_PART_TOKENS, source.data.length);
+    return { ...source, data: '' };
+  });
+  return media + (count === 'hold' ? tokensAtMost(text) : estimateTokens(text));
 }
 
 /** The prompt and the most output (`max_tokens`, which Anthropic requires and keeps to). */
