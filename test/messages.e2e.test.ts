@@ -78,6 +78,22 @@ describe('the Messages door on an anthropic channel', () => {
     expect(mock.requests.at(-1)!.body.stream).toBe(true);
   });
 
+  it('charges a streamed message its usage (input from message_start, output from message_delta), and ends a stream the upstream breaks off with an error event', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic({ text: 'one two three four' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const key = await apiKey();
+    const final = await client(key.key).messages.stream({ model, max_tokens: 50, messages: [{ role: 'user', content: 'count' }] }).finalMessage();
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(final.usage.input_tokens + final.usage.output_tokens);
+
+    mock.setBehaviour({ text: 'one two three four', streamError: { afterEvents: 5 } });
+    const broken = client(key.key).messages.stream({ model, max_tokens: 50, messages: [{ role: 'user', content: 'count' }] });
+    let text = '';
+    broken.on('text', (delta) => { text += delta; });
+    await expect(broken.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: 'overloaded_error' } } });
+    expect(text).toBe('one two');
+  });
+
   it('runs a tool turn: the tool_use streamed, its tool_result sent back', async ({ upstream, channel, apiKey, client }) => {
     const mock = await upstream.anthropic();
     const model = uniqueModel();
