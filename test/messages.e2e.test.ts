@@ -267,6 +267,20 @@ describe('the Messages door on an openai channel', () => {
     ]);
   });
 
+  it('charges an estimate when the upstream reports no usage, whole or streamed', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'Some words without a count', omitUsage: true });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const key = await apiKey();
+    const whole = await client(key.key).messages.create({ model, max_tokens: 50, messages: [{ role: 'user', content: 'Say something' }] });
+    expect(whole.usage.input_tokens).toBeGreaterThan(0);
+    expect(whole.usage.output_tokens).toBeGreaterThan(0);
+    const charged = whole.usage.input_tokens + whole.usage.output_tokens;
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(charged);
+    await client(key.key).messages.stream({ model, max_tokens: 50, messages: [{ role: 'user', content: 'Say something' }] }).finalMessage();
+    await expect.poll(() => usedQuota(stack, key.id)).toBeGreaterThan(charged);
+  });
+
   it('takes a thinking request and replayed thinking blocks, leaving them out of the chat request, and estimates countTokens', async ({ upstream, channel, apiKey, client }) => {
     const mock = await upstream.openai({ text: 'Thought about it.' });
     const model = uniqueModel();

@@ -62,11 +62,13 @@ async function* messagePieces(events: AsyncIterable<MessagesStreamEvent>, reques
   for await (const event of events) {
     if (event.type === 'message_start') reported = { ...reported, ...((event.message as { usage?: MessagesUsage } | undefined)?.usage ?? {}) };
     if (event.type === 'message_delta' && event.usage) {
-      // message_delta's counts are cumulative, its input counts too when it has them.
+      // message_delta's counts are cumulative, its input counts too when it has them. All zero,
+      // the provider reported none (an OpenAI-compatible server without usage): the estimate stands.
       reported = { ...reported, ...(event.usage as Partial<MessagesUsage>) };
-      final = usageOf(reported);
+      const usage = usageOf(reported);
+      final = usage.totalTokens > 0 ? usage : undefined;
       if (signal.aborted) {
-        yield { usage: final, used: true };
+        if (final) yield { usage: final, used: true };
         throw clientCancelled();
       }
     }
