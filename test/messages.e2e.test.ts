@@ -175,6 +175,8 @@ describe('the Messages door on an anthropic channel', () => {
     expect(failed).toMatchObject({ status: 529, error: { type: 'error', error: { type: 'overloaded_error' } } });
     mock.setBehaviour({});
     const ok = await client(key).messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    expect(ok.request_id).toBe(ok.response.headers.get('x-request-id'));
+    expect(failed.requestID).toEqual(expect.any(String));
     const row = await loggedRow(stack, ok.response.headers.get('x-request-id')!);
     expect(row).toMatchObject({ route: '/v1/messages', model, status: 200, prompt_tokens: ok.data.usage.input_tokens, completion_tokens: ok.data.usage.output_tokens });
   });

@@ -15,6 +15,10 @@ import type { ModelApiOptions } from './model-api-options.ts';
 
 export async function anthropicApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
   useErrorFormat(app, anthropicFormat, { notFound: false });
+  // Anthropic's SDKs read a reply's id from `request-id` (`_request_id`, and in their errors): the gateway's request id.
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id);
+  });
   await app.register(async (routes) => {
     routes.addHook('onRequest', apiKeyHook(options.apiKeys, { anthropicHeader: true }));
     logRefusals(routes, options.refusals);
