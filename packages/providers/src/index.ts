@@ -4,7 +4,10 @@
  * mapping its request and reply; `index.ts`: the operations it offers), all called through one
  * shared piece (`callUpstream`, `streamUpstream`) over one keep-alive HTTP client. Every
  * failure is an `UpstreamError` (a contract, in @gateway/contracts), so the router can decide on
- * failover without knowing the provider.
+ * failover without knowing the provider. A client wire format that meets several providers (a
+ * door: Anthropic's Messages) is a folder under `doors/`, joined to each provider's
+ * conversation mapping (`openai/conversation.ts`, `gemini/conversation.ts`) by
+ * `throughConversation`.
  */
 export { callUpstream, streamUpstream, streamUpstreamAudio, type UpstreamAudio } from './call-upstream.ts';
 export type { UpstreamTarget, ProviderOperation } from './provider.ts';

@@ -32,7 +32,8 @@ export interface CompletionWorkerDeps {
 type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | MessagesResponse | { input_tokens: number } | StreamEnd;
 
 /**
- * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
+ * Serves one job of the OpenAI operations (completions, chat, embeddings) or of Anthropic's
+ * Messages door (messages, count_tokens: `messages.ts`) (its request validated
  * by the ingress). The router chooses the channel, of any type whose provider offers the
  * operation (the registry), and the relay (`relayModelJob`) runs the attempts; this module only
  * says how to call one channel, whole or streamed, and what it is charged.
@@ -58,8 +59,10 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const promptUsage = (): Usage => {
       const prompt = payload.operation === 'embeddings'
         ? embeddingPromptTokens(payload.request)
-        : payload.operation === 'messages' || payload.operation === 'countTokens'
+        : payload.operation === 'messages'
           ? messagesRequestTokens(payload.request)
+          : payload.operation === 'countTokens'
+            ? 0
           : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
     };
