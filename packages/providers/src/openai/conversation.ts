@@ -44,6 +44,8 @@ function chatMessages(request: ConversationRequest): Record<string, unknown>[] {
     if (message.role === 'assistant') {
       const calls = message.parts.filter((part) => part.type === 'tool_use').map((part) => ({ id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }));
       const text = textOf(message.parts.filter((part) => part.type === 'text'));
+      // A turn of thinking alone has nothing chat completions carry: left out, not sent empty to be refused.
+      if (!text && calls.length === 0) return;
       messages.push({ role: 'assistant', content: text || null, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
       return;
     }

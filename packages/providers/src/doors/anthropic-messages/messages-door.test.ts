@@ -59,6 +59,8 @@ describe('a Messages request as chat completions', () => {
       messages: [{ role: 'user', content: 'one' }, { role: 'system', content: 'Now answer in French.' }, { role: 'user', content: 'two' }],
     }), 'gpt-up', false) as { messages: unknown[] };
     expect(body.messages).toEqual([{ role: 'user', content: 'one' }, { role: 'system', content: 'Now answer in French.' }, { role: 'user', content: 'two' }]);
+    const thoughtOnly = mapping.toUpstream(request({ messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'x' }] }, { role: 'user', content: 'b' }] }), 'gpt-up', false) as { messages: unknown[] };
+    expect(thoughtOnly.messages).toEqual([{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }]);
     expect(body).not.toHaveProperty('thinking');
     const unknownRole = request({ messages: [{ role: 'narrator', content: 'x' }] });
     expect(() => mapping.toUpstream(unknownRole, 'gpt-up', false)).toThrow(expect.objectContaining({ status: 400, param: 'messages[0].role' }));
