@@ -1,6 +1,7 @@
 /**
  * Anthropic's Messages door: `POST /v1/messages` (whole, or streamed as Anthropic's named
- * server-sent events) and `POST /v1/messages/count_tokens`. Validated with the wire schema,
+ * server-sent events) and `POST /v1/messages/count_tokens`, one entry each in
+ * `anthropicEndpoints` (@gateway/contracts). Validated with the wire schema,
  * authorized for the model, then run exactly as a chat completion is: the same admission gate,
  * quota hold, completion queue, relay, request log and charge (`relayModelJob`). The client's
  * `anthropic-version` and `anthropic-beta` go with the job, for an anthropic channel to receive
@@ -9,13 +10,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { callerOf } from '@gateway/admission';
 import {
-  countTokensRequestSchema,
-  messagesRequestSchema,
-  messagesRequestTokens,
-  messagesWorstCase,
+  anthropicEndpoints,
+  badRequest,
   parseOrThrow,
-  QueueName,
+  type AnthropicEndpoint,
   type ClientHeaders,
+  type CompletionJobPayload,
   type GatewayError,
 } from '@gateway/contracts';
 import { keyHolderOf } from '../auth/request-auth.ts';
@@ -46,34 +46,23 @@ export const messagesEventStream: EventStreamFormat = {
 };
 
 export function anthropicMessagesRoutes(app: FastifyInstance, options: ModelApiOptions): void {
-  const route = { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) };
-  app.post('/messages', route, async (request, reply) => {
-    const holder = keyHolderOf(request);
-    const body = parseOrThrow(messagesRequestSchema, request.body);
-    options.apiKeys.authorizeModel(holder, body.model);
-    return relayModelJob(request, reply, {
-      ...relayOptionsOf(options),
-      queue: QueueName.completion,
-      payload: { caller: callerOf(holder), operation: 'messages', request: body, clientHeaders: clientHeadersOf(request) },
-      holder,
-      worstCase: messagesWorstCase(body),
-      stream: body.stream === true ? messagesEventStream : undefined,
-      // The schema gives a valid body back as it came (no defaults, no transforms).
-      requestJson: request.jsonBytes ?? undefined,
+  for (const [path, endpoint] of Object.entries(anthropicEndpoints) as [string, AnthropicEndpoint][]) {
+    app.post(path.replace(/^\/v1/, ''), { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
+      const holder = keyHolderOf(request);
+      const body = parseOrThrow(endpoint.schema, request.body);
+      if (body.stream === true && !endpoint.streams) throw badRequest(`${path} does not stream`, 'stream');
+      options.apiKeys.authorizeModel(holder, body.model);
+      const payload = { caller: callerOf(holder), operation: endpoint.operation, request: body, clientHeaders: clientHeadersOf(request) } as CompletionJobPayload;
+      return relayModelJob(request, reply, {
+        ...relayOptionsOf(options),
+        queue: endpoint.queue,
+        payload,
+        holder,
+        worstCase: endpoint.worstCase(body),
+        stream: body.stream === true ? messagesEventStream : undefined,
+        // The schema gives a valid body back as it came (no defaults, no transforms).
+        requestJson: request.jsonBytes ?? undefined,
+      });
     });
-  });
-  app.post('/messages/count_tokens', route, async (request, reply) => {
-    const holder = keyHolderOf(request);
-    const body = parseOrThrow(countTokensRequestSchema, request.body);
-    options.apiKeys.authorizeModel(holder, body.model);
-    return relayModelJob(request, reply, {
-      ...relayOptionsOf(options),
-      queue: QueueName.completion,
-      payload: { caller: callerOf(holder), operation: 'countTokens', request: body, clientHeaders: clientHeadersOf(request) },
-      holder,
-      // Never charged; held as a prompt, so a key out of quota is refused here as everywhere.
-      worstCase: messagesRequestTokens(body, 'hold'),
-      requestJson: request.jsonBytes ?? undefined,
-    });
-  });
+  }
 }
