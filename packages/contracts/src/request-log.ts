@@ -79,6 +79,8 @@ export const routeOfOperation: Record<string, string> = {
   chat: '/v1/chat/completions',
   embeddings: '/v1/embeddings',
   speech: '/v1/audio/speech',
+  messages: '/v1/messages',
+  countTokens: '/v1/messages/count_tokens',
   generateContent: '/v1beta/models/{model}:generateContent',
   streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
   embedContent: '/v1beta/models/{model}:embedContent',

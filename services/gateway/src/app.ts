@@ -39,6 +39,7 @@ import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { changeFeed } from './plugins/change-feed.ts';
 import { geminiApi } from './plugins/gemini-api.ts';
+import { anthropicApi } from './plugins/anthropic-api.ts';
 import { queueBacklog } from './plugins/queue-backlog.ts';
 import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
@@ -269,6 +270,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
+    await models.register(anthropicApi, { ...modelApi, prefix: '/v1' });
   });
   app.register(dashboardRoutes, { ...management, jobs: deps.jobs, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
   app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: logDatabase });

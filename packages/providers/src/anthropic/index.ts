@@ -5,7 +5,10 @@
  */
 import { anthropicApi } from './api.ts';
 import { chat } from './chat.ts';
+import { countTokens, messages } from './messages.ts';
 
 export const anthropic = {
   chat: { api: anthropicApi, endpoint: anthropicApi.endpoints.chat, mapping: chat },
+  messages: { api: anthropicApi, endpoint: anthropicApi.endpoints.messages, mapping: messages },
+  countTokens: { api: anthropicApi, endpoint: anthropicApi.endpoints.countTokens, mapping: countTokens },
 };

@@ -18,7 +18,7 @@ import type { ModelApiOptions } from './model-api-options.ts';
 
 export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
   useErrorFormat(app, openaiFormat, {
-    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Gemini\'s are /v1/models/{model}:generateContent, :streamGenerateContent, :embedContent, :batchEmbedContents and /v1beta/…)',
+    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent, :streamGenerateContent, :embedContent, :batchEmbedContents and /v1beta/…)',
   });
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
