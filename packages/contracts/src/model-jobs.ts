@@ -8,6 +8,7 @@ import type { CompletionRequest } from './wire/openai-completion.ts';
 import type { EmbeddingRequest } from './wire/openai-embeddings.ts';
 import type { SpeechRequest } from './wire/openai-speech.ts';
 import type { CountTokensRequest, MessagesRequest } from './wire/anthropic-messages.ts';
+import type { ResponsesRequest } from './wire/openai-responses.ts';
 
 export interface ModelCaller {
   tokenId: number;
@@ -28,7 +29,7 @@ export interface ModelCaller {
  * type, to the provider's mapping (the registry in @gateway/providers), so one route may be
  * served by channels of several types.
  */
-export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'speech' | 'messages' | 'countTokens';
+export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'speech' | 'messages' | 'countTokens' | 'responses';
 
 /**
  * The client's headers a door hands on to a provider of its own format, by lower-case name
@@ -45,7 +46,9 @@ export type CompletionJobPayload =
   | { caller: ModelCaller; operation: 'chat'; request: ChatRequest }
   | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest }
   | { caller: ModelCaller; operation: 'messages'; request: MessagesRequest; clientHeaders?: ClientHeaders }
-  | { caller: ModelCaller; operation: 'countTokens'; request: CountTokensRequest; clientHeaders?: ClientHeaders };
+  | { caller: ModelCaller; operation: 'countTokens'; request: CountTokensRequest; clientHeaders?: ClientHeaders }
+  /** OpenAI's Responses door; its input already holds a `previous_response_id`'s conversation (the gateway rebuilt it). */
+  | { caller: ModelCaller; operation: 'responses'; request: ResponsesRequest };
 
 /** The two Gemini methods the audio queue serves: one whole reply, or a stream of replies. */
 export type AudioMethod = 'generateContent' | 'streamGenerateContent';

@@ -15,6 +15,8 @@ import {
   type EmbeddingResponse,
   type MessagesResponse,
   messagesRequestTokens,
+  responsesRequestTokens,
+  type ResponsesResponse,
   type StreamEnd,
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
@@ -24,12 +26,13 @@ import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 import { countTokensWhole, messageWhole, openMessageStream } from './messages.ts';
+import { openResponseStream, responseWhole } from './responses.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
-type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | MessagesResponse | { input_tokens: number } | StreamEnd;
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | MessagesResponse | ResponsesResponse | { input_tokens: number } | StreamEnd;
 
 /**
  * Serves one job of the OpenAI operations (completions, chat, embeddings; its request validated
@@ -60,7 +63,9 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
         ? embeddingPromptTokens(payload.request)
         : payload.operation === 'messages' || payload.operation === 'countTokens'
           ? messagesRequestTokens(payload.request)
-          : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
+          : payload.operation === 'responses'
+            ? responsesRequestTokens(payload.request)
+            : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
     };
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
@@ -74,13 +79,16 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
         return await relay({ ...routed, signal: grace.signal }, (target) =>
           payload.operation === 'messages'
             ? openMessageStream(target, payload.request, payload.clientHeaders, context.signal, grace.begun)
-            : openStream(target, payload, context, grace.begun));
+            : payload.operation === 'responses'
+              ? openResponseStream(target, payload.request, context.signal, grace.begun)
+              : openStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
     if (payload.operation === 'messages') return relay(routed, (target) => messageWhole(target, payload.request, payload.clientHeaders));
+    if (payload.operation === 'responses') return relay(routed, (target) => responseWhole(target, payload.request));
     return relay(routed, (target) => completeWhole(target, request as CompletionRequest));
   };
 }

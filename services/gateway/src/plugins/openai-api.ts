@@ -1,5 +1,5 @@
 /**
- * The OpenAI wire format under `/v1`: completions, chat completions, embeddings and speech, the OpenAI
+ * The OpenAI wire format under `/v1`: completions, chat completions, responses, embeddings and speech, the OpenAI
  * model list, and the Files and Batch APIs. Its errors and
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
@@ -10,6 +10,7 @@ import { openaiFormat, useErrorFormat } from '../error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';
 import { openaiModelRoutes } from '../routes/openai-models.ts';
 import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
+import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
 import { fileRoutes } from '../routes/files.ts';
@@ -18,7 +19,7 @@ import type { ModelApiOptions } from './model-api-options.ts';
 
 export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
   useErrorFormat(app, openaiFormat, {
-    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent and /v1beta/…)',
+    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent and /v1beta/…)',
   });
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
@@ -27,6 +28,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
+    openaiResponsesRoutes(routes, options);
     modelListRoutes(routes, openaiModels, options.catalog);
   });
   // Files and batches: the same key, but no model request's body budget (an upload streams to
