@@ -113,7 +113,7 @@ describe('the Responses door on an openai channel', () => {
     const deltas: string[] = [];
     stream.on('response.function_call_arguments.delta', (event) => { deltas.push(event.delta); });
     const first = await stream.finalResponse();
-    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call')!;
+    const call = first.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     expect(call).toMatchObject({ type: 'function_call', status: 'completed', name: 'get_weather', arguments: '{"location":"Paris"}', call_id: expect.any(String) });
     expect(deltas.join('')).toBe('{"location":"Paris"}');
     const sent = mock.requests.at(-1)!.body;
@@ -217,7 +217,7 @@ describe('the Responses door on an anthropic channel', () => {
     const { key } = await apiKey();
     const ask = { role: 'user' as const, content: 'What is the weather in San Francisco?' };
     const first = await client(key).responses.stream({ model, input: [ask], tools: [weatherTool], store: false }).finalResponse();
-    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call')!;
+    const call = first.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
     expect(call).toMatchObject({ name: 'get_weather', status: 'completed' });
     expect(JSON.parse(call.arguments)).toMatchObject({ location: 'San Francisco, CA' });
     const answer = await client(key).responses.create({
@@ -250,5 +250,100 @@ describe('the Responses door on an anthropic channel', () => {
     expect(await streamed.text).toBe('Claude via the AI SDK');
     expect((await streamed.usage).inputTokens).toBeGreaterThan(0);
     expect(mock.requests.at(-1)!.path).toBe('/v1/messages');
+  });
+});
+
+describe('stored responses', () => {
+  /** A user of its own with a key: what one user stores, another cannot see. */
+  async function otherUser(stack: { adminData(method: string, path: string, body?: unknown): Promise<any> }) {
+    const user = await stack.adminData('POST', '/api/user/', { username: `resp${++seq}`, password: 'responses-password' });
+    const { key } = await stack.adminData('POST', '/api/token/', { name: 'k', user_id: user.id, unlimited_quota: true });
+    return key as string;
+  }
+
+  it('keeps a response by default: retrieve, input_items, previous_response_id rebuilt for the provider, delete; another user\'s id is 404', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'Nice to meet you, Ada.' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const first = await openai.responses.create({ model, instructions: 'Be brief.', input: 'My name is Ada.', metadata: { turn: '1' } });
+    expect((first as unknown as { store: boolean }).store).toBe(true);
+    const kept = await openai.responses.retrieve(first.id);
+    expect(kept).toMatchObject({ id: first.id, object: 'response', status: 'completed', metadata: { turn: '1' }, output: first.output, usage: first.usage });
+    const items = await openai.responses.inputItems.list(first.id);
+    expect(items.data).toEqual([{ id: expect.stringMatching(/^msg_/), type: 'message', role: 'user', content: [{ type: 'input_text', text: 'My name is Ada.' }] }]);
+
+    // The second turn, streamed: the gateway sends the provider the whole conversation, without the first turn's instructions.
+    mock.setBehaviour({ text: 'Your name is Ada.' });
+    const second = await openai.responses.stream({ model, input: 'What is my name?', previous_response_id: first.id }).finalResponse();
+    expect(second.output_text).toBe('Your name is Ada.');
+    expect(second.previous_response_id).toBe(first.id);
+    expect(mock.requests.at(-1)!.body.messages).toEqual([
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'Nice to meet you, Ada.' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    // Stored before the stream ended: the next request finds it at once.
+    const secondItems = await openai.responses.inputItems.list(second.id, { order: 'asc' });
+    expect(secondItems.data.map((item) => item.type)).toEqual(['message', 'message', 'message']);
+    expect((secondItems.data.at(-1) as unknown as { content: unknown }).content).toEqual([{ type: 'input_text', text: 'What is my name?' }]);
+
+    // Another user: the same ids are unknown, for every route.
+    const stranger = client(await otherUser(stack));
+    const before = mock.requests.length;
+    for (const attempt of [
+      () => stranger.responses.retrieve(first.id),
+      () => stranger.responses.inputItems.list(first.id),
+      () => stranger.responses.delete(first.id),
+      () => stranger.responses.create({ model, input: 'And my name?', previous_response_id: first.id }),
+    ]) {
+      const refused = await caught(attempt());
+      expect(refused).toBeInstanceOf(OpenAI.NotFoundError);
+    }
+    expect(mock.requests).toHaveLength(before);
+    expect((await openai.responses.retrieve(first.id)).id).toBe(first.id);
+
+    // An item_reference (the Vercel AI SDK sends one for an earlier turn's text) is the stored item it names, the user's own.
+    await openai.responses.create({ model, store: false, input: [{ role: 'user', content: 'Hi.' }, { type: 'item_reference', id: first.output[0]!.id! }, { role: 'user', content: 'Again?' }] });
+    expect(mock.requests.at(-1)!.body.messages).toEqual([{ role: 'user', content: 'Hi.' }, { role: 'assistant', content: 'Nice to meet you, Ada.' }, { role: 'user', content: 'Again?' }]);
+    const foreign = await caught(stranger.responses.create({ model, store: false, input: [{ type: 'item_reference', id: first.output[0]!.id! }] }));
+    expect(foreign).toMatchObject({ status: 404, param: 'input[0]' });
+
+    // store: false keeps nothing; a deleted response is gone.
+    const unkept = await openai.responses.create({ model, input: 'Forget this.', store: false });
+    expect(await caught(openai.responses.retrieve(unkept.id))).toBeInstanceOf(OpenAI.NotFoundError);
+    await openai.responses.delete(first.id);
+    expect(await caught(openai.responses.retrieve(first.id))).toBeInstanceOf(OpenAI.NotFoundError);
+    const raw = await fetch(`${stack.gateway.url}/v1/responses/${first.id}`, { headers: { authorization: `Bearer ${key}` } });
+    expect(raw.status).toBe(404);
+    expect(await raw.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining(first.id) } });
+  });
+
+  it('serves the Vercel AI SDK\'s multi-step tool loop, which refers to stored items by id', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ toolCall: { name: 'get_weather', arguments: '{"location":"Paris"}' } });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const provider = createOpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key });
+    const { stepCountIs } = await import('ai');
+    let asked = 0;
+    const result = await generateText({
+      model: provider(model), prompt: 'Weather in Paris?', stopWhen: stepCountIs(3),
+      tools: {
+        get_weather: tool({
+          description: 'The weather',
+          inputSchema: jsonSchema<{ location: string }>({ type: 'object', properties: { location: { type: 'string' } }, required: ['location'] }),
+          execute: async () => {
+            asked += 1;
+            mock.setBehaviour({ text: 'Sunny in Paris.' });
+            return 'Sunny, 21 °C';
+          },
+        }),
+      },
+    });
+    expect(asked).toBe(1);
+    expect(result.text).toBe('Sunny in Paris.');
+    expect((mock.requests.at(-1)!.body.messages as unknown[]).at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('Sunny, 21 °C') });
   });
 });

@@ -11,13 +11,23 @@ import { logRefusals } from '../refusals/refusal-hooks.ts';
 import { openaiModelRoutes } from '../routes/openai-models.ts';
 import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
 import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
+import { storedResponseRoutes } from '../routes/stored-responses.ts';
+import { ResponseStore } from '@gateway/database';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
 import { fileRoutes } from '../routes/files.ts';
-import type { BatchApiOptions } from '../routes/batch-api-options.ts';
+import { databaseOf, type BatchApiOptions } from '../routes/batch-api-options.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
-export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
+/** Stored responses: the database they are kept in (none without DATABASE_URL) and for how long (RESPONSE_RETENTION_DAYS). */
+export interface StoredResponsesOptions {
+  database?: BatchApiOptions['database'];
+  retentionDays: number;
+}
+
+export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions; responses: StoredResponsesOptions }): Promise<void> {
+  const { database, retentionDays } = options.responses;
+  const responseStore = database ? () => new ResponseStore(database, retentionDays) : undefined;
   useErrorFormat(app, openaiFormat, {
     notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent and /v1beta/…)',
   });
@@ -28,7 +38,8 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
-    openaiResponsesRoutes(routes, options);
+    openaiResponsesRoutes(routes, options, { store: responseStore });
+    storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays));
     modelListRoutes(routes, openaiModels, options.catalog);
   });
   // Files and batches: the same key, but no model request's body budget (an upload streams to
