@@ -168,6 +168,35 @@ describe('the Responses door on an openai channel', () => {
     expect(unauthorized).toBeInstanceOf(OpenAI.AuthenticationError);
   });
 
+  it('fails before the first event as OpenAI\'s error JSON, and after it as response.failed and error events', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ status: 500 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const before = await caught(client(key).responses.create({ model, input: 'hi', store: false, stream: true }));
+    expect(before).toBeInstanceOf(OpenAI.APIError);
+    expect(before).toMatchObject({ status: 502, error: { type: expect.any(String), message: expect.any(String) } });
+
+    // A channel of its own: the failing one rests after its failure.
+    const breaking = await upstream.openai({ text: 'one two three four five', breakAfterChunks: 3, chunkDelayMs: 150 });
+    const cut = uniqueModel();
+    await channel(breaking, [cut]);
+    const raw = await fetch(`${stack.gateway.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model: cut, input: 'count', stream: true, store: false }),
+    });
+    expect(raw.status).toBe(200);
+    const events = await rawEvents(raw);
+    expect(events.slice(0, 2).map((e) => e.name)).toEqual(['response.created', 'response.in_progress']);
+    expect(events.slice(-2).map((e) => e.name)).toEqual(['response.failed', 'error']);
+    expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, at) => at));
+    expect(events.at(-2)!.data.response).toMatchObject({ id: events[0]!.data.response.id, status: 'failed', error: { message: expect.any(String) } });
+    expect(events.at(-1)!.data.error).toMatchObject({ message: expect.any(String) });
+    const sdk = await caught(client(key).responses.stream({ model: cut, input: 'count', store: false }).finalResponse());
+    expect(sdk).toBeInstanceOf(Error);
+  });
+
   it('serves the Vercel AI SDK\'s default model: generateText with a tool, and streamText', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({ text: 'Hi from the AI SDK path' });
     const model = uniqueModel();
