@@ -376,3 +376,52 @@ describe('stored responses', () => {
     expect((mock.requests.at(-1)!.body.messages as unknown[]).at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('Sunny, 21 °C') });
   });
 });
+
+describe('background responses', () => {
+  it('answers at once with status queued, runs on the gateway\'s queues, and is polled to completed, logged and charged', async ({ stack, upstream, channel, apiKey, client }) => {
+    // Slow to begin and slow to stream, so a poll sees each status.
+    const mock = await upstream.openai({ text: 'Done in the background', delayMs: 1500, chunkDelayMs: 400 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const key = await apiKey();
+    const openai = client(key.key);
+    const started = Date.now();
+    const queued = await openai.responses.create({ model, input: 'Work slowly.', background: true });
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(queued).toMatchObject({ object: 'response', status: 'queued', background: true, output: [] });
+    expect((await openai.responses.retrieve(queued.id)).status).toBe('queued');
+    await expect.poll(async () => (await openai.responses.retrieve(queued.id)).status, { timeout: 10_000, interval: 100 }).toBe('in_progress');
+    await expect.poll(async () => (await openai.responses.retrieve(queued.id)).status, { timeout: 10_000, interval: 200 }).toBe('completed');
+    const done = await openai.responses.retrieve(queued.id);
+    expect(done).toMatchObject({ id: queued.id, background: true, output_text: 'Done in the background' });
+    expect(mock.requests.at(-1)!.body).toMatchObject({ stream: true });
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(done.usage!.total_tokens);
+    // It continues a conversation as any stored response does.
+    mock.setBehaviour({ text: 'And again.' });
+    const next = await openai.responses.create({ model, input: 'Once more.', previous_response_id: queued.id, store: false });
+    expect(next.output_text).toBe('And again.');
+    expect(mock.requests.at(-1)!.body.messages).toHaveLength(3);
+  });
+
+  it('is cancelled while it runs: its job ends, it stays cancelled; an ended or foreground response is not cancelled', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'Too late', delayMs: 4000 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const queued = await openai.responses.create({ model, input: 'Take your time.', background: true });
+    await expect.poll(() => mock.inFlight, { timeout: 10_000 }).toBe(1);
+    const cancelled = await openai.responses.cancel(queued.id);
+    expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled' });
+    await expect.poll(() => mock.aborted, { timeout: 10_000 }).toBe(1);
+    expect((await openai.responses.retrieve(queued.id)).status).toBe('cancelled');
+    expect((await openai.responses.cancel(queued.id)).status).toBe('cancelled');
+
+    mock.setBehaviour({ text: 'Quick' });
+    const foreground = await openai.responses.create({ model, input: 'hi' });
+    expect(await caught(openai.responses.cancel(foreground.id))).toMatchObject({ status: 400 });
+    const refused = await caught(openai.responses.create({ model, input: 'hi', background: true, store: false }));
+    expect(refused).toMatchObject({ status: 400, param: 'store' });
+    expect(await caught(openai.responses.cancel('resp_unknown'))).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});

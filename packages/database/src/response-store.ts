@@ -45,9 +45,23 @@ export class ResponseStore {
     await this.db.query(
       `WITH swept AS (DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE expires_at <= $2 LIMIT ${SWEEP_ROWS}))
        INSERT INTO stored_responses (id, user_id, created_at, expires_at, bytes, input_items, response) VALUES ($1, $3, $2, $4, $5, $6, $7)
-       ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, bytes = EXCLUDED.bytes`,
+       ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, bytes = EXCLUDED.bytes
+         WHERE stored_responses.user_id = EXCLUDED.user_id AND stored_responses.response->>'status' IN ('queued', 'in_progress')`,
       [response.id, now, userId, now + this.retentionDays * 86_400, Buffer.byteLength(input) + Buffer.byteLength(reply), input, reply],
     );
+  }
+
+  /**
+   * A background response's status, while it has not ended (`queued`, `in_progress`): an ended
+   * one, a cancelled one above all, is never changed again. Whether it changed.
+   */
+  async setStatus(id: string, userId: number, status: 'in_progress' | 'cancelled' | 'failed', error?: { code: string; message: string }): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE stored_responses SET response = response || jsonb_build_object('status', $3::text, 'error', $4::jsonb)
+       WHERE id = $1 AND user_id = $2 AND response->>'status' IN ('queued', 'in_progress')`,
+      [id, userId, status, JSON.stringify(error ?? null)],
+    );
+    return (rowCount ?? 0) > 0;
   }
 
   async get(id: string, userId: number): Promise<StoredResponse | undefined> {

@@ -12,6 +12,7 @@ import { openaiModelRoutes } from '../routes/openai-models.ts';
 import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
 import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
 import { storedResponseRoutes } from '../routes/stored-responses.ts';
+import { BackgroundRuns } from '../responses/background-runs.ts';
 import { ResponseStore } from '@gateway/database';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
@@ -28,6 +29,7 @@ export interface StoredResponsesOptions {
 export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions; responses: StoredResponsesOptions }): Promise<void> {
   const { database, retentionDays } = options.responses;
   const responseStore = database ? () => new ResponseStore(database, retentionDays) : undefined;
+  const background = new BackgroundRuns();
   useErrorFormat(app, openaiFormat, {
     notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent and /v1beta/…)',
   });
@@ -38,7 +40,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
-    openaiResponsesRoutes(routes, options, { store: responseStore });
+    openaiResponsesRoutes(routes, options, { store: responseStore, background });
     storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays));
     modelListRoutes(routes, openaiModels, options.catalog);
   });
