@@ -16,7 +16,8 @@ import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 const it = stackTest({
   database: true,
   workers: ['completion-worker'],
-  env: { REQUEST_TIMEOUT_MS: '15000' },
+  // What a user keeps: the cap test fills it with one large stored response.
+  env: { REQUEST_TIMEOUT_MS: '15000', FILE_USER_MAX_BYTES: '200000' },
   channelDefaults: { timeout_ms: 5000 },
 }).extend('client', async ({ stack }) => (key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 }));
 
@@ -347,6 +348,24 @@ describe('stored responses', () => {
     const raw = await fetch(`${stack.gateway.url}/v1/responses/${first.id}`, { headers: { authorization: `Bearer ${key}` } });
     expect(raw.status).toBe(404);
     expect(await raw.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining(first.id) } });
+  });
+
+  it('count against what the user may keep: at its cap a stored response is refused before it runs, store: false still served', async ({ stack, upstream, channel, client }) => {
+    const mock = await upstream.openai({ text: 'Noted.' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const openai = client(await otherUser(stack));
+    const large = await openai.responses.create({ model, input: 'x'.repeat(200_000) });
+    expect(large.status).toBe('completed');
+    const before = mock.requests.length;
+    const full = await caught(openai.responses.create({ model, input: 'One more, stored.' }));
+    expect(full).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(full).toMatchObject({ status: 429, code: 'insufficient_quota', message: expect.stringMatching(/FILE_USER_MAX_BYTES/) });
+    expect(mock.requests).toHaveLength(before);
+    expect((await openai.responses.create({ model, input: 'Not stored.', store: false })).output_text).toBe('Noted.');
+    // Deleting it gives the bytes back.
+    await openai.responses.delete(large.id);
+    expect((await openai.responses.create({ model, input: 'Stored again.' })).status).toBe('completed');
   });
 
   it('serves the Vercel AI SDK\'s multi-step tool loop, which refers to stored items by id', async ({ stack, upstream, channel, apiKey }) => {

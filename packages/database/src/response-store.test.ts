@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { ResponsesResponse } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { identifiedItems, ResponseStore } from './response-store.ts';
+import { FileStore } from './file-store.ts';
 import { useTestDatabase } from './test-database.ts';
 import { forgetUser, highestUserIdOnRecord } from './user-records.ts';
 
@@ -31,6 +32,10 @@ describe('stored responses', () => {
     expect(await store.item('msg_resp_a', 7)).toMatchObject({ type: 'message', role: 'assistant' });
     expect(await store.item(input[1]!.id, 7)).toEqual(input[1]);
     expect(await store.item('msg_resp_a', 8)).toBeUndefined();
+    // What the user keeps, with its files and batches: each stored response's input and reply.
+    const { rows } = await db.query<{ bytes: string }>('SELECT bytes FROM stored_responses WHERE id = $1', ['resp_a']);
+    expect(Number(rows[0]!.bytes)).toBe(Buffer.byteLength(JSON.stringify(input)) + Buffer.byteLength(JSON.stringify(response('resp_a'))));
+    expect((await new FileStore(db).usage(7)).bytes).toBe(Number(rows[0]!.bytes));
     expect(await store.remove('resp_a', 8)).toBe(false);
     expect(await store.remove('resp_a', 7)).toBe(true);
     expect(await store.get('resp_a', 7)).toBeUndefined();

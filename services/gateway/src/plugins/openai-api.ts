@@ -13,7 +13,7 @@ import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
 import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
 import { storedResponseRoutes } from '../routes/stored-responses.ts';
 import { BackgroundRuns } from '../responses/background-runs.ts';
-import { ResponseStore } from '@gateway/database';
+import { FileStore, ResponseStore } from '@gateway/database';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
 import { fileRoutes } from '../routes/files.ts';
@@ -40,7 +40,12 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
-    openaiResponsesRoutes(routes, options, { store: responseStore, background });
+    openaiResponsesRoutes(routes, options, {
+      store: responseStore,
+      background,
+      userMaxBytes: options.batch.files.userMaxBytes,
+      keptBytes: database ? async (userId) => (await new FileStore(database).usage(userId)).bytes : undefined,
+    });
     storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays));
     modelListRoutes(routes, openaiModels, options.catalog);
   });

@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
-import { badRequest, notFound, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
+import { badRequest, insufficientQuota, notFound, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
@@ -57,6 +57,17 @@ export interface ResponsesRouteOptions {
   store?: () => ResponseStore;
   /** This gateway's background responses. */
   background: BackgroundRuns;
+  /** What a user's files and stored responses may hold all together (FILE_USER_MAX_BYTES), and how to read what they hold. */
+  userMaxBytes: number;
+  keptBytes?: (userId: number) => Promise<number>;
+}
+
+/** A response to be stored is refused before it runs while its user's stored data is at its cap. */
+async function refuseWhenFull(responses: ResponsesRouteOptions, userId: number): Promise<void> {
+  const kept = await orUnavailable(responses.keptBytes?.(userId) ?? Promise.resolve(0));
+  if (kept >= responses.userMaxBytes) {
+    throw insufficientQuota(`this user's files and stored responses hold ${kept} bytes, the most a user may keep (FILE_USER_MAX_BYTES): delete stored responses or files, or send store: false`);
+  }
 }
 
 /** A background response, checked: stored (so it can be polled), not streamed (it is polled instead). */
@@ -81,6 +92,8 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
     options.apiKeys.authorizeModel(holder, body.model);
     const store = responses.store?.();
     const run = store ? responses.background.claim(request, holder.userId) : undefined;
+    // A background run was checked when its client asked for it.
+    if (store && body.store !== false && !run) await refuseWhenFull(responses, holder.userId);
     const { request: whole, inputItems }: Continued = run ?? await continued(store, holder.userId, body);
     if (body.background === true && !run) {
       const kept = backgroundStore(body, store);
