@@ -37,11 +37,15 @@ const reasoningItem = z.looseObject({
   encrypted_content: z.string().nullable().optional(),
 });
 
+/** A call of a custom (freeform) tool, as Codex's apply_patch: its input a string, not JSON. */
+const customToolCallItem = z.looseObject({ type: z.literal('custom_tool_call'), call_id: z.string(), name: z.string(), input: z.string() });
+const customToolCallOutputItem = z.looseObject({ type: z.literal('custom_tool_call_output'), call_id: z.string(), output: z.union([z.string(), z.array(inputPart)]) });
+
 /** An output item of a stored response, named by its id (the gateway looks it up). */
 const itemReference = z.looseObject({ type: z.literal('item_reference'), id: z.string() });
 
-const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, reasoningItem, itemReference], {
-  error: 'must be an input item: a message, function_call, function_call_output, reasoning or item_reference',
+const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, customToolCallItem, customToolCallOutputItem, reasoningItem, itemReference], {
+  error: 'must be an input item: a message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning or item_reference',
 });
 export type ResponsesInputItem = z.infer<typeof inputItem>;
 

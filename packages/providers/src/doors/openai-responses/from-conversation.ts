@@ -1,8 +1,9 @@
 /**
  * A conversation reply as a Responses object (see door.ts): thinking as a `reasoning` item (its
  * text the summary, its signature the `encrypted_content`, so a later turn replays it), the text
- * as one `message` item with `output_text`, each tool use as a `function_call` item. The ids are
- * the gateway's own (`resp_…`, `msg_…`, `fc_…`, `rs_…`): a stored response is found by them.
+ * as one `message` item with `output_text`, each tool use as a `function_call` item (a custom
+ * tool's as a `custom_tool_call` with its string input). The ids are the gateway's own (`resp_…`,
+ * `msg_…`, `fc_…`, `ctc_…`, `rs_…`): a stored response is found by them.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -15,8 +16,9 @@ import {
   type ResponsesResponse,
   type ResponsesUsage,
 } from '@gateway/contracts';
+import { customToolNames } from './to-conversation.ts';
 
-export const newItemId = (prefix: 'resp' | 'msg' | 'fc' | 'rs') => `${prefix}_${randomBytes(16).toString('hex')}`;
+export const newItemId = (prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'rs') => `${prefix}_${randomBytes(16).toString('hex')}`;
 
 export function responsesUsageOf(usage: Partial<ConversationUsage>): ResponsesUsage {
   const input = promptTokensOf({ inputTokens: usage.inputTokens ?? 0, outputTokens: 0, ...usage });
@@ -34,6 +36,25 @@ export const messageItem = (id: string, text: string, status = 'completed'): Res
   id, type: 'message', status, role: 'assistant', content: status === 'completed' ? [{ type: 'output_text', text, annotations: [], logprobs: [] }] : [],
 });
 
+/** A custom tool's call: the string its function's `input` argument held. */
+export const customToolCallItem = (id: string, callId: string, name: string, input: string, status = 'completed'): ResponsesOutputItem => ({
+  id, type: 'custom_tool_call', status, call_id: callId, name, input,
+});
+
+/** A custom tool's input from its function's arguments (JSON), the raw text where they are no `{input}`. */
+export function customInput(args: string | Record<string, unknown>): string {
+  let value: unknown = args;
+  if (typeof args === 'string') {
+    try {
+      value = JSON.parse(args);
+    } catch {
+      return args;
+    }
+  }
+  const input = (value as { input?: unknown } | null)?.input;
+  return typeof input === 'string' ? input : typeof args === 'string' ? args : JSON.stringify(args);
+}
+
 export const functionCallItem = (id: string, callId: string, name: string, args: string, status = 'completed'): ResponsesOutputItem => ({
   id, type: 'function_call', status, call_id: callId, name, arguments: args,
 });
@@ -42,7 +63,7 @@ export const reasoningItem = (id: string, text: string, signature?: string): Res
   id, type: 'reasoning', summary: text ? [{ type: 'summary_text', text }] : [], ...(signature ? { encrypted_content: signature } : {}),
 });
 
-function outputOf(parts: ConversationPart[]): ResponsesOutputItem[] {
+function outputOf(parts: ConversationPart[], custom: Set<string>): ResponsesOutputItem[] {
   const output: ResponsesOutputItem[] = [];
   let text: string[] | undefined;
   for (const part of parts) {
@@ -56,7 +77,8 @@ function outputOf(parts: ConversationPart[]): ResponsesOutputItem[] {
       continue;
     }
     text = undefined;
-    if (part.type === 'tool_use') output.push(functionCallItem(newItemId('fc'), part.id, part.name, JSON.stringify(part.input)));
+    if (part.type === 'tool_use' && custom.has(part.name)) output.push(customToolCallItem(newItemId('ctc'), part.id, part.name, customInput(part.input)));
+    else if (part.type === 'tool_use') output.push(functionCallItem(newItemId('fc'), part.id, part.name, JSON.stringify(part.input)));
     else if (part.type === 'thinking') output.push(reasoningItem(newItemId('rs'), part.thinking, part.signature));
     else if (part.type === 'redacted_thinking') output.push(reasoningItem(newItemId('rs'), '', part.data));
   }
@@ -107,5 +129,5 @@ export function finished(response: ResponsesResponse, output: ResponsesOutputIte
 
 export function conversationToResponse(reply: ConversationReply, request: ResponsesRequest): ResponsesResponse {
   const skeleton = responseSkeleton(request, newItemId('resp'), Math.floor(Date.now() / 1000));
-  return finished(skeleton, outputOf(reply.parts), reply.stopReason, reply.usage);
+  return finished(skeleton, outputOf(reply.parts, customToolNames(request)), reply.stopReason, reply.usage);
 }

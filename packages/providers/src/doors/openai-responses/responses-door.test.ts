@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError, type ResponsesRequest, type ResponsesStreamEvent } from '@gateway/contracts';
 import { anthropic } from '../../anthropic/index.ts';
+import { openai } from '../../openai/index.ts';
 
 const mapping = anthropic.responses.mapping;
 const request = (fields: Partial<ResponsesRequest> = {}) => ({ model: 'gpt-alias', input: 'hi', ...fields }) as ResponsesRequest;
@@ -115,5 +116,53 @@ describe('Anthropic\'s events as the Responses stream', () => {
     const events = replay([start, { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }, { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'a' } }, { type: 'message_delta', delta: { stop_reason: 'max_tokens' }, usage: { output_tokens: 1 } }]);
     expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } });
     expect(() => replay([start, { type: 'error', error: { type: 'overloaded_error', message: 'busy' } }])).toThrow(expect.objectContaining({ kind: 'http' }));
+  });
+});
+
+describe('a custom (freeform) tool, as Codex\'s apply_patch, through chat completions', () => {
+  const chat = openai.responses.mapping;
+  const patchTool = { type: 'custom', name: 'apply_patch', description: 'Edit files', format: { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch"' } };
+  const body = request({ tools: [patchTool], stream: true, input: [
+    { role: 'user', content: 'fix it' },
+    { type: 'custom_tool_call', call_id: 'call_0', name: 'apply_patch', input: '*** Begin Patch\n' },
+    { type: 'custom_tool_call_output', call_id: 'call_0', output: 'Done' },
+  ] } as Partial<ResponsesRequest>);
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'c1', choices: [{ index: 0, delta, finish_reason: finish }] });
+
+  it('is a function of one string, its earlier calls and outputs replayed as tool calls and results', () => {
+    const sent = chat.toUpstream(body, 'gpt-up', false) as { tools: { function: { name: string; parameters: { properties: { input: { description: string } } } } }[]; messages: unknown[] };
+    expect(sent.tools[0]!.function).toMatchObject({ name: 'apply_patch', description: 'Edit files', parameters: { type: 'object', required: ['input'] } });
+    expect(sent.tools[0]!.function.parameters.properties.input.description).toContain('start: "*** Begin Patch"');
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'fix it' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch\\n"}' } }] },
+      { role: 'tool', tool_call_id: 'call_0', content: 'Done' },
+    ]);
+  });
+
+  it('comes back as a custom_tool_call with its string input, whole and streamed', () => {
+    const reply = chat.fromReply({ id: 'c1', choices: [{ finish_reason: 'tool_calls', message: { content: null, tool_calls: [{ id: 'call_1', function: { name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}' } }] } }] }, body);
+    expect(reply.output).toEqual([{ id: expect.stringMatching(/^ctc_/), type: 'custom_tool_call', status: 'completed', call_id: 'call_1', name: 'apply_patch', input: '*** Begin Patch' }]);
+    const state: Record<string, unknown> = {};
+    const events: ResponsesStreamEvent[] = [];
+    for (const raw of [
+      chunk({ role: 'assistant', content: null }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: '' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: '{"input":"*** Begin' } }] }),
+      chunk({ tool_calls: [{ index: 0, function: { arguments: ' Patch"}' } }] }),
+      chunk({}, 'tool_calls'),
+      { id: 'c1', choices: [], usage: { prompt_tokens: 5, completion_tokens: 4 } },
+    ]) {
+      const mapped = chat.fromEvent(raw, body, state);
+      events.push(...(Array.isArray(mapped) ? mapped : mapped ? [mapped] : []));
+    }
+    events.push(...chat.finish!(body, state));
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created', 'response.in_progress', 'response.output_item.added',
+      'response.custom_tool_call_input.delta', 'response.custom_tool_call_input.done', 'response.output_item.done', 'response.completed',
+    ]);
+    expect(events[2]).toMatchObject({ item: { type: 'custom_tool_call', status: 'in_progress', call_id: 'call_1', input: '' } });
+    expect(events[4]).toMatchObject({ input: '*** Begin Patch' });
+    expect(events[5]).toMatchObject({ item: { type: 'custom_tool_call', status: 'completed', input: '*** Begin Patch' } });
   });
 });

@@ -11,16 +11,18 @@
  */
 import type { ConversationEvent, ConversationUsage, ResponsesOutputItem, ResponsesRequest, ResponsesResponse, ResponsesStreamEvent, StopReason } from '@gateway/contracts';
 import type { DoorStreamEncoder } from '../door.ts';
-import { finished, functionCallItem, messageItem, newItemId, reasoningItem, responseSkeleton } from './from-conversation.ts';
+import { customInput, customToolCallItem, finished, functionCallItem, messageItem, newItemId, reasoningItem, responseSkeleton } from './from-conversation.ts';
+import { customToolNames } from './to-conversation.ts';
 
 type Open =
   | { kind: 'text'; id: string; text: string }
   | { kind: 'reasoning'; id: string; text: string; signature: string }
-  | { kind: 'tool'; id: string; call: number; callId: string; name: string; args: string };
+  | { kind: 'tool'; id: string; call: number; callId: string; name: string; args: string; custom: boolean };
 
 export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<ResponsesStreamEvent> {
   const response: ResponsesResponse = responseSkeleton(request, newItemId('resp'), Math.floor(Date.now() / 1000));
   const output: ResponsesOutputItem[] = [];
+  const custom = customToolNames(request);
   let sequence = 0;
   let started = false;
   let open: Open | undefined;
@@ -52,6 +54,11 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
         events.push(event('response.reasoning_summary_text.done', { ...place, summary_index: 0, text: was.text }), event('response.reasoning_summary_part.done', { ...place, summary_index: 0, part }));
       }
       item = reasoningItem(was.id, was.text, was.signature || undefined);
+    } else if (was.custom) {
+      // A custom tool's input is a string inside the function's JSON arguments: given whole once they are complete.
+      const input = customInput(was.args || '{}');
+      events.push(event('response.custom_tool_call_input.delta', { ...place, delta: input }), event('response.custom_tool_call_input.done', { ...place, input }));
+      item = customToolCallItem(was.id, was.callId, was.name, input);
     } else {
       const args = was.args || '{}';
       events.push(event('response.function_call_arguments.done', { ...place, name: was.name, arguments: args }));
@@ -75,7 +82,8 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
     } else if (next.kind === 'reasoning') {
       events.push(event('response.output_item.added', { output_index: place.output_index, item: reasoningItem(next.id, '') }));
     } else {
-      events.push(event('response.output_item.added', { output_index: place.output_index, item: functionCallItem(next.id, next.callId, next.name, '', 'in_progress') }));
+      const item = next.custom ? customToolCallItem(next.id, next.callId, next.name, '', 'in_progress') : functionCallItem(next.id, next.callId, next.name, '', 'in_progress');
+      events.push(event('response.output_item.added', { output_index: place.output_index, item }));
     }
     return events;
   };
@@ -115,12 +123,12 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
           if (open?.kind === 'reasoning') open.signature += next.signature;
           return [];
         case 'tool-call-start':
-          return openItem({ kind: 'tool', id: newItemId('fc'), call: next.call, callId: next.id, name: next.name, args: '' });
+          return openItem({ kind: 'tool', id: newItemId(custom.has(next.name) ? 'ctc' : 'fc'), call: next.call, callId: next.id, name: next.name, args: '', custom: custom.has(next.name) });
         case 'tool-args-delta':
           // Arguments of a call other than the open one (interleaved calls) are not written: the open one's only.
           if (open?.kind !== 'tool' || open.call !== next.call || next.json === '') return [];
           open.args += next.json;
-          return [event('response.function_call_arguments.delta', { ...at(), delta: next.json })];
+          return open.custom ? [] : [event('response.function_call_arguments.delta', { ...at(), delta: next.json })];
         case 'stop':
           stopReason = next.stopReason;
           return close();

@@ -4,14 +4,15 @@
  * `function_call` items the assistant's tool uses, `function_call_output` items the user's tool
  * results, `reasoning` items thinking (its summary the text, its `encrypted_content` the
  * signature a provider replays). An `item_reference` has been looked up by the gateway before;
- * one left is a 400. Tools other than functions (OpenAI's hosted ones) are refused: no provider
- * behind the gateway runs them.
+ * one left is a 400. Custom (freeform) tools, as Codex's apply_patch, become functions of one
+ * string; other tools (OpenAI's hosted ones) are refused: no provider behind the gateway runs them.
  */
 import {
   badRequest,
   type ConversationMessage,
   type ConversationPart,
   type ConversationRequest,
+  type ConversationTool,
   type ConversationToolChoice,
   type MediaSource,
   type ResponsesInputItem,
@@ -74,7 +75,11 @@ function conversationOf(items: ResponsesInputItem[], system: TextPart[]): Conver
       case 'function_call':
         add('assistant', [{ type: 'tool_use', id: String(item.call_id), name: String(item.name), input: argumentsOf(String(item.arguments), path) }]);
         return;
-      case 'function_call_output': {
+      case 'custom_tool_call':
+        add('assistant', [{ type: 'tool_use', id: String(item.call_id), name: String(item.name), input: { input: String(item.input) } }]);
+        return;
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
         const output = typeof item.output === 'string' ? [{ type: 'text' as const, text: item.output }] : partsOf(item.output as Loose[], path);
         const content = output.filter((part) => part.type === 'text' || part.type === 'image');
         add('user', [{ type: 'tool_result', toolUseId: String(item.call_id), content }]);
@@ -103,6 +108,24 @@ function argumentsOf(text: string, path: string): Record<string, unknown> {
   throw badRequest(`${path}.arguments: must be a JSON object`, `${path}.arguments`);
 }
 
+/**
+ * A custom (freeform) tool as a function of one string, `input`: providers take JSON arguments
+ * only. Its grammar, where it has one, is told in the description; the door gives the call back
+ * as a `custom_tool_call` with that string (from-conversation.ts).
+ */
+function customTool(tool: Loose): ConversationTool {
+  const format = tool.format as { type?: string; syntax?: string; definition?: string } | undefined;
+  const grammar = format?.type === 'grammar' && format.definition ? ` It must follow this ${format.syntax ?? ''} grammar:\n${format.definition}` : '';
+  return {
+    name: String(tool.name),
+    ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+    inputSchema: { type: 'object', properties: { input: { type: 'string', description: `The tool's raw input, as one string.${grammar}` } }, required: ['input'] },
+  };
+}
+
+/** The names of a request's custom tools: their calls are custom_tool_call items. */
+export const customToolNames = (request: ResponsesRequest) => new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => String((tool as Loose).name)));
+
 function toolChoiceOf(request: ResponsesRequest): ConversationToolChoice | undefined {
   const parallel = request.parallel_tool_calls === false ? { parallel: false } : {};
   const choice = request.tool_choice;
@@ -119,7 +142,8 @@ export function responsesToConversation(request: ResponsesRequest): Conversation
   const conversation: ConversationRequest = { model: request.model, system, messages, stream: request.stream === true };
   if (request.tools?.length) {
     conversation.tools = request.tools.map((tool, at) => {
-      if (tool.type !== 'function') throw badRequest(`tools[${at}]: a tool of type ${tool.type} is not served by this gateway; only function tools are`, `tools[${at}]`);
+      if (tool.type === 'custom') return customTool(tool as Loose);
+      if (tool.type !== 'function') throw badRequest(`tools[${at}]: a tool of type ${tool.type} is not served by this gateway; only function and custom tools are`, `tools[${at}]`);
       const fn = tool as { name: string; description?: string | null; parameters?: Record<string, unknown> | null };
       return { name: fn.name, ...(fn.description ? { description: fn.description } : {}), inputSchema: fn.parameters ?? { type: 'object', properties: {} } };
     });
