@@ -22,6 +22,7 @@ export * from './wire/openai-embeddings.ts';
 export * from './wire/openai-speech.ts';
 export * from './wire/openai-batch.ts';
 export * from './wire/anthropic-messages.ts';
+export * from './wire/openai-responses.ts';
 export * from './conversation/index.ts';
 export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { redactUpstreamText, redactUpstreamBody, replySecretForms, secretForms, withoutPathKeys, withoutReflectedSecret } from './upstream-text.ts';

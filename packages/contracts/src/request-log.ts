@@ -81,6 +81,7 @@ export const routeOfOperation: Record<string, string> = {
   speech: '/v1/audio/speech',
   messages: '/v1/messages',
   countTokens: '/v1/messages/count_tokens',
+  responses: '/v1/responses',
   generateContent: '/v1beta/models/{model}:generateContent',
   streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
   embedContent: '/v1beta/models/{model}:embedContent',

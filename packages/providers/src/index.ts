@@ -19,3 +19,5 @@ export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-requ
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
 export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';
 export { messagesDoor } from './doors/anthropic-messages/index.ts';
+export { responsesDoor } from './doors/openai-responses/index.ts';
+export { responseSkeleton, newItemId } from './doors/openai-responses/from-conversation.ts';

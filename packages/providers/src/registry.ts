@@ -11,6 +11,9 @@ import {
   type MessagesRequest,
   type MessagesResponse,
   type MessagesStreamEvent,
+  type ResponsesRequest,
+  type ResponsesResponse,
+  type ResponsesStreamEvent,
   type ChatChunk,
   type ChatRequest,
   type ChatResponse,
@@ -49,11 +52,13 @@ export interface OperationShapes {
   messages: ProviderOperation<MessagesRequest, MessagesResponse, MessagesStreamEvent>;
   /** Anthropic's count_tokens, on an anthropic channel (the worker estimates it on others). */
   countTokens: ProviderOperation<CountTokensRequest, { input_tokens: number }, never>;
+  /** OpenAI's Responses door: through the conversation model on every channel type that has a mapping for it. */
+  responses: ProviderOperation<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent>;
 }
 
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
-  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages },
-  anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens },
+  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses },
+  anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses },
   gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages },
 };
 

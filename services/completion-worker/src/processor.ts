@@ -16,6 +16,8 @@ import {
   type GeminiGenerateResponse,
   type MessagesResponse,
   messagesRequestTokens,
+  responsesRequestTokens,
+  type ResponsesResponse,
   type StreamEnd,
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
@@ -26,17 +28,18 @@ import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsa
 import { usageGrace } from './usage-grace.ts';
 import { embedOnChannel, generateWhole, geminiPromptTokens, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
 import { countTokensWhole, messageWhole, openMessageStream } from './messages.ts';
+import { openResponseStream, responseWhole } from './responses.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
-type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | GeminiGenerateResponse | GeminiEmbedAnswer | MessagesResponse | { input_tokens: number } | StreamEnd;
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | GeminiGenerateResponse | GeminiEmbedAnswer | MessagesResponse | ResponsesResponse | { input_tokens: number } | StreamEnd;
 
 /**
  * Serves one job of the text operations: OpenAI's completions, chat and embeddings, Gemini's
- * generateContent and embeddings (`gemini-jobs.ts`), and Anthropic's Messages and count_tokens
- * (`messages.ts`), each request validated by the ingress. The router chooses the channel, of any type whose provider offers the
+ * generateContent and embeddings (`gemini-jobs.ts`), Anthropic's Messages and count_tokens
+ * (`messages.ts`) and OpenAI's Responses (`responses.ts`), each request validated by the ingress. The router chooses the channel, of any type whose provider offers the
  * operation (the registry), and the relay (`relayModelJob`) runs the attempts; this module only
  * says how to call one channel, whole or streamed, and what it is charged.
  */
@@ -62,6 +65,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       const prompt = payload.operation === 'generateContent' || payload.operation === 'embedContent' ? geminiPromptTokens(payload)
         : payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request)
         : payload.operation === 'messages' ? messagesRequestTokens(payload.request)
+        : payload.operation === 'responses' ? responsesRequestTokens(payload.request)
         : payload.operation === 'countTokens' ? 0
         : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
@@ -78,13 +82,16 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
         return await relay({ ...routed, signal: grace.signal }, (target) =>
           payload.operation === 'messages'
             ? openMessageStream(target, payload.request, payload.clientHeaders, context.signal, grace.begun)
-            : openStream(target, payload, context, grace.begun));
+            : payload.operation === 'responses'
+              ? openResponseStream(target, payload.request, context.signal, grace.begun)
+              : openStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
     if (payload.operation === 'messages') return relay(routed, (target) => messageWhole(target, payload.request, payload.clientHeaders));
+    if (payload.operation === 'responses') return relay(routed, (target) => responseWhole(target, payload.request));
     return relay(routed, (target) => completeWhole(target, payload.request as CompletionRequest));
   };
 }

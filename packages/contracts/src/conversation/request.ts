@@ -65,6 +65,8 @@ export interface ConversationRequest {
   responseFormat?: ResponseFormat;
   /** Reasoning asked for, with the most tokens it may take. */
   thinking?: { budgetTokens?: number };
+  /** Reasoning effort as OpenAI names it (Responses' `reasoning.effort`, chat's `reasoning_effort`). */
+  reasoningEffort?: 'minimal' | 'low' | 'medium' | 'high';
   /** The end user, for the provider's abuse reports (Anthropic's `metadata.user_id`, OpenAI's `user`). */
   user?: string;
   stream: boolean;

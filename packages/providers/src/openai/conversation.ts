@@ -76,6 +76,7 @@ function toChat(request: ConversationRequest, upstreamModel: string, stream: boo
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;
   if (request.user) body.user = request.user;
+  if (request.reasoningEffort) body.reasoning_effort = request.reasoningEffort;
   if (request.tools?.length) {
     body.tools = request.tools.map((tool) => ({ type: 'function', function: { name: tool.name, ...(tool.description ? { description: tool.description } : {}), parameters: tool.inputSchema } }));
     const choice = toolChoice(request);

@@ -12,6 +12,7 @@ import { speech } from './speech.ts';
 import { chatConversation } from './conversation.ts';
 import { messagesDoor } from '../doors/anthropic-messages/index.ts';
 import { throughConversation } from '../doors/door.ts';
+import { responsesDoor } from '../doors/openai-responses/index.ts';
 
 export const openai = {
   completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
@@ -21,4 +22,6 @@ export const openai = {
   speech: { api: openaiApi, endpoint: openaiApi.endpoints.speech, mapping: speech, replies: 'audio' as const },
   // Anthropic's Messages door, through the conversation model to chat completions.
   messages: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(messagesDoor, chatConversation) },
+  // OpenAI's Responses door, through the conversation model to chat completions.
+  responses: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(responsesDoor, chatConversation) },
 };
