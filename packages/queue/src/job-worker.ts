@@ -108,7 +108,7 @@ export interface JobWorkerOptions<P> {
   concurrency: number;
   handler: JobHandler<P>;
   log: Logger;
-  /** Command connection to share with the handler's store; one is opened when absent. */
+  /** Command connection to share with the handler's store, left open by `close`; one is opened (and closed) when absent. */
   redis?: Redis;
   /** Told of a job dropped unrun (its deadline passed, or its gateway is gone), to give back what it held. */
   onJobDropped?: (payload: P) => void;
@@ -152,6 +152,8 @@ const stoppedBeforeTheEnd = () => overloaded('the worker stopped before this ans
  * reply path. Jobs nobody waits for any more (past their deadline) are dropped unrun.
  */
 export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<JobWorker> {
+  // A connection given is its owner's to close (a model worker's router writes its charges on it after this closes).
+  const ownsRedis = options.redis === undefined;
   const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
   const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
   const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
@@ -411,7 +413,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       clearInterval(flushTimer);
       if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});
       await cancels.close();
-      redis.disconnect();
+      if (ownsRedis) redis.disconnect();
       for (const connection of connections) connection.disconnect();
     },
   };
