@@ -5,6 +5,7 @@ import type { Logger } from '@gateway/log';
 import { CancelListener, Withdrawn } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { FairShares } from './fair-shares.ts';
+import { JobsHere } from './jobs-here.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
 import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
@@ -298,7 +299,18 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   };
 
   const fairShares = new FairShares(redis);
-  const process = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
+  const here = new JobsHere();
+  const process = (gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> => {
+    const jobId = job.id!;
+    // Handed out again while its run here goes on (its lock lapsed while this process or Redis
+    // stalled): not run a second time; this hand-out ends with that run.
+    const first = here.running(jobId);
+    if (!first) return here.run(jobId, runJob(gate, job));
+    options.log.warn({ reqId: job.data.requestId, jobId, queue: options.queue }, 'job handed out again while this worker runs it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
+    return first.catch(() => {});
+  };
+
+  const runJob = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
     const jobId = job.id!;
     const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
@@ -383,6 +395,12 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     worker.on('failed', (job, error) => {
       if (!job) return;
       const queued = job.data;
+      // Stalled, but not dead: this process runs it, or has just ended it (data without its
+      // reply address is a finished job's), its lock lapsed on a loaded machine. Its run answers it.
+      if (queued.replyTo === undefined || (here.has(job.id!) && /stalled/i.test(error.message))) {
+        options.log.warn({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, 'job failed as stalled while this worker ran it (its lock lapsed: its event loop or Redis stalled); its run answers it');
+        return;
+      }
       const failure = failedUnrun(error);
       options.log.error({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
       void replies.error(queued.replyTo, job.id!, failure.toReply(), queued.deadline).catch(() => {});
