@@ -142,6 +142,9 @@ export interface JobWorker {
   close(deadline?: number): Promise<void>;
 }
 
+/** One job as BullMQ hands it out: its id and when it was added (a batch line's id may be added again once ended). */
+const runOf = (job: Job) => `${job.id}@${job.timestamp}`;
+
 /** A job's signal's reason when its worker's shutdown ended it. */
 class WorkerStopping extends Error {}
 
@@ -301,13 +304,13 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const fairShares = new FairShares(redis);
   const here = new JobsHere();
   const process = (gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> => {
-    const jobId = job.id!;
-    // Handed out again while its run here goes on (its lock lapsed while this process or Redis
-    // stalled): not run a second time; this hand-out ends with that run.
-    const first = here.running(jobId);
-    if (!first) return here.run(jobId, runJob(gate, job));
-    options.log.warn({ reqId: job.data.requestId, jobId, queue: options.queue }, 'job handed out again while this worker runs it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
-    return first.catch(() => {});
+    const run = runOf(job);
+    // Handed out again as stalled while its run here goes on, or just after it ended (its lock
+    // lapsed while this process or Redis stalled): not run a second time; this hand-out ends
+    // with that run.
+    if (job.stalledCounter === 0 || !here.has(run)) return here.run(run, runJob(gate, job));
+    options.log.warn({ reqId: job.data.requestId, jobId: job.id, queue: options.queue }, 'job handed out again while this worker runs it, or just ran it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
+    return here.running(run)?.catch(() => {}) ?? Promise.resolve();
   };
 
   const runJob = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
@@ -397,7 +400,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       const queued = job.data;
       // Stalled, but not dead: this process runs it, or has just ended it (data without its
       // reply address is a finished job's), its lock lapsed on a loaded machine. Its run answers it.
-      if (queued.replyTo === undefined || (here.has(job.id!) && /stalled/i.test(error.message))) {
+      if (queued.replyTo === undefined || (here.has(runOf(job)) && /stalled/i.test(error.message))) {
         options.log.warn({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, 'job failed as stalled while this worker ran it (its lock lapsed: its event loop or Redis stalled); its run answers it');
         return;
       }

@@ -57,4 +57,28 @@ describe('a job whose lock lapses while its worker runs it', () => {
     await expect(answer).resolves.toEqual({ answered: true });
     expect(runs).toHaveLength(1);
   }, 60_000);
+
+  it('is not run a second time when its lock lapsed as its run ended (BullMQ could not mark it done)', async () => {
+    const { log, messages } = keptLog();
+    const runs: string[] = [];
+    const { promise: released, resolve: release } = Promise.withResolvers<void>();
+    onTestFinished(() => release());
+    q.worker = await startJobWorker<{ n: number }>({
+      queue: QueueName.admin, redisTarget: q.server.url, concurrency: 4, log,
+      handler: async ({ jobId }) => {
+        runs.push(jobId);
+        await released;
+        return { answered: true };
+      },
+    });
+    const answer = q.jobs.request<{ n: number }, unknown>(QueueName.admin, { n: 2 }, { requestId: 'stalled-2', timeoutMs: 60_000 });
+    await expect.poll(() => runs.length).toBe(1);
+    await q.redis.del(`{gw}:admin:${runs[0]}:lock`);
+    release();
+    await expect(answer).resolves.toEqual({ answered: true });
+    // Its end found no lock: still active, it is handed out again by the next stalled check.
+    const handedOut = () => messages.filter((m) => /handed out again/.test(m)).length;
+    await expect.poll(() => runs.length + handedOut(), { timeout: 20_000, interval: 100 }).toBeGreaterThanOrEqual(2);
+    expect(runs).toHaveLength(1);
+  }, 60_000);
 });
