@@ -34,7 +34,7 @@ export function secretKeyLines(stack: LocalStack): string[] {
 export function startBanner(stack: LocalStack): string {
   const g = stack.gatewayUrl;
   return block('The AI model gateway is up.', [
-    `Gateway     ${g}   (POST /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/audio/speech, /v1beta/models/{model}:generateContent (and :streamGenerateContent, :embedContent, :batchEmbedContents); GET /v1/models)`,
+    `Gateway     ${g}   (POST /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/audio/speech, /v1beta/models/{model}:generateContent (and :streamGenerateContent, :embedContent, :batchEmbedContents); GET /v1/models)`,
     `Console     ${g}/admin   queues, channels, the request log and charts, live`,
     `Dashboard   ${g}/admin/queues   sign in as root with its password (printed once, when root was`,
     `            created on the first start; or the ADMIN_PASSWORD it was created with)`,

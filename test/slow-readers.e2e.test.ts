@@ -7,8 +7,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { describe, expect } from 'vitest';
-import type { ServiceProcess } from '@gateway/testkit';
+import { describe, expect, onTestFailed } from 'vitest';
+import type { ServiceProcess, Stack } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const STALL_MS = 16_000;
@@ -54,6 +54,16 @@ async function peakRss(gateway: ServiceProcess, ms: number): Promise<number> {
   }
   return peak;
 }
+
+/**
+ * On a failure, whether each completion worker lived, and its last lines: these tests' 504s
+ * beside a second copy of the suite came from a worker that had died earlier in the file.
+ */
+const tellWorkersOnFailure = (stack: Stack) => onTestFailed(() => {
+  for (const w of stack.services.filter((s) => s.name === 'completion-worker')) {
+    console.log(`[readers] completion worker ${w.child.pid}: exit ${w.child.exitCode ?? w.child.signalCode ?? 'none (alive)'}; its last lines:\n${w.output.slice(-20).join('\n')}`);
+  }
+});
 
 // One 24 MB text, shared by every request: 6,000 chunks of 4 KB per stream (960 MB for 40).
 const BIG_TEXT = `${"x".repeat(4000)} `.repeat(6000);
@@ -118,6 +128,7 @@ describe('clients that read nothing', () => {
 
 describe('a client that reads', () => {
   it('takes a 24 MB stream at full speed, every chunk in order, the worker credited as it reads', async ({ stack, upstream, channel, apiKey }) => {
+    tellWorkersOnFailure(stack);
     const mock = await upstream.openai({ text: () => BIG_TEXT });
     await channel(mock, ['reader-stream']);
     const { key } = await apiKey();
@@ -142,6 +153,7 @@ describe('a client that reads', () => {
   }, 180_000);
 
   it('takes streamed events larger than RESPONSE_BUFFER_BYTES (4 MiB) whole, one or several in a row', async ({ stack, upstream, channel, apiKey }) => {
+    tellWorkersOnFailure(stack);
     // Words of 12 MB: one event each (a long speech's audio, a large Gemini event, is one too).
     const word = (c: string) => c.repeat(12 * 1024 * 1024);
     const mock = await upstream.openai({ text: (prompt) => (prompt === 'one' ? word('a') : `${word('b')} ${word('c')} end`) });

@@ -59,7 +59,9 @@ describe('fair shares', () => {
     const { ms, value } = await timed(complete(stack, steady.key, { model }));
     console.log(`[fair] another tenant's request beside a hog's 60 on a 2-slot, 300 ms channel: ${Math.round(ms)} ms`);
     expect(value.status).toBe(200);
-    expect(ms).toBeLessThan(2000);
+    // A turn is 300 ms; the rest is a loaded machine's (1,483 ms seen beside other work), far
+    // below the 8.7 s of first come, first served.
+    expect(ms).toBeLessThan(4000);
     expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
     expect(mock.maxInFlight).toBe(2);
   });
@@ -77,8 +79,9 @@ describe('fair shares', () => {
     const { ms, value } = await timed(complete(stack, steady.key, { model }));
     console.log(`[fair] another tenant's request beside a hog's 60 holding all 4 worker slots, 400 ms upstream: ${Math.round(ms)} ms`);
     expect(value.status).toBe(200);
-    // First come, first served would be 14 turns of 400 ms.
-    expect(ms).toBeLessThan(2000);
+    // First come, first served would be 14 turns of 400 ms (5.6 s); a turn or two, and a loaded
+    // machine's delays (955 ms seen beside other work), stay well under it.
+    expect(ms).toBeLessThan(3000);
     expect((await Promise.all(burst)).every((r) => r.status === 200)).toBe(true);
   });
 

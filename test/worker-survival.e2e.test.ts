@@ -5,7 +5,7 @@
  * it: the reply path's unit test shows the bound), and a request that takes its worker down (killed under it twice)
  * ends with an error instead of being run again after every restart.
  */
-import { describe, expect } from 'vitest';
+import { describe, expect, onTestFailed } from 'vitest';
 import type { ServiceProcess } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -21,6 +21,8 @@ describe('many large replies at once', () => {
     await channel(mock, [`big-${count}`]);
     const { key } = await apiKey();
     const worker = completionWorker(stack.services);
+    // A worker that died says why: its last lines.
+    onTestFailed(() => console.log(`[survival] the worker (exit ${worker.child.exitCode ?? worker.child.signalCode}) last said:\n${worker.output.slice(-30).join('\n')}`));
     const started = Date.now();
     // Before, the replies that came in one turn went out as one XADD: past 512 Mi characters,
     // ioredis threw from an Immediate and the worker died (2 of 3 runs with 16 to 32 of 41.5 MB).
@@ -35,6 +37,8 @@ describe('many large replies at once', () => {
     }));
     console.log(`[survival] ${count} replies of ${mb} MB answered in ${Date.now() - started} ms`);
     expect(lengths).toEqual(Array.from({ length: count }, () => text.length));
+    // Each called once: a worker that stalled past its jobs' locks (a loaded machine) ran them again, and died.
+    expect(mock.requests.length).toBe(count);
     expect(worker.child.exitCode).toBeNull();
     expect(worker.logs.filter((l) => /RangeError|uncaught/i.test(JSON.stringify(l)))).toEqual([]);
   }, 600_000);

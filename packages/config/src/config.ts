@@ -231,6 +231,8 @@ export const configSchema = z.object({
   BATCH_USER_OPEN: integer(100, 1, 1_000_000),
   /** Days an ended batch is kept (its lines, results and result files), then dropped; 0 keeps them for good. */
   BATCH_RETENTION_DAYS: integer(30, 0, 36_500),
+  /** Days a stored response of the Responses API (`store`, the default) is kept for GET and previous_response_id, then dropped. */
+  RESPONSE_RETENTION_DAYS: integer(30, 1, 36_500),
   /** How long a batch's "24h" completion window really lasts (shorter for tests and trials). */
   BATCH_COMPLETION_WINDOW_MS: integer(24 * 3_600_000, 1000, 7 * 24 * 3_600_000),
   /** Lines of one batch in flight at once (queued or running): Redis holds at most this many of its jobs. */

@@ -35,6 +35,11 @@ export interface ErrorReply {
   shouldRetry?: boolean;
   /** An upstream's own error body, passed through for the caller's 4xx. */
   upstreamBody?: unknown;
+  /**
+   * The status the last upstream answered, on a 502 made of it: a door whose format tells an
+   * overloaded provider apart (Anthropic's 529 `overloaded_error`) reads it.
+   */
+  upstreamStatus?: number;
 }
 
 export class GatewayError extends Error {
@@ -44,6 +49,7 @@ export class GatewayError extends Error {
   readonly retryAfter?: number;
   readonly shouldRetry?: boolean;
   readonly upstreamBody?: unknown;
+  readonly upstreamStatus?: number;
 
   constructor(reply: ErrorReply) {
     super(reply.message);
@@ -54,6 +60,7 @@ export class GatewayError extends Error {
     this.retryAfter = reply.retryAfter;
     this.shouldRetry = reply.shouldRetry;
     this.upstreamBody = reply.upstreamBody;
+    this.upstreamStatus = reply.upstreamStatus;
   }
 
   toReply(): ErrorReply {
@@ -61,6 +68,7 @@ export class GatewayError extends Error {
     if (this.retryAfter !== undefined) reply.retryAfter = this.retryAfter;
     if (this.shouldRetry !== undefined) reply.shouldRetry = this.shouldRetry;
     if (this.upstreamBody !== undefined) reply.upstreamBody = this.upstreamBody;
+    if (this.upstreamStatus !== undefined) reply.upstreamStatus = this.upstreamStatus;
     return reply;
   }
 
@@ -114,7 +122,8 @@ export const withdrawn = () => new GatewayError({ status: 409, code: 'withdrawn'
 /** 500: a fault of the gateway's own; the message says no more than that. */
 export const internalError = () => new GatewayError({ status: 500, code: 'internal', message: 'internal error' });
 /** 502: the upstream failed, refused the channel, or answered what cannot be relayed. */
-export const upstreamError = (message: string) => new GatewayError({ status: 502, code: 'upstream_error', message });
+export const upstreamError = (message: string, upstreamStatus?: number) =>
+  new GatewayError({ status: 502, code: 'upstream_error', message, ...(upstreamStatus !== undefined ? { upstreamStatus } : {}) });
 /** 503 that a retry after `retryAfter` seconds may cure: busy, shutting down, a store away for a moment. */
 export const overloaded = (message: string, retryAfter = 1) => new GatewayError({ status: 503, code: 'overloaded', message, retryAfter });
 /** 503 that no retry cures: a part this deployment runs without (x-should-retry: false). */

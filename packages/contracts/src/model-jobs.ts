@@ -8,6 +8,8 @@ import type { ChatRequest } from './wire/openai-chat.ts';
 import type { CompletionRequest } from './wire/openai-completion.ts';
 import type { EmbeddingRequest } from './wire/openai-embeddings.ts';
 import type { SpeechRequest } from './wire/openai-speech.ts';
+import type { CountTokensRequest, MessagesRequest } from './wire/anthropic-messages.ts';
+import type { ResponsesRequest } from './wire/openai-responses.ts';
 
 export interface ModelCaller {
   tokenId: number;
@@ -45,10 +47,16 @@ export interface Conversation {
  * type, to the provider's mapping (the registry in @gateway/providers), so one route may be
  * served by channels of several types.
  */
-export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'embedContent' | 'speech';
+export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'embedContent' | 'speech' | 'messages' | 'countTokens' | 'responses';
 
 /** Gemini's two embedding methods: one content, or a batch of them (what `@google/genai` calls). */
 export type EmbedMethod = 'embedContent' | 'batchEmbedContents';
+
+/**
+ * The client's headers a door hands on to a provider of its own format, by lower-case name
+ * (Anthropic's `anthropic-version` and `anthropic-beta`, byte for byte); other providers ignore them.
+ */
+export type ClientHeaders = Record<string, string>;
 
 /**
  * Payload of a job on the completion queue: one of the text operations it serves, each with its
@@ -61,7 +69,11 @@ export type CompletionJobPayload =
   | { caller: ModelCaller; operation: 'chat'; request: ChatRequest }
   | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest }
   | { caller: ModelCaller; operation: 'generateContent'; model: string; method: AudioMethod; request: GeminiChatRequest }
-  | { caller: ModelCaller; operation: 'embedContent'; model: string; method: EmbedMethod; request: GeminiBatchEmbedRequest };
+  | { caller: ModelCaller; operation: 'embedContent'; model: string; method: EmbedMethod; request: GeminiBatchEmbedRequest }
+  | { caller: ModelCaller; operation: 'messages'; request: MessagesRequest; clientHeaders?: ClientHeaders }
+  | { caller: ModelCaller; operation: 'countTokens'; request: CountTokensRequest; clientHeaders?: ClientHeaders }
+  /** OpenAI's Responses door; its input already holds a `previous_response_id`'s conversation (the gateway rebuilt it). */
+  | { caller: ModelCaller; operation: 'responses'; request: ResponsesRequest };
 
 /** The two Gemini methods the audio queue serves: one whole reply, or a stream of replies. */
 export type AudioMethod = 'generateContent' | 'streamGenerateContent';

@@ -184,12 +184,14 @@ export const BATCH_ROW_BYTES = 1024;
  * until it is dropped
  * (BATCH_RETENTION_DAYS after it ended), whether or not the file is kept. Counting a copy only
  * once its file was deleted let one file kept and run as twelve batches hold 5.7 times the cap,
- * and with 200 MB files there was no bound at all.
+ * and with 200 MB files there was no bound at all. Stored responses of the Responses API count
+ * too, each its input items and response, until they expire (RESPONSE_RETENTION_DAYS).
  */
 export async function usageOf(client: Pick<Database, 'query'>, userId: number): Promise<FileUsage> {
   const { rows } = await client.query<{ files: string; bytes: string; kept: string }>(
     `SELECT count(*) FILTER (WHERE kind = 'upload') AS files, coalesce(sum(bytes) FILTER (WHERE kind = 'upload'), 0) AS bytes,
-            (SELECT coalesce(sum(kept_bytes), 0) FROM batches b WHERE b.user_id = $1) AS kept
-     FROM files WHERE user_id = $1`, [userId]);
+            (SELECT coalesce(sum(kept_bytes), 0) FROM batches b WHERE b.user_id = $1)
+              + (SELECT coalesce(sum(r.bytes), 0) FROM stored_responses r WHERE r.user_id = $1 AND r.expires_at > $2) AS kept
+     FROM files WHERE user_id = $1`, [userId, Math.floor(Date.now() / 1000)]);
   return { files: Number(rows[0]!.files), bytes: Number(rows[0]!.bytes) + Number(rows[0]!.kept) };
 }

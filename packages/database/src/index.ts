@@ -11,6 +11,7 @@ export { FileStore, fileCapRefusal, type UserFileCap, type FileUsage } from './f
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';
 export { forgetUser, highestUserIdOnRecord } from './user-records.ts';
 export { storableText, storableJson } from './storable.ts';
+export { ResponseStore, identifiedItems, type StoredResponse, type StoredItem } from './response-store.ts';
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
 export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';
 export { RequestLogWriter, startRequestLog, type RequestLogConfig, type RequestLogWriterOptions } from './request-log-writer.ts';

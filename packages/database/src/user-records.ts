@@ -4,7 +4,8 @@ import { unixNow } from './ids.ts';
 import { lockUser } from './user-lock.ts';
 
 /**
- * The highest user id any row of PostgreSQL belongs to (files, batches, the request log), 0 when
+ * The highest user id any row of PostgreSQL belongs to (files, batches, the request log, stored
+ * responses), 0 when
  * none. Users are numbered by Redis (the store's sequence); were Redis lost or restored from an
  * old backup, its sequence would start again below ids that still own rows here, and a new user
  * would be handed an old one's files, batches and log. A new user's id is taken above this.
@@ -12,14 +13,14 @@ import { lockUser } from './user-lock.ts';
  */
 export async function highestUserIdOnRecord(db: Database): Promise<number> {
   const { rows } = await db.query<{ id: number | null }>(
-    `SELECT GREATEST((SELECT max(user_id) FROM files), (SELECT max(user_id) FROM batches), (SELECT max(user_id) FROM request_log)) AS id`,
+    `SELECT GREATEST((SELECT max(user_id) FROM files), (SELECT max(user_id) FROM batches), (SELECT max(user_id) FROM request_log), (SELECT max(user_id) FROM stored_responses)) AS id`,
   );
   return rows[0]?.id ?? 0;
 }
 
 /**
- * A deleted user's files and batches removed: its uploads, its ended batches with their lines
- * and result files. A batch still running is cancelled (its key is gone with its user, so its
+ * A deleted user's files, batches and stored responses removed: its uploads, its ended batches
+ * with their lines and result files, every response it stored. A batch still running is cancelled (its key is gone with its user, so its
  * lines were refused already); it ends as cancelled and goes with the retention's sweep
  * (BATCH_RETENTION_DAYS). The request log keeps the user's rows, for accounting, until its own
  * retention drops their day.
@@ -30,6 +31,7 @@ export async function forgetUser(db: Database, userId: number): Promise<{ files:
     // before the user was deleted commits first and is removed here, or waits and sees it gone.
     await lockUser(client, 'batches', userId);
     await lockUser(client, 'files', userId);
+    await client.query('DELETE FROM stored_responses WHERE user_id = $1', [userId]);
     return forget(client, userId);
   });
 }

@@ -80,7 +80,7 @@ async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknow
 function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request, stream: boolean): UpstreamRequest {
   return {
     url: operationUrl(operation, target.channel.base_url, target.upstreamModel, stream),
-    headers: operation.api.headers(target.key, stream),
+    headers: { ...operation.api.headers(target.key, stream), ...passedHeaders(operation.api.clientHeaders, target.clientHeaders) },
     body: operation.mapping.toUpstream(request, target.upstreamModel, stream),
     timeoutMs: target.timeoutMs,
     signal: target.signal,
@@ -105,6 +105,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
       }
     }
     if (!finished) throw new UpstreamError({ kind: 'connection', message: `the upstream stream ended before ${streamEnd.name}` });
+    if (operation.mapping.finish) yield* operation.mapping.finish(request, state);
   } catch (error) {
     throw providerFailure(operation, reply.failure(error));
   } finally {
@@ -112,6 +113,14 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
     if (finished) reply.body.resume();
     else reply.body.destroy();
   }
+}
+
+/** The client headers a provider takes, of those its door handed on. */
+function passedHeaders(names: readonly string[] | undefined, given: Record<string, string> | undefined): Record<string, string> {
+  const passed: Record<string, string> = {};
+  if (!names || !given) return passed;
+  for (const name of names) if (typeof given[name] === 'string') passed[name] = given[name];
+  return passed;
 }
 
 function parseEvent(data: string): unknown {

@@ -4,7 +4,10 @@
  * mapping its request and reply; `index.ts`: the operations it offers), all called through one
  * shared piece (`callUpstream`, `streamUpstream`) over one keep-alive HTTP client. Every
  * failure is an `UpstreamError` (a contract, in @gateway/contracts), so the router can decide on
- * failover without knowing the provider.
+ * failover without knowing the provider. A client wire format that meets several providers (a
+ * door: Anthropic's Messages) is a folder under `doors/`, joined to each provider's
+ * conversation mapping (`openai/conversation.ts`, `gemini/conversation.ts`) by
+ * `throughConversation`.
  */
 export { callUpstream, streamUpstream, streamUpstreamAudio, type UpstreamAudio } from './call-upstream.ts';
 export type { UpstreamTarget, ProviderOperation } from './provider.ts';
@@ -14,3 +17,7 @@ export { anthropic } from './anthropic/index.ts';
 export { channelTypesFor, operationFor, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
+export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';
+export { messagesDoor } from './doors/anthropic-messages/index.ts';
+export { responsesDoor } from './doors/openai-responses/index.ts';
+export { responseSkeleton, newItemId } from './doors/openai-responses/from-conversation.ts';

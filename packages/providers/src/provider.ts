@@ -18,6 +18,8 @@ export interface UpstreamTarget {
   timeoutMs: number;
   /** Aborted when nobody waits for the answer any more. */
   signal?: AbortSignal;
+  /** The client's headers its door hands on (`ClientHeaders`); sent only as the provider's `clientHeaders` names them. */
+  clientHeaders?: Record<string, string>;
 }
 
 /** An operation's path under the base URL, for the channel's model, whole or streamed. */
@@ -30,6 +32,11 @@ export interface ProviderApi {
   /** The headers of every call: the channel's key, and whether JSON or an event stream comes back. */
   headers(key: string, stream: boolean): Record<string, string>;
   endpoints: Record<string, Endpoint>;
+  /**
+   * The client headers this provider takes as the client sent them (Anthropic's version and
+   * betas), over its own of the same name; every other client header stays behind.
+   */
+  clientHeaders?: readonly string[];
   /** This provider's own reading of a failure, where its status alone says the wrong thing (optional). */
   failure?(error: UpstreamError): UpstreamError;
 }
@@ -61,6 +68,8 @@ export interface OperationMapping<Request, Reply, Event> {
    * whose events only make sense together (Anthropic's content blocks, its usage in two parts).
    */
   fromEvent(raw: unknown, request: Request, state: Record<string, unknown>): Event | Event[] | undefined;
+  /** The client's last events once the upstream's stream is complete (a door whose format ends otherwise than the provider's). */
+  finish?(request: Request, state: Record<string, unknown>): Event[];
   streamEnd: StreamEnd<Event>;
 }
 

@@ -7,6 +7,13 @@
 import {
   UpstreamError,
   type ChannelType,
+  type CountTokensRequest,
+  type MessagesRequest,
+  type MessagesResponse,
+  type MessagesStreamEvent,
+  type ResponsesRequest,
+  type ResponsesResponse,
+  type ResponsesStreamEvent,
   type ChatChunk,
   type ChatRequest,
   type ChatResponse,
@@ -41,12 +48,18 @@ export interface OperationShapes {
    * (`replies: 'audio'`), or Gemini's PCM events for the worker to encode.
    */
   speech: ProviderOperation<SpeechRequest, GeminiGenerateResponse, GeminiGenerateResponse> | ProviderOperation<SpeechRequest, never, never>;
+  /** Anthropic's Messages door: passed through on an anthropic channel, through the conversation model elsewhere. */
+  messages: ProviderOperation<MessagesRequest, MessagesResponse, MessagesStreamEvent>;
+  /** Anthropic's count_tokens, on an anthropic channel (the worker estimates it on others). */
+  countTokens: ProviderOperation<CountTokensRequest, { input_tokens: number }, never>;
+  /** OpenAI's Responses door: through the conversation model on every channel type that has a mapping for it. */
+  responses: ProviderOperation<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent>;
 }
 
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
-  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech },
-  anthropic: { chat: anthropic.chat },
-  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech },
+  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses },
+  anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses },
+  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages },
 };
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */

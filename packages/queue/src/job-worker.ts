@@ -5,6 +5,7 @@ import type { Logger } from '@gateway/log';
 import { CancelListener, Withdrawn } from './cancel-listener.ts';
 import { createRedis, isRedisUnavailable, redisUnavailableError, type Redis } from './redis-connection.ts';
 import { FairShares } from './fair-shares.ts';
+import { JobsHere } from './jobs-here.ts';
 import { IngressLiveness } from './ingress-liveness.ts';
 import { laneTimingOf } from './lane-timing.ts';
 import { shardPrefixes } from './queue-shards.ts';
@@ -109,7 +110,7 @@ export interface JobWorkerOptions<P> {
   concurrency: number;
   handler: JobHandler<P>;
   log: Logger;
-  /** Command connection to share with the handler's store; one is opened when absent. */
+  /** Command connection to share with the handler's store, left open by `close`; one is opened (and closed) when absent. */
   redis?: Redis;
   /** Told of a job dropped unrun (its deadline passed, or its gateway is gone), to give back what it held. */
   onJobDropped?: (payload: P) => void;
@@ -142,6 +143,9 @@ export interface JobWorker {
   close(deadline?: number): Promise<void>;
 }
 
+/** One job as BullMQ hands it out: its id and when it was added (a batch line's id may be added again once ended). */
+const runOf = (job: Job) => `${job.id}@${job.timestamp}`;
+
 /** What the sender of a job ended by its worker's shutdown is answered. */
 const stoppedBeforeTheEnd = () => overloaded('the worker stopped before this answer was complete; send the request again');
 /** What the sender of a job that waited for a slot when its worker began to stop is answered. */
@@ -164,6 +168,8 @@ function ingressCutError(reason: unknown): GatewayError | undefined {
  * reply path. Jobs nobody waits for any more (past their deadline) are dropped unrun.
  */
 export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<JobWorker> {
+  // A connection given is its owner's to close (a model worker's router writes its charges on it after this closes).
+  const ownsRedis = options.redis === undefined;
   const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
   const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
   const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
@@ -305,7 +311,18 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   };
 
   const fairShares = new FairShares(redis);
-  const process = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
+  const here = new JobsHere();
+  const process = (gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> => {
+    const run = runOf(job);
+    // Handed out again as stalled while its run here goes on, or just after it ended (its lock
+    // lapsed while this process or Redis stalled): not run a second time; this hand-out ends
+    // with that run.
+    if (job.stalledCounter === 0 || !here.has(run)) return here.run(run, runJob(gate, job));
+    options.log.warn({ reqId: job.data.requestId, jobId: job.id, queue: options.queue }, 'job handed out again while this worker runs it, or just ran it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
+    return here.running(run)?.catch(() => {}) ?? Promise.resolve();
+  };
+
+  const runJob = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
     const jobId = job.id!;
     const queued = job.data;
     // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
@@ -436,6 +453,12 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     worker.on('failed', (job, error) => {
       if (!job) return;
       const queued = job.data;
+      // Stalled, but not dead: this process runs it, or has just ended it (data without its
+      // reply address is a finished job's), its lock lapsed on a loaded machine. Its run answers it.
+      if (queued.replyTo === undefined || (here.has(runOf(job)) && /stalled/i.test(error.message))) {
+        options.log.warn({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, 'job failed as stalled while this worker ran it (its lock lapsed: its event loop or Redis stalled); its run answers it');
+        return;
+      }
       const failure = failedUnrun(error);
       options.log.error({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
       void replies.error(queued.replyTo, job.id!, failure.toReply(), queued.deadline).catch(() => {});
@@ -466,7 +489,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       clearInterval(flushTimer);
       if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});
       await cancels.close();
-      redis.disconnect();
+      if (ownsRedis) redis.disconnect();
       for (const connection of connections) connection.disconnect();
     },
   };

@@ -19,7 +19,7 @@ describe('a job lost by its worker after its run, before its completion', () => 
   it('is run again with its whole request (its payload beside it too), and only then kept small for the board', async () => {
     const [prefix] = shardPrefixes(QueueName.admin, 1);
     const seen: (Payload | undefined)[] = [];
-    q.worker = await startJobWorker<Payload>({
+    const start = () => startJobWorker<Payload>({
       queue: QueueName.admin, redisTarget: q.server.url, concurrency: 2, log,
       handler: async ({ jobId, payload }: JobContext<Payload>) => {
         seen.push(payload);
@@ -28,6 +28,7 @@ describe('a job lost by its worker after its run, before its completion', () => 
         return 'done';
       },
     });
+    q.worker = await start();
     // Every job kept for the board; a prompt large enough to be stored beside its job.
     const jobs = new JobClient(q.redis, q.inbox, { keepFinishedOneIn: 1 });
     const payload: Payload = { operation: 'completions', request: { model: 'm', prompt: 'private words '.repeat(PAYLOAD_INLINE_MAX_CHARS / 10) } };
@@ -35,6 +36,10 @@ describe('a job lost by its worker after its run, before its completion', () => 
     const payloadChars = JSON.stringify(payload).length;
     expect(await jobs.request(QueueName.admin, payload, { requestId: jobId, jobId, timeoutMs: 60_000, payloadChars })).toBe('done');
 
+    // The worker that ran it goes, as a dead one would (a live one would not run its own job
+    // twice: jobs-here.ts); another worker's stalled check hands it out again.
+    await q.worker.close();
+    q.worker = await start();
     const queue = jobs.shardsOf(QueueName.admin)[0]!;
     // Run again by the stalled check (a lock renewal's pace: 2.5 s) and completed.
     await expect.poll(() => queue.getJobState(jobId), { timeout: 30_000, interval: 200 }).toBe('completed');

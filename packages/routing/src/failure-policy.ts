@@ -127,5 +127,5 @@ export function exhaustedError(last: UpstreamError | undefined, tried: number): 
   // A protocol error's message is the gateway's own (malformed, or past a size limit).
   if (last.kind === 'protocol') return upstreamError(`${last.message}${suffix}`);
   const what = last.kind === 'http' ? `answered ${last.status}${notJson}` : 'could not be reached or broke the connection';
-  return upstreamError(`the upstream ${what}${suffix}`);
+  return upstreamError(`the upstream ${what}${suffix}`, last.kind === 'http' ? last.status : undefined);
 }

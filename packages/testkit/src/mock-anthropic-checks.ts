@@ -45,7 +45,10 @@ export function refusalOf(headers: IncomingHttpHeaders, body: Record<string, unk
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.some((s) => typeof s !== 'string' || s.trim() === '')) {
     return invalid('stop_sequences: each stop sequence must contain non-whitespace');
   }
-  return systemProblem(body.system) ?? messagesProblem(body.messages as Message[]);
+  // The mid-conversation-system beta lets a turn of role 'system' stand between the others.
+  const midSystem = String(headers['anthropic-beta'] ?? '').split(',').some((beta) => beta.trim().startsWith('mid-conversation-system'));
+  const messages = (body.messages as Message[]).filter((message) => !(midSystem && message?.role === 'system'));
+  return systemProblem(body.system) ?? messagesProblem(messages);
 }
 
 function systemProblem(system: unknown): Refusal | undefined {

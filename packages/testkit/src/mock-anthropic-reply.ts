@@ -20,15 +20,20 @@ export interface PlannedReply {
   stopSequence: string | null;
   inputTokens: number;
   outputTokens: number;
+  /** Extended thinking, when the request asked for it: the thought and its signature. */
+  thinking?: { text: string; signature: string };
 }
 
 export interface ReplyWishes {
   text?: string | ((prompt: string) => string);
-  toolUse?: MockToolUse;
+  /** A tool call, or a function of the request that decides one (undefined: none). */
+  toolUse?: MockToolUse | ((request: Record<string, unknown>) => MockToolUse | undefined);
 }
 
 export const DEFAULT_REPLY = 'Hello! This is a mock reply from Claude.';
 const TOOL_PREAMBLE = 'Let me look that up for you.';
+/** What the mock's model thinks when a request turns extended thinking on. */
+export const THOUGHT = 'The user asked something; I will answer briefly.';
 /** What the mock's model passes to a tool it decides to call on its own (asked about the weather). */
 const WEATHER_INPUT = { location: 'San Francisco, CA', unit: 'celsius' };
 
@@ -37,7 +42,7 @@ export const tokens = (text: string) => Math.ceil(text.length / 4);
 type Block = { type?: string; text?: string; content?: unknown; input?: unknown };
 
 /** Every text the request holds: system, text blocks, tool inputs and results. */
-function requestText(body: Record<string, unknown>): string {
+export function requestText(body: Record<string, unknown>): string {
   const parts: string[] = [];
   const collect = (content: unknown) => {
     if (typeof content === 'string') return void parts.push(content);
@@ -61,9 +66,10 @@ function lastUserText(messages: { role?: string; content?: unknown }[]): string 
 }
 
 /** The tool the model calls: as scripted, as `tool_choice` forces, or when asked about the weather. */
-function chosenToolUse(body: Record<string, unknown>, prompt: string, scripted: MockToolUse | undefined): MockToolUse | undefined {
+function chosenToolUse(body: Record<string, unknown>, prompt: string, scripted: ReplyWishes['toolUse']): MockToolUse | undefined {
   const tools = Array.isArray(body.tools) ? (body.tools as { name?: string }[]) : [];
   const choice = body.tool_choice as { type?: string; name?: string } | undefined;
+  if (typeof scripted === 'function') return scripted(body);
   if (scripted) return scripted;
   if (tools.length === 0 || choice?.type === 'none') return undefined;
   const forced = choice?.type === 'any' || choice?.type === 'tool';
@@ -91,6 +97,7 @@ export function planReply(body: Record<string, unknown>, wishes: ReplyWishes, se
     stopReason = 'max_tokens';
   }
   const calls = stopReason === 'tool_use' ? { ...toolUse!, id: `toolu_mock_${sequence}` } : undefined;
+  const thinking = (body.thinking as { type?: string } | undefined)?.type === 'enabled' ? { text: THOUGHT, signature: `sig_mock_${sequence}` } : undefined;
   return {
     id: `msg_mock_${sequence}`,
     model: String(body.model),
@@ -99,12 +106,14 @@ export function planReply(body: Record<string, unknown>, wishes: ReplyWishes, se
     stopReason,
     stopSequence,
     inputTokens: tokens(requestText(body)),
-    outputTokens: tokens(text) + (calls ? tokens(JSON.stringify(calls.input)) : 0),
+    outputTokens: tokens(text) + (calls ? tokens(JSON.stringify(calls.input)) : 0) + (thinking ? tokens(thinking.text) : 0),
+    ...(thinking ? { thinking } : {}),
   };
 }
 
 function contentBlocks(plan: PlannedReply): Record<string, unknown>[] {
   const blocks: Record<string, unknown>[] = [];
+  if (plan.thinking) blocks.push({ type: 'thinking', thinking: plan.thinking.text, signature: plan.thinking.signature });
   if (plan.text || !plan.toolUse) blocks.push({ type: 'text', text: plan.text });
   if (plan.toolUse) blocks.push({ type: 'tool_use', id: plan.toolUse.id, name: plan.toolUse.name, input: plan.toolUse.input });
   return blocks;
@@ -136,11 +145,15 @@ export function streamEvents(plan: PlannedReply): Record<string, unknown>[] {
   ];
   contentBlocks(plan).forEach((block, index) => {
     const tool = block.type === 'tool_use';
-    events.push({ type: 'content_block_start', index, content_block: tool ? { ...block, input: {} } : { type: 'text', text: '' } });
+    const thought = block.type === 'thinking';
+    const start = tool ? { ...block, input: {} } : thought ? { type: 'thinking', thinking: '', signature: '' } : { type: 'text', text: '' };
+    events.push({ type: 'content_block_start', index, content_block: start });
     if (index === 0) events.push({ type: 'ping' });
-    const deltas = tool
+    const deltas: Record<string, unknown>[] = tool
       ? jsonPieces(JSON.stringify(block.input)).map((partial_json) => ({ type: 'input_json_delta', partial_json }))
-      : words(block.text as string).map((text) => ({ type: 'text_delta', text }));
+      : thought
+        ? [...words(block.thinking as string).map((thinking) => ({ type: 'thinking_delta', thinking })), { type: 'signature_delta', signature: block.signature }]
+        : words(block.text as string).map((text) => ({ type: 'text_delta', text }));
     for (const delta of deltas) events.push({ type: 'content_block_delta', index, delta });
     events.push({ type: 'content_block_stop', index });
   });

@@ -1,6 +1,6 @@
 /**
  * A real HTTP server speaking Anthropic's Messages API (`POST /v1/messages`, whole or streamed
- * as server-sent events), which a test can make slow, fail, rate-limit, hang or break mid-stream,
+ * as server-sent events, with tool use and extended thinking; `POST /v1/messages/count_tokens`), which a test can make slow, fail, rate-limit, hang or break mid-stream,
  * and which counts what it saw. It refuses what Anthropic refuses (`mock-anthropic-checks.ts`) and
  * answers as Anthropic does (`mock-anthropic-reply.ts`). Its options and counters are the OpenAI
  * mock's, so a test moves from one to the other without relearning.
@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { refusalOf } from './mock-anthropic-checks.ts';
-import { errorBody, errorTypeOf, planReply, streamEvents, wholeMessage, type MockToolUse } from './mock-anthropic-reply.ts';
+import { errorBody, errorTypeOf, planReply, requestText, streamEvents, tokens, wholeMessage, type MockToolUse } from './mock-anthropic-reply.ts';
 
 /** What the mock does with a request. Unset fields fall back to a quick, correct answer. */
 export interface MockAnthropicBehaviour {
@@ -32,8 +32,11 @@ export interface MockAnthropicBehaviour {
   streamError?: { afterEvents: number; type?: string; message?: string };
   /** The reply text, or a function of the last user message's text (streamed a word at a time). */
   text?: string | ((prompt: string) => string);
-  /** Call this tool whatever the request says (otherwise: when tools are given and the user asks about the weather). */
-  toolUse?: MockToolUse;
+  /**
+   * Call this tool whatever the request says, or the tool a function of the request decides
+   * (otherwise: when tools are given and the user asks about the weather).
+   */
+  toolUse?: MockToolUse | ((request: Record<string, unknown>) => MockToolUse | undefined);
 }
 
 export interface MockAnthropicRequest {
@@ -44,7 +47,11 @@ export interface MockAnthropicRequest {
   /** The `authorization` header (the 1.x SDKs send the key as a bearer token). */
   authorization: string | undefined;
   anthropicVersion: string | undefined;
+  /** The `anthropic-beta` header, as it came. */
+  anthropicBeta: string | undefined;
   body: Record<string, unknown>;
+  /** The body's bytes as they came, for a test that checks blocks arrived byte for byte. */
+  rawBody: string;
   at: number;
 }
 
@@ -124,7 +131,12 @@ export async function startMockAnthropicUpstream(initial: MockAnthropicBehaviour
       return failWith(400, 'invalid_request_error', 'The request body is not valid JSON.');
     }
     const header = (name: string) => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : undefined);
-    requests.push({ method: req.method ?? '', path: req.url ?? '', apiKey: header('x-api-key'), authorization: header('authorization'), anthropicVersion: header('anthropic-version'), body, at: Date.now() });
+    requests.push({ method: req.method ?? '', path: req.url ?? '', apiKey: header('x-api-key'), authorization: header('authorization'), anthropicVersion: header('anthropic-version'), anthropicBeta: header('anthropic-beta'), body, rawBody: raw, at: Date.now() });
+    if (req.method === 'POST' && req.url === '/v1/messages/count_tokens') {
+      const refusal = refusalOf(req.headers, { max_tokens: 1, ...body });
+      if (refusal) return failWith(refusal.status, refusal.type, refusal.message);
+      return void res.writeHead(200, { 'content-type': 'application/json', 'request-id': requestId }).end(JSON.stringify({ input_tokens: tokens(requestText(body)) }));
+    }
     if (req.method !== 'POST' || req.url !== '/v1/messages') return failWith(404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
     const refusal = refusalOf(req.headers, body);
     if (refusal) return failWith(refusal.status, refusal.type, refusal.message);

@@ -5,11 +5,17 @@
  */
 import { createHash } from 'node:crypto';
 
+/** A tool call a chat reply makes: the function's name and its arguments' JSON. */
+export interface MockToolCall {
+  name: string;
+  arguments: string;
+}
+
 export interface ReplyOptions {
   /** The completion text, or a function of the prompt (one chunk a word when streamed). */
   text?: string | ((prompt: string) => string);
-  /** A chat reply calls this tool (when the request offers tools) instead of answering in text. */
-  toolCall?: { name: string; arguments: string };
+  /** A chat reply calls this tool (when the request offers tools) instead of answering in text, or the one a function of the request decides. */
+  toolCall?: MockToolCall | ((request: Record<string, unknown>) => MockToolCall | undefined);
   /**
    * Write as many words (one token each) as the request's output limit allows (`max_tokens`;
    * for chat `max_completion_tokens`, or `max_tokens`), ending for `length` as OpenAI does; a
@@ -80,7 +86,8 @@ export function planCompletion(body: Record<string, unknown>, options: ReplyOpti
 
 /**
  * `POST /v1/chat/completions`: the text as the assistant's answer, or, when the request offers
- * tools and its last user message asks about the weather (or `toolCall` is set), a call of the
+ * tools and its last user message asks about the weather (not once a tool answered), or `toolCall` is set (or, a
+ * function, decides so), a call of the
  * first tool. Streamed, a tool call's arguments come in several pieces, as OpenAI sends them.
  */
 export function planChat(body: Record<string, unknown>, options: ReplyOptions): PlannedReply {
@@ -92,9 +99,11 @@ export function planChat(body: Record<string, unknown>, options: ReplyOptions): 
   const prompt = messages.map((m) => contentText(m.content)).join(' ');
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
   const tools = Array.isArray(body.tools) ? (body.tools as { function?: { name?: string } }[]) : [];
-  const call = tools.length > 0 && body.tool_choice !== 'none'
-    ? options.toolCall ?? (/weather/i.test(contentText(lastUser?.content)) ? { name: tools[0]!.function?.name ?? 'tool', arguments: JSON.stringify({ city: 'Paris' }) } : undefined)
-    : undefined;
+  // A tool's answer (the conversation ends with a tool message) is answered in text, never with another call of the mock's own.
+  const answered = messages.at(-1)?.role === 'tool';
+  const weather = !answered && /weather/i.test(contentText(lastUser?.content)) ? { name: tools[0]?.function?.name ?? 'tool', arguments: JSON.stringify({ city: 'Paris' }) } : undefined;
+  const scripted = typeof options.toolCall === 'function' ? options.toolCall(body) : options.toolCall ?? weather;
+  const call = tools.length > 0 && body.tool_choice !== 'none' ? scripted : undefined;
   const { text, finish } = textFor(prompt, options, body.max_completion_tokens ?? body.max_tokens);
   const produced = call ? call.name + call.arguments : text;
   const usage = { prompt_tokens: words(prompt), completion_tokens: Math.max(1, words(produced)) * n, total_tokens: words(prompt) + Math.max(1, words(produced)) * n };

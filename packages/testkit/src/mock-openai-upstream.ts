@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { planChat, planCompletion, planEmbeddings } from './mock-openai-replies.ts';
+import { planChat, planCompletion, planEmbeddings, type ReplyOptions } from './mock-openai-replies.ts';
 import { speak } from './mock-openai-speech.ts';
 import type { SpeechFormat } from '@gateway/contracts';
 
@@ -28,8 +28,8 @@ export interface MockOpenAIBehaviour {
   breakAfterChunks?: number;
   /** The completion text, or a function of the prompt (split into one chunk per word when streamed). */
   text?: string | ((prompt: string) => string);
-  /** A chat reply calls this tool (when the request offers tools) instead of answering in text. */
-  toolCall?: { name: string; arguments: string };
+  /** A chat reply calls this tool (when the request offers tools) instead of answering in text, or the one a function of the request decides. */
+  toolCall?: ReplyOptions['toolCall'];
   /** Words (a token each) as the request's output limit allows, this many without one (`ReplyOptions.wordsWithoutLimit`). */
   wordsWithoutLimit?: number;
   /** Leave `usage` out of the reply (and the stream's usage chunk). */

@@ -86,9 +86,10 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
 
   onShutdown(async (_signal, deadline) => {
     await worker.close(deadline); // finishes the jobs it holds (ends those left at the deadline), giving their leases back
-    await router.close(); // writes the usage not yet written
+    await router.close(); // writes the usage not yet written, on `redis`: closed only after it
     await requestLog?.close(); // and the log rows
     http?.close();
+    redis.disconnect();
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
   flushLogs();

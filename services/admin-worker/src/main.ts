@@ -38,6 +38,7 @@ const http = await serveWorkerPort({
 onShutdown(async () => {
   await worker.close();
   http?.close();
+  redis.disconnect();
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 log.info({ concurrency: config.ADMIN_CONCURRENCY, metricsPort: config.METRICS_PORT || undefined }, 'ready');
 flushLogs();

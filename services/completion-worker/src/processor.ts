@@ -14,6 +14,10 @@ import {
   type EmbeddingRequest,
   type EmbeddingResponse,
   type GeminiGenerateResponse,
+  type MessagesResponse,
+  messagesRequestTokens,
+  responsesRequestTokens,
+  type ResponsesResponse,
   type StreamEnd,
 } from '@gateway/contracts';
 import { callUpstream, channelTypesFor, operationFor, streamUpstream } from '@gateway/providers';
@@ -23,16 +27,19 @@ import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
 import { embedOnChannel, generateWhole, geminiPromptTokens, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
+import { countTokensWhole, messageWhole, openMessageStream } from './messages.ts';
+import { openResponseStream, responseWhole } from './responses.ts';
 
 export interface CompletionWorkerDeps {
   router: ModelRouter;
 }
 
-type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | GeminiGenerateResponse | GeminiEmbedAnswer | StreamEnd;
+type Answer = CompletionResponse | ChatResponse | EmbeddingResponse | GeminiGenerateResponse | GeminiEmbedAnswer | MessagesResponse | ResponsesResponse | { input_tokens: number } | StreamEnd;
 
 /**
- * Serves one job of the text operations (OpenAI's completions, chat, embeddings, and Gemini's
- * generateContent and embeddings, gemini-jobs.ts; its request validated by the ingress). The router chooses the channel, of any type whose provider offers the
+ * Serves one job of the text operations: OpenAI's completions, chat and embeddings, Gemini's
+ * generateContent and embeddings (`gemini-jobs.ts`), Anthropic's Messages and count_tokens
+ * (`messages.ts`) and OpenAI's Responses (`responses.ts`), each request validated by the ingress. The router chooses the channel, of any type whose provider offers the
  * operation (the registry), and the relay (`relayModelJob`) runs the attempts; this module only
  * says how to call one channel, whole or streamed, and what it is charged.
  */
@@ -43,7 +50,8 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const operation = payload.operation ?? 'completions';
     const routed: ModelRequest = {
       caller: payload.caller,
-      types: channelTypesFor(operation),
+      // count_tokens goes to any channel that serves messages: an anthropic one counts, another is estimated.
+      types: channelTypesFor(operation === 'countTokens' ? 'messages' : operation),
       model: 'model' in payload ? payload.model : payload.request.model,
       signal: context.signal,
       deadline: context.deadline,
@@ -55,23 +63,35 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
     const promptUsage = (): Usage => {
       const prompt = payload.operation === 'generateContent' || payload.operation === 'embedContent' ? geminiPromptTokens(payload)
-        : payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request) : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
+        : payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request)
+        : payload.operation === 'messages' ? messagesRequestTokens(payload.request)
+        : payload.operation === 'responses' ? responsesRequestTokens(payload.request)
+        : payload.operation === 'countTokens' ? 0
+        : streamPromptTokens(payload.request as CompletionRequest | ChatRequest);
       return { totalTokens: prompt, promptTokens: prompt, completionTokens: 0 };
     };
     const relay = (request: ModelRequest, call: (target: RouteTarget) => Promise<ModelAnswer<Answer>>) => relayModelJob<Answer>(deps.router, request, context, call, promptUsage);
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
     if (payload.operation === 'embedContent') return relay(routed, (target) => embedOnChannel(target, payload));
+    if (payload.operation === 'countTokens') return relay(routed, (target) => countTokensWhole(target, payload.request, payload.clientHeaders));
     if (payload.operation === 'generateContent' && payload.method === 'generateContent') return relay(routed, (target) => generateWhole(target, payload));
     if (payload.operation === 'generateContent' || payload.request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
-        return await relay({ ...routed, signal: grace.signal }, (target) => openStream(target, payload, context, grace.begun));
+        return await relay({ ...routed, signal: grace.signal }, (target) =>
+          payload.operation === 'messages'
+            ? openMessageStream(target, payload.request, payload.clientHeaders, context.signal, grace.begun)
+            : payload.operation === 'responses'
+              ? openResponseStream(target, payload.request, context.signal, grace.begun)
+              : openStream(target, payload, context, grace.begun));
       } finally {
         grace.end();
       }
     }
     if (payload.operation === 'chat') return relay(routed, (target) => chatWhole(target, payload.request));
+    if (payload.operation === 'messages') return relay(routed, (target) => messageWhole(target, payload.request, payload.clientHeaders));
+    if (payload.operation === 'responses') return relay(routed, (target) => responseWhole(target, payload.request));
     return relay(routed, (target) => completeWhole(target, payload.request as CompletionRequest));
   };
 }

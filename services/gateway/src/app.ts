@@ -39,6 +39,7 @@ import { healthRoutes } from './routes/health.ts';
 import { metricsRoutes } from './routes/metrics.ts';
 import { changeFeed } from './plugins/change-feed.ts';
 import { geminiApi } from './plugins/gemini-api.ts';
+import { anthropicApi } from './plugins/anthropic-api.ts';
 import { queueBacklog } from './plugins/queue-backlog.ts';
 import { managementApi } from './plugins/management-api.ts';
 import { openaiApi } from './plugins/openai-api.ts';
@@ -105,6 +106,8 @@ export interface GatewayDeps {
   batchCompletionWindowMs: number;
   /** Batches of one user not yet ended (BATCH_USER_OPEN). */
   batchUserMaxOpen: number;
+  /** Days a stored response is kept (RESPONSE_RETENTION_DAYS). */
+  responseRetentionDays?: number;
   /** Rows for the requests that end here without running on a worker (refused, or removed unrun). */
   requestLog?: RequestLogSink;
   /** Rows for the requests the model routes refuse, sampled (refusals/refusal-log.ts). */
@@ -266,9 +269,10 @@ export function buildGateway(deps: GatewayDeps): Gateway {
       refusals: deps.refusals,
     };
     const batch = { database: deps.database, uploadDatabase: deps.uploadDatabase, downloadDatabase: deps.downloadDatabase, files: deps.files, completionWindowMs: deps.batchCompletionWindowMs, userMaxOpenBatches: deps.batchUserMaxOpen, users: deps.store.users };
-    await models.register(openaiApi, { ...modelApi, batch, prefix: '/v1' });
+    await models.register(openaiApi, { ...modelApi, batch, responses: { database: deps.database, retentionDays: deps.responseRetentionDays ?? 30 }, prefix: '/v1' });
     await models.register(geminiApi, { ...modelApi, version: 'v1beta', prefix: '/v1beta' });
     await models.register(geminiApi, { ...modelApi, version: 'v1', prefix: '/v1' });
+    await models.register(anthropicApi, { ...modelApi, prefix: '/v1' });
   });
   app.register(dashboardRoutes, { ...management, jobs: deps.jobs, prefix: DASHBOARD_PATH, store: deps.store, payloads: deps.dashboardPayloads, batches });
   app.register(consoleRoutes, { ...management, prefix: ADMIN_PATH, store: deps.store, operations, batches, database: logDatabase });

@@ -67,13 +67,15 @@ function credentialHash(request: IncomingMessage): number | undefined {
 /**
  * The credential a request carries: the Authorization header (`Bearer` in any case and the
  * spaces around the key ignored, as the key check reads it, so one key spelt several ways is one
- * credential), else `x-goog-api-key`, else ''.
+ * credential), else `x-goog-api-key`, else `x-api-key`, else ''.
  */
 function credentialOf(request: IncomingMessage): string {
   const { authorization } = request.headers;
   if (authorization) return bearerToken(authorization);
   const google = request.headers['x-goog-api-key'];
-  return typeof google === 'string' ? google : '';
+  if (typeof google === 'string') return google;
+  const anthropic = request.headers['x-api-key'];
+  return typeof anthropic === 'string' ? anthropic : '';
 }
 
 /** cyrb53 (bryc, public domain): a fast 53-bit string hash, not a cryptographic one. */

@@ -10,6 +10,8 @@ import { isRedisUnavailable, redisUnavailableError } from '@gateway/queue';
 
 export interface ErrorFormat {
   body(error: GatewayError): unknown;
+  /** The status the format answers an error with, where it differs from the error's (Anthropic's 529). */
+  status?(error: GatewayError): number;
 }
 
 
@@ -31,6 +33,37 @@ export const geminiFormat: ErrorFormat = {
         ? [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: error.param, description: error.message }] }]
         : undefined,
     ),
+};
+
+/** Anthropic's error type for each status it answers (its errors page). */
+const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+/**
+ * Anthropic's `{"type":"error","error":{type,message}}`. A 503 (the gateway's backlog full or
+ * draining) and a 502 made of an upstream's 503 (Anthropic's own 529, read as 503 by the
+ * provider) are Anthropic's 529 `overloaded_error`, which its SDKs and Claude Code retry; any
+ * other status keeps its number, its type from Anthropic's table.
+ */
+const anthropicStatus = (error: GatewayError) => (error.status === 503 || (error.status === 502 && error.upstreamStatus === 503) ? 529 : error.status);
+
+export const anthropicFormat: ErrorFormat = {
+  status: anthropicStatus,
+  body: (error) => {
+    const status = anthropicStatus(error);
+    const type = ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+    return { type: 'error', error: { type, message: error.message } };
+  },
 };
 
 export const adminFormat: ErrorFormat = {
@@ -78,7 +111,7 @@ export function setRetryHeaders(reply: FastifyReply, error: GatewayError): void 
 /** Sets status and retry headers, and sends the body in the route's format. */
 export function sendError(reply: FastifyReply, error: GatewayError, format: ErrorFormat): FastifyReply {
   setRetryHeaders(reply, error);
-  return reply.status(error.status).send(format.body(error));
+  return reply.status(format.status?.(error) ?? error.status).send(format.body(error));
 }
 
 /** Fastify's own errors (body parsing, limits) as gateway errors. */

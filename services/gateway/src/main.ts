@@ -101,6 +101,7 @@ const gateway = buildGateway({
   files: { maxBytes: config.FILE_MAX_BYTES, maxLines: config.FILE_MAX_LINES, maxLineBytes: config.BODY_LIMIT_BYTES, userMaxBytes: config.FILE_USER_MAX_BYTES, userMaxFiles: config.FILE_USER_MAX_FILES, spoolDir: config.UPLOAD_SPOOL_DIR || undefined, spoolBytes: config.UPLOAD_SPOOL_BYTES },
   batchCompletionWindowMs: config.BATCH_COMPLETION_WINDOW_MS,
   batchUserMaxOpen: config.BATCH_USER_OPEN,
+  responseRetentionDays: config.RESPONSE_RETENTION_DAYS,
   requestLog,
   refusals,
 });

@@ -98,6 +98,12 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
    * back unchanged: a large payload is stored with these bytes, not a serialisation of the value.
    */
   requestJson?: Buffer;
+  /**
+   * Run once the answer is complete, before its client is sent the end of it: with the whole
+   * JSON of a reply, or nothing at a stream's end (a door that keeps what it answered, as stored
+   * responses do, so the client's next request finds it). A failure is logged, not the client's.
+   */
+  settle?: (whole?: string) => Promise<void>;
 }
 
 /**
@@ -140,6 +146,11 @@ function logIfLeft<P extends RelayedPayload>(request: FastifyRequest, options: M
   if (failure.code !== 'cancelled') return;
   request.loggedAsJob = true;
   logUnrun(request, options, jobId, arrivedAt, failure, priority);
+}
+
+async function settled<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, whole?: string): Promise<void> {
+  if (!options.settle) return;
+  await options.settle(whole).catch((error: unknown) => request.log.warn({ err: error }, 'an answer\'s settling failed; the client has it all the same'));
 }
 
 /**
@@ -253,6 +264,7 @@ async function relayAdmitted<P extends RelayedPayload>(
     const json = await options.jobs.requestText(options.queue, payload, enqueue).catch((error: unknown) => {
       throw (failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error));
     });
+    await settled(request, options, json);
     reply.type('application/json; charset=utf-8');
     if (json.length <= options.responseBufferBytes) return reply.send(json);
     // Large: a slice at a time as the socket drains, so the gateway buffers one slice (and the
@@ -312,6 +324,7 @@ async function relayAdmitted<P extends RelayedPayload>(
       },
     });
     begin();
+    await settled(request, options);
     raw.end(format.end(result));
   } catch (error) {
     failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error);

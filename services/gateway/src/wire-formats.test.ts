@@ -108,3 +108,36 @@ describe.each(apis)('the $name API answers the body parser in its own format', (
     expect(reply.body).not.toContain('secret-in-query');
   });
 });
+
+describe("Anthropic's Messages door answers in Anthropic's error shape", () => {
+  const anthropicError = (type: string) => ({ type: 'error', error: { type, message: expect.any(String) } });
+  const post = (payload: string, headers: Record<string, string> = { 'x-api-key': gateway.key }, contentType = 'application/json') =>
+    gateway.app.inject({ method: 'POST', url: '/v1/messages', payload, headers: { 'content-type': contentType, ...headers } });
+
+  it('no key or an unknown one: 401 authentication_error, the key taken from x-api-key or a Bearer header', async () => {
+    const none = await post('{}', {});
+    expect(none.statusCode).toBe(401);
+    expect(none.json()).toEqual(anthropicError('authentication_error'));
+    expect(none.json().error.message).toMatch(/x-api-key/);
+    expect((await post('{}', { 'x-api-key': 'sk-unknown' })).json()).toEqual(anthropicError('authentication_error'));
+    // A known key in either header gets past authentication to validation.
+    for (const headers of [{ 'x-api-key': gateway.key }, { authorization: `Bearer ${gateway.key}` }] as Record<string, string>[]) {
+      const invalid = await post('{"model":"m","messages":[{"role":"user","content":"hi"}]}', headers);
+      expect(invalid.statusCode).toBe(400);
+      expect(invalid.json()).toEqual(anthropicError('invalid_request_error'));
+      expect(invalid.json().error.message).toMatch(/max_tokens/);
+    }
+  });
+
+  it('the body parser\'s refusals: 400 malformed JSON, 415, 413 request_too_large', async () => {
+    const malformed = await post('{"model":');
+    expect(malformed.statusCode).toBe(400);
+    expect(malformed.json()).toEqual(anthropicError('invalid_request_error'));
+    const text = await post('model=m', undefined, 'text/plain');
+    expect(text.statusCode).toBe(415);
+    expect(text.json()).toEqual(anthropicError('invalid_request_error'));
+    const large = await post(JSON.stringify({ model: 'm', max_tokens: 1, messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] }));
+    expect(large.statusCode).toBe(413);
+    expect(large.json()).toEqual(anthropicError('request_too_large'));
+  });
+});

@@ -23,7 +23,12 @@ export const anthropicApi = {
   }),
   endpoints: {
     chat: () => '/v1/messages',
+    messages: () => '/v1/messages',
+    countTokens: () => '/v1/messages/count_tokens',
   },
+  // A Messages client's version and betas, byte for byte: a beta the gateway does not know is the
+  // upstream's to judge, never the gateway's to refuse.
+  clientHeaders: ['anthropic-version', 'anthropic-beta'],
   failure: (error: UpstreamError): UpstreamError => {
     if (error.kind !== 'http') return error;
     const detail = errorDetail(error.body);

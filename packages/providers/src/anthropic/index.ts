@@ -5,7 +5,15 @@
  */
 import { anthropicApi } from './api.ts';
 import { chat } from './chat.ts';
+import { countTokens, messages } from './messages.ts';
+import { messagesConversation } from './conversation.ts';
+import { responsesDoor } from '../doors/openai-responses/index.ts';
+import { throughConversation } from '../doors/door.ts';
 
 export const anthropic = {
   chat: { api: anthropicApi, endpoint: anthropicApi.endpoints.chat, mapping: chat },
+  messages: { api: anthropicApi, endpoint: anthropicApi.endpoints.messages, mapping: messages },
+  countTokens: { api: anthropicApi, endpoint: anthropicApi.endpoints.countTokens, mapping: countTokens },
+  // OpenAI's Responses door, through the conversation model to Messages.
+  responses: { api: anthropicApi, endpoint: anthropicApi.endpoints.messages, mapping: throughConversation(responsesDoor, messagesConversation) },
 };

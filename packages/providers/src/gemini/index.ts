@@ -10,10 +10,15 @@ import { embed } from './embed.ts';
 import { embedContent } from './embed-content.ts';
 import { generateContent } from './generate.ts';
 import { speech } from './speech.ts';
+import { generateConversation } from './conversation.ts';
+import { messagesDoor } from '../doors/anthropic-messages/index.ts';
+import { throughConversation } from '../doors/door.ts';
 
 export const gemini = {
   generateContent: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: generateContent },
   embeddings: { api: geminiApi, endpoint: geminiApi.endpoints.batchEmbedContents, mapping: embed },
   embedContent: { api: geminiApi, endpoint: geminiApi.endpoints.batchEmbedContents, mapping: embedContent },
   speech: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: speech },
+  // Anthropic's Messages door, through the conversation model to generateContent.
+  messages: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: throughConversation(messagesDoor, generateConversation) },
 };

@@ -9,6 +9,10 @@ import { completions } from './complete.ts';
 import { embeddings } from './embeddings.ts';
 import { embedContent } from './embed-content.ts';
 import { speech } from './speech.ts';
+import { chatConversation } from './conversation.ts';
+import { messagesDoor } from '../doors/anthropic-messages/index.ts';
+import { throughConversation } from '../doors/door.ts';
+import { responsesDoor } from '../doors/openai-responses/index.ts';
 
 export const openai = {
   completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
@@ -16,4 +20,8 @@ export const openai = {
   embeddings: { api: openaiApi, endpoint: openaiApi.endpoints.embeddings, mapping: embeddings },
   embedContent: { api: openaiApi, endpoint: openaiApi.endpoints.embeddings, mapping: embedContent },
   speech: { api: openaiApi, endpoint: openaiApi.endpoints.speech, mapping: speech, replies: 'audio' as const },
+  // Anthropic's Messages door, through the conversation model to chat completions.
+  messages: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(messagesDoor, chatConversation) },
+  // OpenAI's Responses door, through the conversation model to chat completions.
+  responses: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(responsesDoor, chatConversation) },
 };

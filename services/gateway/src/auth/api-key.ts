@@ -20,6 +20,8 @@ export interface CredentialSources {
   query?: unknown;
   /** Accept `x-goog-api-key` too (the Gemini path). */
   googleHeader?: boolean;
+  /** Accept `x-api-key` too (Anthropic's Messages path, as its SDKs and Claude Code send it). */
+  anthropicHeader?: boolean;
 }
 
 const first = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
@@ -99,10 +101,14 @@ export class ApiKeyAuth {
     }
     const google = sources.googleHeader ? first(sources.headers['x-goog-api-key'])?.trim() : undefined;
     if (google) return google;
+    const anthropic = sources.anthropicHeader ? first(sources.headers['x-api-key'])?.trim() : undefined;
+    if (anthropic) return anthropic;
     throw invalidApiKey(
       sources.googleHeader
         ? 'no API key: send Authorization: Bearer sk-… or x-goog-api-key: sk-…'
-        : 'no API key: send Authorization: Bearer sk-…',
+        : sources.anthropicHeader
+          ? 'no API key: send x-api-key: sk-… or Authorization: Bearer sk-…'
+          : 'no API key: send Authorization: Bearer sk-…',
     );
   }
 

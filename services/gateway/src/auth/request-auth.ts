@@ -24,10 +24,10 @@ declare module 'fastify' {
   }
 }
 
-/** An API key in a header (and `x-goog-api-key` on the Gemini routes). */
-export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolean } = {}): onRequestAsyncHookHandler {
+/** An API key in a header (and `x-goog-api-key` on the Gemini routes, `x-api-key` on Anthropic's). */
+export function apiKeyHook(apiKeys: ApiKeyAuth, options: { googleHeader?: boolean; anthropicHeader?: boolean } = {}): onRequestAsyncHookHandler {
   return async (request) => {
-    request.keyHolder = await apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: options.googleHeader });
+    request.keyHolder = await apiKeys.authenticate({ headers: request.headers, query: request.query, googleHeader: options.googleHeader, anthropicHeader: options.anthropicHeader });
     vouchedFor(request, request.keyHolder.userId);
   };
 }

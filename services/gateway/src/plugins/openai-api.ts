@@ -1,5 +1,5 @@
 /**
- * The OpenAI wire format under `/v1`: completions, chat completions, embeddings and speech, the OpenAI
+ * The OpenAI wire format under `/v1`: completions, chat completions, responses, embeddings and speech, the OpenAI
  * model list, and the Files and Batch APIs. Its errors and
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
@@ -10,15 +10,28 @@ import { openaiFormat, useErrorFormat } from '../error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';
 import { openaiModelRoutes } from '../routes/openai-models.ts';
 import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
+import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
+import { storedResponseRoutes } from '../routes/stored-responses.ts';
+import { BackgroundRuns } from '../responses/background-runs.ts';
+import { FileStore, ResponseStore } from '@gateway/database';
 import { modelListRoutes, openaiModels } from '../routes/model-lists.ts';
 import { batchRoutes } from '../routes/batches.ts';
 import { fileRoutes } from '../routes/files.ts';
-import type { BatchApiOptions } from '../routes/batch-api-options.ts';
+import { databaseOf, type BatchApiOptions } from '../routes/batch-api-options.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
-export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions }): Promise<void> {
+/** Stored responses: the database they are kept in (none without DATABASE_URL) and for how long (RESPONSE_RETENTION_DAYS). */
+export interface StoredResponsesOptions {
+  database?: BatchApiOptions['database'];
+  retentionDays: number;
+}
+
+export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions; responses: StoredResponsesOptions }): Promise<void> {
+  const { database, retentionDays } = options.responses;
+  const responseStore = database ? () => new ResponseStore(database, retentionDays) : undefined;
+  const background = new BackgroundRuns();
   useErrorFormat(app, openaiFormat, {
-    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Gemini\'s are /v1/models/{model}:generateContent, :streamGenerateContent, :embedContent, :batchEmbedContents and /v1beta/…)',
+    notFoundHint: 'the OpenAI routes are POST /v1/completions, /v1/chat/completions, /v1/responses, /v1/embeddings, /v1/audio/speech, GET /v1/models, and /v1/files and /v1/batches (Anthropic\'s are POST /v1/messages and /v1/messages/count_tokens; Gemini\'s /v1/models/{model}:generateContent, :streamGenerateContent, :embedContent, :batchEmbedContents and /v1beta/…)',
   });
   // The key is checked in a context of its own, so an unknown /v1 path is a 404, not a 401.
   await app.register(async (routes) => {
@@ -27,6 +40,13 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
     openaiModelRoutes(routes, options);
     openaiSpeechRoutes(routes, options);
+    openaiResponsesRoutes(routes, options, {
+      store: responseStore,
+      background,
+      userMaxBytes: options.batch.files.userMaxBytes,
+      keptBytes: database ? async (userId) => (await new FileStore(database).usage(userId)).bytes : undefined,
+    });
+    storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays));
     modelListRoutes(routes, openaiModels, options.catalog);
   });
   // Files and batches: the same key, but no model request's body budget (an upload streams to

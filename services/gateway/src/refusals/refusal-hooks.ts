@@ -58,6 +58,7 @@ function callerOf(request: FastifyRequest): RefusedCaller {
   const query = request.query as Record<string, unknown> | undefined;
   const key = (authorization ? /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim() ?? authorization : undefined)
     ?? first(request.headers['x-goog-api-key'])?.trim()
+    ?? first(request.headers['x-api-key'])?.trim()
     ?? first(query?.key) ?? first(query?.api_key);
   return typeof key === 'string' && key ? { kind: 'unknown-key', key } : { kind: 'none' };
 }

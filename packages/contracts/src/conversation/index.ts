@@ -1,0 +1,3 @@
+export * from './request.ts';
+export * from './reply.ts';
+export * from './stream.ts';

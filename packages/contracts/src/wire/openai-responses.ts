@@ -1,0 +1,132 @@
+/**
+ * OpenAI's Responses wire format (`POST /v1/responses`): one zod schema for the request, loose,
+ * so fields the gateway does not read yet pass validation (and are dropped by the translation,
+ * docs/api.md); the reply object, its output items and usage; the stream event; the worst case a
+ * request is held by. OpenAI's own bounds only where a mistake would otherwise reach an upstream.
+ */
+import { z } from 'zod';
+import { modelField } from '../validation.ts';
+import { CHAT_DEFAULT_MAX_TOKENS, estimateTokens, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
+
+const inputPart = z.looseObject({ type: z.string() });
+
+const messageItem = z.looseObject({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'assistant', 'system', 'developer'], { error: "must be 'user', 'assistant', 'system' or 'developer'" }),
+  content: z.union([z.string(), z.array(inputPart)], { error: 'must be a string or an array of content parts' }),
+});
+
+const functionCallItem = z.looseObject({
+  type: z.literal('function_call'),
+  call_id: z.string(),
+  name: z.string(),
+  arguments: z.string(),
+  id: z.string().optional(),
+});
+
+const functionCallOutputItem = z.looseObject({
+  type: z.literal('function_call_output'),
+  call_id: z.string(),
+  output: z.union([z.string(), z.array(inputPart)]),
+});
+
+const reasoningItem = z.looseObject({
+  type: z.literal('reasoning'),
+  id: z.string().optional(),
+  summary: z.array(z.looseObject({ type: z.string(), text: z.string() })).optional(),
+  encrypted_content: z.string().nullable().optional(),
+});
+
+/** A call of a custom (freeform) tool, as Codex's apply_patch: its input a string, not JSON. */
+const customToolCallItem = z.looseObject({ type: z.literal('custom_tool_call'), call_id: z.string(), name: z.string(), input: z.string() });
+const customToolCallOutputItem = z.looseObject({ type: z.literal('custom_tool_call_output'), call_id: z.string(), output: z.union([z.string(), z.array(inputPart)]) });
+
+/** An output item of a stored response, named by its id (the gateway looks it up). */
+const itemReference = z.looseObject({ type: z.literal('item_reference'), id: z.string() });
+
+const inputItem = z.union([messageItem, functionCallItem, functionCallOutputItem, customToolCallItem, customToolCallOutputItem, reasoningItem, itemReference], {
+  error: 'must be an input item: a message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning or item_reference',
+});
+export type ResponsesInputItem = z.infer<typeof inputItem>;
+
+const functionTool = z.looseObject({
+  type: z.literal('function'),
+  name: z.string().min(1).max(128),
+  description: z.string().nullable().optional(),
+  parameters: z.record(z.string(), z.unknown()).nullable().optional(),
+  strict: z.boolean().nullable().optional(),
+});
+
+const toolChoice = z.union([
+  z.enum(['auto', 'none', 'required']),
+  z.looseObject({ type: z.literal('function'), name: z.string() }),
+], { error: "must be 'auto', 'none', 'required' or {type: 'function', name}" });
+
+const textFormat = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    name: z.string().min(1).max(64),
+    schema: z.record(z.string(), z.unknown()),
+    description: z.string().optional(),
+    strict: z.boolean().nullable().optional(),
+  }),
+], { error: "must be {type: 'text'}, {type: 'json_object'} or {type: 'json_schema', name, schema}" });
+
+export const responsesRequestSchema = z.looseObject({
+  model: modelField,
+  input: z.union([z.string(), z.array(inputItem)], { error: 'must be a string or an array of input items' }).optional(),
+  instructions: z.string().nullable().optional(),
+  tools: z.array(z.union([functionTool, z.looseObject({ type: z.string() })])).optional(),
+  tool_choice: toolChoice.optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  text: z.looseObject({ format: textFormat.optional() }).nullable().optional(),
+  reasoning: z.looseObject({ effort: z.enum(['minimal', 'low', 'medium', 'high']).nullable().optional(), summary: z.string().nullable().optional() }).nullable().optional(),
+  max_output_tokens: z.number().int().min(16, 'must be at least 16').nullable().optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
+  user: z.string().optional(),
+  store: z.boolean().nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  background: z.boolean().nullable().optional(),
+  previous_response_id: z.string().nullable().optional(),
+});
+export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/** An output item: a message with output_text, a function_call, or reasoning. */
+export type ResponsesOutputItem = { type: string; id: string; [field: string]: unknown };
+
+export interface ResponsesResponse {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: 'completed' | 'incomplete' | 'failed' | 'in_progress' | 'queued' | 'cancelled';
+  model: string;
+  output: ResponsesOutputItem[];
+  usage: ResponsesUsage | null;
+  [field: string]: unknown;
+}
+
+/** One stream event, its `type` first (the door writes it as the SSE `event:` line), numbered by `sequence_number`. */
+export type ResponsesStreamEvent = { type: string; sequence_number: number; [field: string]: unknown };
+
+/** The request's prompt (its input, instructions and tools), counted for its hold or as the estimate a charge falls back on. */
+export function responsesRequestTokens(request: ResponsesRequest, count: PromptCount = 'estimate'): number {
+  const text = JSON.stringify([request.instructions ?? '', request.input ?? '', request.tools ?? [], request.text ?? null]);
+  return count === 'hold' ? tokensAtMost(text) : estimateTokens(text);
+}
+
+/** The prompt and the most output (`max_output_tokens`, or chat's default where the client set none). */
+export function responsesWorstCase(request: ResponsesRequest): number {
+  return responsesRequestTokens(request, 'hold') + (request.max_output_tokens ?? CHAT_DEFAULT_MAX_TOKENS);
+}

@@ -1,0 +1,59 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ResponsesResponse } from '@gateway/contracts';
+import type { Database } from './connection.ts';
+import { identifiedItems, ResponseStore } from './response-store.ts';
+import { FileStore } from './file-store.ts';
+import { useTestDatabase } from './test-database.ts';
+import { forgetUser, highestUserIdOnRecord } from './user-records.ts';
+
+const response = (id: string, text = 'hello'): ResponsesResponse => ({
+  id, object: 'response', created_at: 1, status: 'completed', model: 'm',
+  output: [{ id: `msg_${id}`, type: 'message', role: 'assistant', content: [{ type: 'output_text', text }] }],
+  usage: null,
+});
+
+describe('stored responses', () => {
+  const database = useTestDatabase();
+  let db: Database;
+  beforeAll(() => {
+    db = database.db();
+  });
+
+  it('are their user\'s alone: read, an item found by id, removed; another user sees none of it', async () => {
+    const store = new ResponseStore(db, 30);
+    const input = identifiedItems([{ role: 'user', content: 'hi' }, { type: 'function_call_output', call_id: 'c', output: 'x' }]);
+    expect(input).toEqual([
+      { type: 'message', role: 'user', content: 'hi', id: expect.stringMatching(/^msg_/) },
+      { type: 'function_call_output', call_id: 'c', output: 'x', id: expect.stringMatching(/^fco_/) },
+    ]);
+    await store.save(7, response('resp_a'), input);
+    expect(await store.get('resp_a', 7)).toEqual({ response: response('resp_a'), inputItems: input });
+    expect(await store.get('resp_a', 8)).toBeUndefined();
+    expect(await store.item('msg_resp_a', 7)).toMatchObject({ type: 'message', role: 'assistant' });
+    expect(await store.item(input[1]!.id, 7)).toEqual(input[1]);
+    expect(await store.item('msg_resp_a', 8)).toBeUndefined();
+    // What the user keeps, with its files and batches: each stored response's input and reply.
+    const { rows } = await db.query<{ bytes: string }>('SELECT bytes FROM stored_responses WHERE id = $1', ['resp_a']);
+    expect(Number(rows[0]!.bytes)).toBe(Buffer.byteLength(JSON.stringify(input)) + Buffer.byteLength(JSON.stringify(response('resp_a'))));
+    expect((await new FileStore(db).usage(7)).bytes).toBe(Number(rows[0]!.bytes));
+    expect(await store.remove('resp_a', 8)).toBe(false);
+    expect(await store.remove('resp_a', 7)).toBe(true);
+    expect(await store.get('resp_a', 7)).toBeUndefined();
+  });
+
+  it('expire after their retention, are swept as others are written, and go with their user', async () => {
+    const store = new ResponseStore(db, 30);
+    await store.save(21, response('resp_old'), []);
+    const { rows } = await db.query<{ expires_at: string; created_at: string }>('SELECT created_at, expires_at FROM stored_responses WHERE id = $1', ['resp_old']);
+    expect(Number(rows[0]!.expires_at) - Number(rows[0]!.created_at)).toBe(30 * 86_400);
+    await db.query('UPDATE stored_responses SET expires_at = 1 WHERE id = $1', ['resp_old']);
+    expect(await store.get('resp_old', 21)).toBeUndefined();
+    await store.save(21, response('resp_new'), []);
+    expect((await db.query('SELECT id FROM stored_responses WHERE id = $1', ['resp_old'])).rowCount).toBe(0);
+
+    // Only stored responses hold user 21 here: a new user is numbered above it.
+    expect(await highestUserIdOnRecord(db)).toBe(21);
+    await forgetUser(db, 21);
+    expect(await store.get('resp_new', 21)).toBeUndefined();
+  });
+});

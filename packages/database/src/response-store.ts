@@ -1,0 +1,91 @@
+/**
+ * Stored responses of the Responses API, in PostgreSQL (`stored_responses`): a user's own, by
+ * id, until `expires_at` (RESPONSE_RETENTION_DAYS after it was made). Expired rows are invisible
+ * at once and dropped a few at a time as new ones are written, so no sweeper runs for them.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ResponsesResponse } from '@gateway/contracts';
+import type { Database } from './connection.ts';
+import { unixNow } from './ids.ts';
+
+export type StoredItem = Record<string, unknown> & { id: string; type: string };
+
+export interface StoredResponse {
+  response: ResponsesResponse;
+  inputItems: StoredItem[];
+}
+
+/** Expired rows dropped with each write: enough that writes outpace expiry, few enough to stay cheap. */
+const SWEEP_ROWS = 100;
+
+const PREFIX: Record<string, string> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', reasoning: 'rs' };
+
+/** Input items as stored and listed: each with a type and an id (OpenAI's input_items have both). */
+export function identifiedItems(items: Record<string, unknown>[]): StoredItem[] {
+  return items.map((item) => {
+    const type = typeof item.type === 'string' ? item.type : 'message';
+    const id = typeof item.id === 'string' ? item.id : `${PREFIX[type] ?? 'item'}_${randomBytes(16).toString('hex')}`;
+    return { ...item, type, id };
+  });
+}
+
+export class ResponseStore {
+  private readonly db: Database;
+  private readonly retentionDays: number;
+
+  constructor(db: Database, retentionDays: number) {
+    this.db = db;
+    this.retentionDays = retentionDays;
+  }
+
+  async save(userId: number, response: ResponsesResponse, inputItems: StoredItem[]): Promise<void> {
+    const now = unixNow();
+    const input = JSON.stringify(inputItems);
+    const reply = JSON.stringify(response);
+    await this.db.query(
+      `WITH swept AS (DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE expires_at <= $2 LIMIT ${SWEEP_ROWS}))
+       INSERT INTO stored_responses (id, user_id, created_at, expires_at, bytes, input_items, response) VALUES ($1, $3, $2, $4, $5, $6, $7)
+       ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, bytes = EXCLUDED.bytes
+         WHERE stored_responses.user_id = EXCLUDED.user_id AND stored_responses.response->>'status' IN ('queued', 'in_progress')`,
+      [response.id, now, userId, now + this.retentionDays * 86_400, Buffer.byteLength(input) + Buffer.byteLength(reply), input, reply],
+    );
+  }
+
+  /**
+   * A background response's status, while it has not ended (`queued`, `in_progress`): an ended
+   * one, a cancelled one above all, is never changed again. Whether it changed.
+   */
+  async setStatus(id: string, userId: number, status: 'in_progress' | 'cancelled' | 'failed', error?: { code: string; message: string }): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE stored_responses SET response = response || jsonb_build_object('status', $3::text, 'error', $4::jsonb)
+       WHERE id = $1 AND user_id = $2 AND response->>'status' IN ('queued', 'in_progress')`,
+      [id, userId, status, JSON.stringify(error ?? null)],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  async get(id: string, userId: number): Promise<StoredResponse | undefined> {
+    const { rows } = await this.db.query<{ input_items: StoredItem[]; response: ResponsesResponse }>(
+      'SELECT input_items, response FROM stored_responses WHERE id = $1 AND user_id = $2 AND expires_at > $3',
+      [id, userId, unixNow()],
+    );
+    return rows[0] ? { response: rows[0].response, inputItems: rows[0].input_items } : undefined;
+  }
+
+  /** Whether the user had it (and now has not). */
+  async remove(id: string, userId: number): Promise<boolean> {
+    const { rowCount } = await this.db.query('DELETE FROM stored_responses WHERE id = $1 AND user_id = $2 AND expires_at > $3', [id, userId, unixNow()]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /** An output or input item of one of the user's stored responses, by its id (an `item_reference`). */
+  async item(id: string, userId: number): Promise<StoredItem | undefined> {
+    const { rows } = await this.db.query<{ item: StoredItem }>(
+      `SELECT item FROM stored_responses r,
+         LATERAL (SELECT item FROM jsonb_array_elements(r.response->'output') item UNION ALL SELECT item FROM jsonb_array_elements(r.input_items) item) items
+       WHERE r.user_id = $2 AND r.expires_at > $3 AND item->>'id' = $1 LIMIT 1`,
+      [id, userId, unixNow()],
+    );
+    return rows[0]?.item;
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * OpenAI's Responses API as a door: its request to the conversation model and the model's reply
+ * and stream back (see door.ts), for any provider with a conversation mapping (chat completions
+ * on an `openai` channel, Messages on an `anthropic` one).
+ */
+import type { ResponsesRequest, ResponsesResponse, ResponsesStreamEvent } from '@gateway/contracts';
+import type { DoorMapping } from '../door.ts';
+import { conversationToResponse } from './from-conversation.ts';
+import { responsesEncoder } from './stream-encoder.ts';
+import { responsesToConversation } from './to-conversation.ts';
+
+export const responsesDoor: DoorMapping<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent> = {
+  toConversation: responsesToConversation,
+  fromConversation: conversationToResponse,
+  encoder: responsesEncoder,
+  isLast: (event) => event.type === 'response.completed' || event.type === 'response.incomplete' || event.type === 'response.failed',
+};

@@ -1,0 +1,42 @@
+/**
+ * What a Responses request continues, made explicit before it is held and queued: a
+ * `previous_response_id`'s conversation (that response's input items and output, the user's own,
+ * else 404) is put before the request's input, and each `item_reference` replaced by the stored
+ * item it names, so the job carries the whole conversation for a provider that keeps no state,
+ * and the hold counts every token of it. Instructions are not carried over, as at OpenAI.
+ */
+import { badRequest, notFound, type ResponsesInputItem, type ResponsesRequest } from '@gateway/contracts';
+import { identifiedItems, orUnavailable, type ResponseStore, type StoredItem } from '@gateway/database';
+
+export interface Continued {
+  request: ResponsesRequest;
+  /** Every input item the response is given, with ids: what its input_items list shows. */
+  inputItems: StoredItem[];
+}
+
+type Loose = Record<string, unknown>;
+
+export async function continued(store: ResponseStore | undefined, userId: number, request: ResponsesRequest): Promise<Continued> {
+  const own: Loose[] = typeof request.input === 'string' ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: request.input }] }] : ((request.input ?? []) as Loose[]);
+  const needsStore = request.previous_response_id || own.some((item) => item.type === 'item_reference');
+  if (!needsStore) return { request, inputItems: identifiedItems(own) };
+  if (!store) throw badRequest('previous_response_id and item_reference need stored responses: this gateway runs without DATABASE_URL', request.previous_response_id ? 'previous_response_id' : 'input');
+  const history: Loose[] = [];
+  if (request.previous_response_id) {
+    const previous = await orUnavailable(store.get(request.previous_response_id, userId));
+    if (!previous) throw notFound(`Previous response with id '${request.previous_response_id}' not found.`, 'previous_response_id');
+    history.push(...previous.inputItems, ...previous.response.output);
+  }
+  const resolved: Loose[] = [];
+  for (const [at, item] of own.entries()) {
+    if (item.type !== 'item_reference') {
+      resolved.push(item);
+      continue;
+    }
+    const found = await orUnavailable(store.item(String(item.id), userId));
+    if (!found) throw notFound(`Item with id '${String(item.id)}' not found.`, `input[${at}]`);
+    resolved.push(found);
+  }
+  const inputItems = identifiedItems([...history, ...resolved]);
+  return { request: { ...request, input: inputItems as ResponsesInputItem[] }, inputItems };
+}
