@@ -7,7 +7,7 @@
  * Messages.
  */
 import { describe, expect } from 'vitest';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import { caught, postJson } from '@gateway/testkit';
@@ -15,7 +15,7 @@ import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
   database: true,
-  workers: ['completion-worker'],
+  workers: ['completion-worker', 'batch-worker'],
   // What a user keeps: the cap test fills it with one large stored response.
   env: { REQUEST_TIMEOUT_MS: '15000', FILE_USER_MAX_BYTES: '200000' },
   channelDefaults: { timeout_ms: 5000 },
@@ -442,5 +442,36 @@ describe('background responses', () => {
     const refused = await caught(openai.responses.create({ model, input: 'hi', background: true, store: false }));
     expect(refused).toMatchObject({ status: 400, param: 'store' });
     expect(await caught(openai.responses.cancel('resp_unknown'))).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('/v1/responses lines in the Batch API', () => {
+  async function batchOf(openai: OpenAI, lines: unknown[]) {
+    const file = await openai.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'), 'batch.jsonl'), purpose: 'batch' });
+    const created = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/responses' as '/v1/chat/completions', completion_window: '24h' });
+    let batch = created;
+    await expect.poll(async () => (batch = await openai.batches.retrieve(created.id)).status, { timeout: 30_000, interval: 200 }).toMatch(/^(completed|failed)$/);
+    return batch;
+  }
+
+  it('runs each line as a response on the conversation model, and refuses a line that refers to a stored response', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic({ text: 'Batched by Claude' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const line = (i: number, body: Record<string, unknown> = {}) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/responses', body: { model, input: `line ${i}`, ...body } });
+    const done = await batchOf(openai, [line(1), line(2, { instructions: 'Be brief.' })]);
+    expect(done).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 2, failed: 0 } });
+    const output = (await (await openai.files.content(done.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l));
+    expect(output.map((l) => l.custom_id)).toEqual(['r-1', 'r-2']);
+    for (const result of output) {
+      expect(result.response).toMatchObject({ status_code: 200, body: { object: 'response', status: 'completed', model, output: [{ type: 'message', content: [{ type: 'output_text', text: 'Batched by Claude' }] }] } });
+    }
+    expect(mock.requests.filter((r) => r.path === '/v1/messages')).toHaveLength(2);
+
+    const refused = await batchOf(openai, [line(1), line(2, { previous_response_id: 'resp_x' })]);
+    expect(refused.status).toBe('failed');
+    expect(refused.errors!.data![0]).toMatchObject({ line: 2, param: 'body.previous_response_id' });
   });
 });

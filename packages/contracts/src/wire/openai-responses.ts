@@ -95,6 +95,21 @@ export const responsesRequestSchema = z.looseObject({
 });
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
+/**
+ * A Batch API line's body for `/v1/responses`: a request that stands alone, as nothing stores a
+ * batch line's response or looks one up for it (no previous_response_id, no item_reference,
+ * not in the background).
+ */
+export const responsesBatchLineSchema = responsesRequestSchema.superRefine((body, context) => {
+  if (body.previous_response_id) context.addIssue({ code: 'custom', path: ['previous_response_id'], message: 'a batch line cannot continue a stored response: give the whole input' });
+  if (body.background === true) context.addIssue({ code: 'custom', path: ['background'], message: 'a batch line runs in its batch, not in the background' });
+  if (Array.isArray(body.input)) {
+    body.input.forEach((item, at) => {
+      if ((item as { type?: unknown }).type === 'item_reference') context.addIssue({ code: 'custom', path: ['input', at], message: 'a batch line cannot refer to a stored item: give the item itself' });
+    });
+  }
+});
+
 export interface ResponsesUsage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number };
