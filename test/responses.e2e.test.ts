@@ -283,6 +283,29 @@ describe('the Responses door on an anthropic channel', () => {
   });
 });
 
+describe('tenants on the Responses door', () => {
+  it('holds a burst within its key\'s quota, refuses a spent key for good and a model the key may not use, before any upstream call', async ({ stack, upstream, channel, apiKey, client }) => {
+    // 1 input token and 16 output a response (the mock's words), held at its input's JSON bytes plus max_output_tokens 16.
+    const mock = await upstream.openai({ delayMs: 50, text: Array.from({ length: 16 }, () => 'w').join(' ') });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 100 });
+    const answers = await Promise.all(Array.from({ length: 40 }, () => client(key).responses.create({ model, input: 'hi', max_output_tokens: 16, store: false }).then(() => 200, (error: { status: number; code?: string }) => error)));
+    const served = answers.filter((answer) => answer === 200).length;
+    expect(served).toBeGreaterThanOrEqual(1);
+    expect(served).toBeLessThanOrEqual(100 / 17);
+    for (const refused of answers.filter((answer) => answer !== 200)) expect(refused).toMatchObject({ status: 429 });
+    await expect.poll(() => usedQuota(stack, id)).toBe(served * 17);
+    await expect.poll(async () => (await caught(client(key).responses.create({ model, input: 'hi', max_output_tokens: 16, store: false })) as { code?: string })?.code).toBe('insufficient_quota');
+
+    const { key: narrow } = await apiKey({ models: ['another-model'] });
+    const before = mock.requests.length;
+    const forbidden = await caught(client(narrow).responses.create({ model, input: 'hi', store: false }));
+    expect(forbidden).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(mock.requests).toHaveLength(before);
+  });
+});
+
 describe('stored responses', () => {
   /** A user of its own with a key: what one user stores, another cannot see. */
   async function otherUser(stack: { adminData(method: string, path: string, body?: unknown): Promise<any> }) {
