@@ -10,7 +10,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
-import { badRequest, insufficientQuota, notFound, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
+import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
@@ -18,6 +18,7 @@ import { openaiFormat } from '../error-formats.ts';
 import { admissionGate, relayModelJob, type EventStreamFormat } from '../model-relay.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { continued, type Continued } from '../responses/response-history.ts';
+import { responseKeeper, type ResponseKeeper } from '../responses/response-keeper.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
 
 /** The event's name and number from its JSON, whose `type` and `sequence_number` come first (the encoder writes them so). */
@@ -27,18 +28,18 @@ const FINAL_EVENTS = new Set(['response.completed', 'response.incomplete']);
 /**
  * One request's stream: `event: <type>` and `data: <json>` per event. It remembers the response
  * the stream announced and the last number sent, for the events of a failure after them, and
- * hands the final response to `keep`.
+ * hands each event's passing and the final response to its keeper (response-keeper.ts).
  */
-export function responsesEventStream(keep?: (response: ResponsesResponse) => void, onEvent?: () => void): EventStreamFormat {
+export function responsesEventStream(keeper?: Pick<ResponseKeeper, 'keep' | 'passed'>): EventStreamFormat {
   let next = 0;
   let announced: Record<string, unknown> | undefined;
   return {
     chunk: (data) => {
-      onEvent?.();
+      keeper?.passed();
       const head = EVENT_HEAD.exec(data);
       if (head) next = Number(head[2]) + 1;
       if (head?.[1] === 'response.created') announced = (JSON.parse(data) as { response: Record<string, unknown> }).response;
-      if (keep && head && FINAL_EVENTS.has(head[1]!)) keep((JSON.parse(data) as { response: ResponsesResponse }).response);
+      if (keeper && head && FINAL_EVENTS.has(head[1]!)) keeper.keep((JSON.parse(data) as { response: ResponsesResponse }).response);
       return `event: ${head?.[1] ?? 'message'}\ndata: ${data}\n\n`;
     },
     end: () => '',
@@ -79,13 +80,6 @@ function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefine
 }
 
 export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOptions, responses: ResponsesRouteOptions): void {
-  app.post('/responses/:id/cancel', async (request) => {
-    const { id } = request.params as { id: string };
-    const store = responses.store?.();
-    if (!store) throw badRequest('background responses are stored: this gateway runs without DATABASE_URL', 'response_id');
-    return cancelled(store, responses.background, id, keyHolderOf(request).userId);
-  });
-
   app.post('/responses', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const holder = keyHolderOf(request);
     const body = parseOrThrow(responsesRequestSchema, request.body);
@@ -102,48 +96,17 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems });
       return queued;
     }
-    let final: ResponsesResponse | undefined;
-    const keeps = store !== undefined && body.store !== false;
-    // A background run's response keeps the id its client was given.
-    const owned = (response: ResponsesResponse) => (run ? { ...response, id: run.id } : response);
-    const settle = keeps
-      ? async (json?: string) => {
-        const response = json === undefined ? final : (JSON.parse(json) as ResponsesResponse);
-        if (response) await store.save(holder.userId, owned(response), inputItems);
-      }
-      : undefined;
-    let begun = false;
-    const onEvent = run && store
-      ? () => {
-        if (begun) return;
-        begun = true;
-        void store.setStatus(run.id, holder.userId, 'in_progress').catch((error: unknown) => request.log.warn({ err: error }, 'a background response\'s status could not be stored'));
-      }
-      : undefined;
+    const keeper = responseKeeper(store, body.store !== false, holder.userId, inputItems, run, request.log);
     return relayModelJob(request, reply, {
       ...relayOptionsOf(options),
       queue: QueueName.completion,
       payload: { caller: callerOf(holder), operation: 'responses', request: whole },
       holder,
       worstCase: responsesWorstCase(whole),
-      stream: whole.stream === true ? responsesEventStream((response) => { final = response; }, onEvent) : undefined,
+      stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
       // The body as it came, unless a previous response's conversation was put before its input.
       requestJson: whole === body && !run ? request.jsonBytes ?? undefined : undefined,
-      settle,
+      settle: keeper.settle,
     });
   });
-}
-
-/** Cancels a background response still queued or running; an ended one is refused, a response without `background` too. */
-async function cancelled(store: ResponseStore, background: BackgroundRuns, id: string, userId: number): Promise<ResponsesResponse> {
-  const found = await orUnavailable(store.get(id, userId));
-  if (!found) throw notFound(`Response with id '${id}' not found.`, 'response_id');
-  if (found.response.background !== true) throw badRequest('Only responses created with background: true can be cancelled.', 'response_id');
-  if (await orUnavailable(store.setStatus(id, userId, 'cancelled'))) {
-    background.cancel(id);
-    return { ...found.response, status: 'cancelled' };
-  }
-  const now = await orUnavailable(store.get(id, userId));
-  if (now?.response.status === 'cancelled') return now.response;
-  throw badRequest(`Cannot cancel a response with status '${now?.response.status ?? found.response.status}'.`, 'response_id');
 }

@@ -1,13 +1,15 @@
 /**
- * A user's stored responses: `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}` and
- * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`). Another
- * user's id, an expired one and an unknown one are the same 404.
+ * A user's stored responses: `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}`,
+ * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
+ * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
+ * id, an expired one and an unknown one are the same 404.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { notFound, parseOrThrow } from '@gateway/contracts';
+import { badRequest, notFound, parseOrThrow, type ResponsesResponse } from '@gateway/contracts';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
+import type { BackgroundRuns } from '../responses/background-runs.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
 const itemsQuery = z.object({
@@ -18,7 +20,7 @@ const itemsQuery = z.object({
 
 const noResponse = (id: string) => notFound(`Response with id '${id}' not found.`, 'response_id');
 
-export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore): void {
+export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore, background: BackgroundRuns): void {
   app.get('/responses/:id', async (request) => {
     const { id } = parseOrThrow(params, request.params);
     const found = await orUnavailable(store().get(id, keyHolderOf(request).userId));
@@ -32,6 +34,11 @@ export function storedResponseRoutes(app: FastifyInstance, store: () => Response
     return { id, object: 'response', deleted: true };
   });
 
+  app.post('/responses/:id/cancel', async (request) => {
+    const { id } = parseOrThrow(params, request.params);
+    return cancelled(store(), background, id, keyHolderOf(request).userId);
+  });
+
   app.get('/responses/:id/input_items', async (request) => {
     const { id } = parseOrThrow(params, request.params);
     const query = parseOrThrow(itemsQuery, request.query);
@@ -42,4 +49,18 @@ export function storedResponseRoutes(app: FastifyInstance, store: () => Response
     const data = ordered.slice(from, from + query.limit);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + query.limit < ordered.length };
   });
+}
+
+/** Cancels a background response still queued or running; an ended one is refused, a response without `background` too. */
+async function cancelled(store: ResponseStore, background: BackgroundRuns, id: string, userId: number): Promise<ResponsesResponse> {
+  const found = await orUnavailable(store.get(id, userId));
+  if (!found) throw noResponse(id);
+  if (found.response.background !== true) throw badRequest('Only responses created with background: true can be cancelled.', 'response_id');
+  if (await orUnavailable(store.setStatus(id, userId, 'cancelled'))) {
+    background.cancel(id);
+    return { ...found.response, status: 'cancelled' };
+  }
+  const now = await orUnavailable(store.get(id, userId));
+  if (now?.response.status === 'cancelled') return now.response;
+  throw badRequest(`Cannot cancel a response with status '${now?.response.status ?? found.response.status}'.`, 'response_id');
 }
