@@ -82,7 +82,8 @@ export const responsesRequestSchema = z.looseObject({
   tool_choice: toolChoice.optional(),
   parallel_tool_calls: z.boolean().nullable().optional(),
   text: z.looseObject({ format: textFormat.optional() }).nullable().optional(),
-  reasoning: z.looseObject({ effort: z.enum(['minimal', 'low', 'medium', 'high']).nullable().optional(), summary: z.string().nullable().optional() }).nullable().optional(),
+  // Effort names grow with OpenAI's models (none, minimal, low, medium, high, xhigh): any is taken, and read as the nearest the conversation model knows.
+  reasoning: z.looseObject({ effort: z.string().max(32).nullable().optional(), summary: z.string().nullable().optional() }).nullable().optional(),
   max_output_tokens: z.number().int().min(16, 'must be at least 16').nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
