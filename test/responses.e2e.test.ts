@@ -445,6 +445,41 @@ describe('background responses', () => {
     expect(mock.requests.at(-1)!.body.messages).toHaveLength(3);
   });
 
+  it('streams a background response, and a client whose connection dropped resumes after the last event it read', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'one two three four five six', chunkDelayMs: 150 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const stream = await openai.responses.create({ model, input: 'count', background: true, stream: true });
+    const seen: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) {
+      seen.push(event);
+      if (seen.length === 5) break;
+    }
+    const id = (seen[0] as OpenAI.Responses.ResponseCreatedEvent).response.id;
+    expect(id).toMatch(/^resp_/);
+    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: seen.at(-1)!.sequence_number });
+    const rest: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of resumed) rest.push(event);
+    const all = [...seen, ...rest];
+    expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, at) => at));
+    expect(all.map((event) => event.type)).toEqual([
+      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+      ...Array.from({ length: 6 }, () => 'response.output_text.delta'),
+      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+    ]);
+    const completed = all.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
+    expect(completed.response).toMatchObject({ id, status: 'completed', background: true });
+    expect((await openai.responses.retrieve(id)).output_text).toBe('one two three four five six');
+    // Read again from the start, after it ended: the same events.
+    const again: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.retrieve(id, { stream: true })) again.push(event);
+    expect(again).toEqual(all);
+    const foreground = await openai.responses.create({ model, input: 'hi' });
+    expect(await caught(openai.responses.retrieve(foreground.id, { stream: true }).then(async (events) => { for await (const _ of events) { /* refused before */ } }))).toMatchObject({ status: 400 });
+  });
+
   it('is cancelled while it runs: its job ends, it stays cancelled; an ended or foreground response is not cancelled', async ({ upstream, channel, apiKey, client }) => {
     const mock = await upstream.openai({ text: 'Too late', delayMs: 4000 });
     const model = uniqueModel();

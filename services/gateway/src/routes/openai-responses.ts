@@ -14,44 +14,13 @@ import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesReques
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { openaiFormat } from '../error-formats.ts';
-import { admissionGate, relayModelJob, type EventStreamFormat } from '../model-relay.ts';
+import { admissionGate, relayModelJob } from '../model-relay.ts';
+import { responsesEventStream } from '../responses/responses-event-stream.ts';
+import { followEvents } from '../responses/event-follower.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { continued, type Continued } from '../responses/response-history.ts';
-import { responseKeeper, type ResponseKeeper } from '../responses/response-keeper.ts';
+import { responseKeeper } from '../responses/response-keeper.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
-
-/** The event's name and number from its JSON, whose `type` and `sequence_number` come first (the encoder writes them so). */
-const EVENT_HEAD = /^\{"type":"([a-z_.]+)","sequence_number":(\d+)/;
-const FINAL_EVENTS = new Set(['response.completed', 'response.incomplete']);
-
-/**
- * One request's stream: `event: <type>` and `data: <json>` per event. It remembers the response
- * the stream announced and the last number sent, for the events of a failure after them, and
- * hands each event's passing and the final response to its keeper (response-keeper.ts).
- */
-export function responsesEventStream(keeper?: Pick<ResponseKeeper, 'keep' | 'passed'>): EventStreamFormat {
-  let next = 0;
-  let announced: Record<string, unknown> | undefined;
-  return {
-    chunk: (data) => {
-      keeper?.passed();
-      const head = EVENT_HEAD.exec(data);
-      if (head) next = Number(head[2]) + 1;
-      if (head?.[1] === 'response.created') announced = (JSON.parse(data) as { response: Record<string, unknown> }).response;
-      if (keeper && head && FINAL_EVENTS.has(head[1]!)) keeper.keep((JSON.parse(data) as { response: ResponsesResponse }).response);
-      return `event: ${head?.[1] ?? 'message'}\ndata: ${data}\n\n`;
-    },
-    end: () => '',
-    error: (error: GatewayError) => {
-      const detail = (openaiFormat.body(error) as { error: { type: string; code: unknown; message: string; param: unknown } }).error;
-      const failed = announced
-        ? `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: next++, response: { ...announced, status: 'failed', error: { code: detail.code ?? detail.type, message: detail.message } } })}\n\n`
-        : '';
-      return `${failed}event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: next++, error: detail })}\n\n`;
-    },
-  };
-}
 
 export interface ResponsesRouteOptions {
   /** Where stored responses are kept; unset without PostgreSQL (then nothing is stored). */
@@ -71,11 +40,10 @@ async function refuseWhenFull(responses: ResponsesRouteOptions, userId: number):
   }
 }
 
-/** A background response, checked: stored (so it can be polled), not streamed (it is polled instead). */
+/** A background response, checked: stored (so it can be polled, or its stream followed). */
 function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefined): ResponseStore {
   if (!store) throw badRequest('background responses are stored: this gateway runs without DATABASE_URL', 'background');
   if (body.store === false) throw badRequest('a background response must be stored: store cannot be false', 'store');
-  if (body.stream === true) throw badRequest('a background response is not streamed here: poll GET /v1/responses/{id} for it', 'stream');
   return store;
 }
 
@@ -93,8 +61,9 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       const kept = backgroundStore(body, store);
       const queued = { ...responseSkeleton(whole, newItemId('resp'), Math.floor(Date.now() / 1000)), status: 'queued' as const, background: true };
       await kept.save(holder.userId, queued, inputItems);
-      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems });
-      return queued;
+      const streamed = body.stream === true;
+      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, streamed });
+      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, holder.userId, inputItems, run, request.log);
     return relayModelJob(request, reply, {

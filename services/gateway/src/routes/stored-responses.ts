@@ -1,5 +1,6 @@
 /**
- * A user's stored responses: `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}`,
+ * A user's stored responses: `GET /v1/responses/{id}` (with `stream=true`, a streamed background
+ * one's events again, after `starting_after`), `DELETE /v1/responses/{id}`,
  * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
  * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
  * id, an expired one and an unknown one are the same 404.
@@ -10,8 +11,13 @@ import { badRequest, notFound, parseOrThrow, type ResponsesResponse } from '@gat
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
+import { followEvents } from '../responses/event-follower.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
+const retrieveQuery = z.object({
+  stream: z.enum(['true', 'false']).optional(),
+  starting_after: z.coerce.number().int().min(-1).max(2_000_000_000).default(-1),
+});
 const itemsQuery = z.object({
   after: z.string().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
@@ -20,12 +26,16 @@ const itemsQuery = z.object({
 
 const noResponse = (id: string) => notFound(`Response with id '${id}' not found.`, 'response_id');
 
-export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore, background: BackgroundRuns): void {
-  app.get('/responses/:id', async (request) => {
+export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore, background: BackgroundRuns, timeoutMs: number): void {
+  app.get('/responses/:id', async (request, reply) => {
     const { id } = parseOrThrow(params, request.params);
-    const found = await orUnavailable(store().get(id, keyHolderOf(request).userId));
+    const query = parseOrThrow(retrieveQuery, request.query);
+    const userId = keyHolderOf(request).userId;
+    const found = await orUnavailable(store().get(id, userId));
     if (!found) throw noResponse(id);
-    return found.response;
+    if (query.stream !== 'true') return found.response;
+    if (found.response.background !== true) throw badRequest('Only a response created with background: true and stream: true can be streamed again.', 'stream');
+    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs);
   });
 
   app.delete('/responses/:id', async (request) => {
