@@ -6,11 +6,13 @@
  * request log and charge (`relayModelJob`); the worker translates it through the conversation
  * model for the channel it chooses. A failure after the stream began is a `response.failed`
  * event and an `error` event, numbered on from the last event sent. With `store` (the default)
- * the response and its input are kept for its user before the client has the end of it.
+ * the response and its input are kept for its user before the client has the end of it
+ * (response-keeper.ts); with `background` it is answered at once and run by the gateway
+ * (background-runs.ts), its stream, if asked for, followed from PostgreSQL (event-follower.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
-import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
+import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type ResponsesRequest } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
