@@ -409,6 +409,13 @@ try {
     const chatBody = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Stream' }], stream: true });
     const chatGateway = await streams({ url: `${gateway.url}/v1/chat/completions`, headers: through('bench-model').headers, body: chatBody, concurrency: chatConcurrency });
     const chatCommands = commandTotals(await redisInfo('commandstats'), Math.max(1, chatGateway.chunks)).calls;
+    // The Responses door streamed the same way (translated to chat completions; not stored, so the
+    // row is the door's cost alone): its events are one a chunk, and six more around them.
+    progress(`streaming: ${chatConcurrency} Responses streams of 100 chunks 10 ms apart, through the gateway…`);
+    await resetRedisStats();
+    const responsesBody = JSON.stringify({ model: 'bench-model', input: 'Stream', stream: true, store: false });
+    const responsesGateway = await streams({ url: `${gateway.url}/v1/responses`, headers: through('bench-model').headers, body: responsesBody, concurrency: chatConcurrency });
+    const responsesCommands = commandTotals(await redisInfo('commandstats'), Math.max(1, responsesGateway.chunks)).calls;
     await mock.control({ cmd: 'behaviour', behaviour: {} });
     await mock.control({ cmd: 'reset' });
     const completionsAtSame = streaming.find((s) => s.concurrency === chatConcurrency)!;
@@ -417,6 +424,11 @@ try {
       note: `${Math.round(chatGateway.chunksPerSecond)} chunks/s (${(100 * chatGateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}% of completions direct, completions through the gateway ${(100 * completionsAtSame.gateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}%); ${chatCommands.toFixed(2)} Redis commands a chunk; gap p99 ${chatGateway.gapP99.toFixed(1)} ms`,
     });
     figures.chatStreaming = chatGateway;
+    rows.push({
+      scenario: `${chatConcurrency} Responses streams × 100 chunks, 10 ms apart`, path: 'through the gateway', 'req/s': '', 'p50 ms': responsesGateway.firstChunkP50, 'p99 ms': responsesGateway.firstChunkP99, errors: responsesGateway.failed,
+      note: `${Math.round(responsesGateway.chunksPerSecond)} events/s (${(100 * responsesGateway.chunksPerSecond / chatGateway.chunksPerSecond).toFixed(0)}% of chat's chunks/s); ${responsesCommands.toFixed(2)} Redis commands an event (chat ${chatCommands.toFixed(2)} a chunk); gap p99 ${responsesGateway.gapP99.toFixed(1)} ms`,
+    });
+    figures.responsesStreaming = responsesGateway;
     rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk, cpuBusy }) => [d, g].map((r, i) => ({
       scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
       'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,

@@ -31,7 +31,8 @@ async function one(): Promise<void> {
     while ((end = buffered.indexOf('\n\n')) >= 0) {
       const event = buffered.slice(0, end);
       buffered = buffered.slice(end + 2);
-      if (!event.startsWith('data:') || event.includes('[DONE]')) continue;
+      // An event is `data: …`, or named first (`event: …` then `data: …`), as the Responses and Messages streams write it.
+      if (!(event.startsWith('data:') || (event.startsWith('event:') && event.includes('\ndata:'))) || event.includes('[DONE]')) continue;
       const now = performance.now();
       if (first) firstChunkMs.push(now - started);
       else gapsMs.push(now - last);

@@ -7,7 +7,7 @@
  * Messages.
  */
 import { describe, expect } from 'vitest';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import { caught, postJson } from '@gateway/testkit';
@@ -15,7 +15,7 @@ import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
   database: true,
-  workers: ['completion-worker'],
+  workers: ['completion-worker', 'batch-worker'],
   // What a user keeps: the cap test fills it with one large stored response.
   env: { REQUEST_TIMEOUT_MS: '15000', FILE_USER_MAX_BYTES: '200000' },
   channelDefaults: { timeout_ms: 5000 },
@@ -283,6 +283,29 @@ describe('the Responses door on an anthropic channel', () => {
   });
 });
 
+describe('tenants on the Responses door', () => {
+  it('holds a burst within its key\'s quota, refuses a spent key for good and a model the key may not use, before any upstream call', async ({ stack, upstream, channel, apiKey, client }) => {
+    // 1 input token and 16 output a response (the mock's words), held at its input's JSON bytes plus max_output_tokens 16.
+    const mock = await upstream.openai({ delayMs: 50, text: Array.from({ length: 16 }, () => 'w').join(' ') });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { id, key } = await apiKey({ unlimited_quota: false, remain_quota: 100 });
+    const answers = await Promise.all(Array.from({ length: 40 }, () => client(key).responses.create({ model, input: 'hi', max_output_tokens: 16, store: false }).then(() => 200, (error: { status: number; code?: string }) => error)));
+    const served = answers.filter((answer) => answer === 200).length;
+    expect(served).toBeGreaterThanOrEqual(1);
+    expect(served).toBeLessThanOrEqual(100 / 17);
+    for (const refused of answers.filter((answer) => answer !== 200)) expect(refused).toMatchObject({ status: 429 });
+    await expect.poll(() => usedQuota(stack, id)).toBe(served * 17);
+    await expect.poll(async () => (await caught(client(key).responses.create({ model, input: 'hi', max_output_tokens: 16, store: false })) as { code?: string })?.code).toBe('insufficient_quota');
+
+    const { key: narrow } = await apiKey({ models: ['another-model'] });
+    const before = mock.requests.length;
+    const forbidden = await caught(client(narrow).responses.create({ model, input: 'hi', store: false }));
+    expect(forbidden).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect(mock.requests).toHaveLength(before);
+  });
+});
+
 describe('stored responses', () => {
   /** A user of its own with a key: what one user stores, another cannot see. */
   async function otherUser(stack: { adminData(method: string, path: string, body?: unknown): Promise<any> }) {
@@ -422,6 +445,41 @@ describe('background responses', () => {
     expect(mock.requests.at(-1)!.body.messages).toHaveLength(3);
   });
 
+  it('streams a background response, and a client whose connection dropped resumes after the last event it read', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'one two three four five six', chunkDelayMs: 150 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const stream = await openai.responses.create({ model, input: 'count', background: true, stream: true });
+    const seen: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) {
+      seen.push(event);
+      if (seen.length === 5) break;
+    }
+    const id = (seen[0] as OpenAI.Responses.ResponseCreatedEvent).response.id;
+    expect(id).toMatch(/^resp_/);
+    const resumed = await openai.responses.retrieve(id, { stream: true, starting_after: seen.at(-1)!.sequence_number });
+    const rest: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of resumed) rest.push(event);
+    const all = [...seen, ...rest];
+    expect(all.map((event) => event.sequence_number)).toEqual(all.map((_, at) => at));
+    expect(all.map((event) => event.type)).toEqual([
+      'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+      ...Array.from({ length: 6 }, () => 'response.output_text.delta'),
+      'response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed',
+    ]);
+    const completed = all.at(-1) as OpenAI.Responses.ResponseCompletedEvent;
+    expect(completed.response).toMatchObject({ id, status: 'completed', background: true });
+    expect((await openai.responses.retrieve(id)).output_text).toBe('one two three four five six');
+    // Read again from the start, after it ended: the same events.
+    const again: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.retrieve(id, { stream: true })) again.push(event);
+    expect(again).toEqual(all);
+    const foreground = await openai.responses.create({ model, input: 'hi' });
+    expect(await caught(openai.responses.retrieve(foreground.id, { stream: true }).then(async (events) => { for await (const _ of events) { /* refused before */ } }))).toMatchObject({ status: 400 });
+  });
+
   it('is cancelled while it runs: its job ends, it stays cancelled; an ended or foreground response is not cancelled', async ({ upstream, channel, apiKey, client }) => {
     const mock = await upstream.openai({ text: 'Too late', delayMs: 4000 });
     const model = uniqueModel();
@@ -442,5 +500,36 @@ describe('background responses', () => {
     const refused = await caught(openai.responses.create({ model, input: 'hi', background: true, store: false }));
     expect(refused).toMatchObject({ status: 400, param: 'store' });
     expect(await caught(openai.responses.cancel('resp_unknown'))).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('/v1/responses lines in the Batch API', () => {
+  async function batchOf(openai: OpenAI, lines: unknown[]) {
+    const file = await openai.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n') + '\n'), 'batch.jsonl'), purpose: 'batch' });
+    const created = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/responses' as '/v1/chat/completions', completion_window: '24h' });
+    let batch = created;
+    await expect.poll(async () => (batch = await openai.batches.retrieve(created.id)).status, { timeout: 30_000, interval: 200 }).toMatch(/^(completed|failed)$/);
+    return batch;
+  }
+
+  it('runs each line as a response on the conversation model, and refuses a line that refers to a stored response', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic({ text: 'Batched by Claude' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const line = (i: number, body: Record<string, unknown> = {}) => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/responses', body: { model, input: `line ${i}`, ...body } });
+    const done = await batchOf(openai, [line(1), line(2, { instructions: 'Be brief.' })]);
+    expect(done).toMatchObject({ status: 'completed', request_counts: { total: 2, completed: 2, failed: 0 } });
+    const output = (await (await openai.files.content(done.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l));
+    expect(output.map((l) => l.custom_id)).toEqual(['r-1', 'r-2']);
+    for (const result of output) {
+      expect(result.response).toMatchObject({ status_code: 200, body: { object: 'response', status: 'completed', model, output: [{ type: 'message', content: [{ type: 'output_text', text: 'Batched by Claude' }] }] } });
+    }
+    expect(mock.requests.filter((r) => r.path === '/v1/messages')).toHaveLength(2);
+
+    const refused = await batchOf(openai, [line(1), line(2, { previous_response_id: 'resp_x' })]);
+    expect(refused.status).toBe('failed');
+    expect(refused.errors!.data![0]).toMatchObject({ line: 2, param: 'body.previous_response_id' });
   });
 });

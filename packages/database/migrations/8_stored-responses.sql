@@ -17,5 +17,15 @@ CREATE TABLE stored_responses (
 CREATE INDEX stored_responses_by_user ON stored_responses (user_id, created_at DESC);
 CREATE INDEX stored_responses_expiring ON stored_responses (expires_at);
 
+-- The events of a streamed background response, numbered as its client saw them, so a client
+-- whose connection dropped resumes after the last it read (GET …?stream=true&starting_after=).
+CREATE TABLE stored_response_events (
+  response_id  text NOT NULL REFERENCES stored_responses (id) ON DELETE CASCADE,
+  seq          integer NOT NULL,
+  data         text NOT NULL,
+  PRIMARY KEY (response_id, seq)
+);
+
 -- Down Migration
+DROP TABLE stored_response_events;
 DROP TABLE stored_responses;

@@ -41,6 +41,22 @@ describe('stored responses', () => {
     expect(await store.get('resp_a', 7)).toBeUndefined();
   });
 
+  it('keep a streamed background response\'s events in order, its user\'s alone, gone with the response', async () => {
+    const store = new ResponseStore(db, 30);
+    await store.save(31, { ...response('resp_streamed'), status: 'in_progress' }, []);
+    await store.appendEvents('resp_streamed', [{ seq: 1, data: 'b' }, { seq: 0, data: 'a' }]);
+    await store.appendEvents('resp_streamed', [{ seq: 2, data: 'c' }, { seq: 1, data: 'again' }]);
+    expect(await store.eventsAfter('resp_streamed', 31, -1)).toEqual([{ seq: 0, data: 'a' }, { seq: 1, data: 'b' }, { seq: 2, data: 'c' }]);
+    expect(await store.eventsAfter('resp_streamed', 31, 0, 1)).toEqual([{ seq: 1, data: 'b' }]);
+    expect(await store.eventsAfter('resp_streamed', 32, -1)).toEqual([]);
+    expect(await store.setStatus('resp_streamed', 31, 'cancelled')).toBe(true);
+    expect(await store.setStatus('resp_streamed', 31, 'failed')).toBe(false);
+    await store.save(31, response('resp_streamed'), []);
+    expect((await store.get('resp_streamed', 31))!.response.status).toBe('cancelled');
+    await store.remove('resp_streamed', 31);
+    expect((await db.query('SELECT 1 FROM stored_response_events WHERE response_id = $1', ['resp_streamed'])).rowCount).toBe(0);
+  });
+
   it('expire after their retention, are swept as others are written, and go with their user', async () => {
     const store = new ResponseStore(db, 30);
     await store.save(21, response('resp_old'), []);

@@ -78,6 +78,26 @@ export class ResponseStore {
     return (rowCount ?? 0) > 0;
   }
 
+  /** A streamed background response's next events, in order: a page after `seq` (the user's own response's). */
+  async eventsAfter(id: string, userId: number, seq: number, limit = 500): Promise<{ seq: number; data: string }[]> {
+    const { rows } = await this.db.query<{ seq: number; data: string }>(
+      `SELECT e.seq, e.data FROM stored_response_events e JOIN stored_responses r ON r.id = e.response_id
+       WHERE e.response_id = $1 AND r.user_id = $2 AND e.seq > $3 ORDER BY e.seq LIMIT $4`,
+      [id, userId, seq, limit],
+    );
+    return rows;
+  }
+
+  /** Appends events of a streamed background response (numbered by its stream). */
+  async appendEvents(id: string, events: { seq: number; data: string }[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db.query(
+      `INSERT INTO stored_response_events (response_id, seq, data)
+       SELECT $1, seq, data FROM unnest($2::integer[], $3::text[]) AS e(seq, data) ON CONFLICT DO NOTHING`,
+      [id, events.map((event) => event.seq), events.map((event) => event.data)],
+    );
+  }
+
   /** An output or input item of one of the user's stored responses, by its id (an `item_reference`). */
   async item(id: string, userId: number): Promise<StoredItem | undefined> {
     const { rows } = await this.db.query<{ item: StoredItem }>(

@@ -10,6 +10,7 @@ import { chatRequestSchema } from './openai-chat.ts';
 import { completionRequestSchema } from './openai-completion.ts';
 import { embeddingRequestSchema } from './openai-embeddings.ts';
 import { chatWorstCase, completionWorstCase, embeddingWorstCase } from '../worst-case-usage.ts';
+import { responsesBatchLineSchema, responsesWorstCase, type ResponsesRequest } from './openai-responses.ts';
 
 /**
  * An OpenAI model endpoint, as its live route and a batch line both run it: its queue, the
@@ -54,9 +55,22 @@ export const openaiEndpoints = {
   },
 } satisfies Record<string, OpenAIEndpoint>;
 
-/** The model endpoints a batch may run: every OpenAI one. */
-export type BatchEndpoint = OpenAIEndpoint;
-export const batchEndpoints: Record<string, BatchEndpoint> = openaiEndpoints;
+/** A model endpoint a batch may run: an OpenAI one, or the Responses door (its own route, responses.ts in the gateway). */
+export interface BatchEndpoint extends Omit<OpenAIEndpoint, 'operation'> {
+  operation: OpenAIEndpoint['operation'] | 'responses';
+}
+
+/** The model endpoints a batch may run: every OpenAI one, and /v1/responses with lines that stand alone. */
+export const batchEndpoints: Record<string, BatchEndpoint> = {
+  ...openaiEndpoints,
+  '/v1/responses': {
+    queue: QueueName.completion,
+    operation: 'responses',
+    schema: responsesBatchLineSchema,
+    worstCase: (body) => responsesWorstCase(body as ResponsesRequest),
+    streams: true,
+  },
+};
 
 /**
  * Text stored in PostgreSQL that must come back exactly as it was sent (a line's custom_id,

@@ -82,7 +82,8 @@ export const responsesRequestSchema = z.looseObject({
   tool_choice: toolChoice.optional(),
   parallel_tool_calls: z.boolean().nullable().optional(),
   text: z.looseObject({ format: textFormat.optional() }).nullable().optional(),
-  reasoning: z.looseObject({ effort: z.enum(['minimal', 'low', 'medium', 'high']).nullable().optional(), summary: z.string().nullable().optional() }).nullable().optional(),
+  // Effort names grow with OpenAI's models (none, minimal, low, medium, high, xhigh): any is taken, and read as the nearest the conversation model knows.
+  reasoning: z.looseObject({ effort: z.string().max(32).nullable().optional(), summary: z.string().nullable().optional() }).nullable().optional(),
   max_output_tokens: z.number().int().min(16, 'must be at least 16').nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
   top_p: z.number().min(0).max(1).nullable().optional(),
@@ -94,6 +95,21 @@ export const responsesRequestSchema = z.looseObject({
   previous_response_id: z.string().nullable().optional(),
 });
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
+
+/**
+ * A Batch API line's body for `/v1/responses`: a request that stands alone, as nothing stores a
+ * batch line's response or looks one up for it (no previous_response_id, no item_reference,
+ * not in the background).
+ */
+export const responsesBatchLineSchema = responsesRequestSchema.superRefine((body, context) => {
+  if (body.previous_response_id) context.addIssue({ code: 'custom', path: ['previous_response_id'], message: 'a batch line cannot continue a stored response: give the whole input' });
+  if (body.background === true) context.addIssue({ code: 'custom', path: ['background'], message: 'a batch line runs in its batch, not in the background' });
+  if (Array.isArray(body.input)) {
+    body.input.forEach((item, at) => {
+      if ((item as { type?: unknown }).type === 'item_reference') context.addIssue({ code: 'custom', path: ['input', at], message: 'a batch line cannot refer to a stored item: give the item itself' });
+    });
+  }
+});
 
 export interface ResponsesUsage {
   input_tokens: number;

@@ -45,6 +45,8 @@ function blockOf(part: ConversationPart): Block | undefined {
   }
 }
 
+const isTurn = (message: ConversationRequest['messages'][number]) => (message.role as string) === 'user' || (message.role as string) === 'assistant';
+
 const EFFORT_BUDGET = { minimal: 1024, low: 1024, medium: 4096, high: 16384 } as const;
 
 function jsonInstruction(format: ConversationRequest['responseFormat']): Block | undefined {
@@ -55,13 +57,16 @@ function jsonInstruction(format: ConversationRequest['responseFormat']): Block |
 
 function toMessages(request: ConversationRequest, upstreamModel: string, stream: boolean): Block {
   const maxTokens = request.maxOutputTokens ?? CHAT_DEFAULT_MAX_TOKENS;
+  const turns = request.messages.filter(isTurn);
   const body: Block = {
     model: upstreamModel,
     max_tokens: maxTokens,
-    messages: request.messages.map((message) => ({ role: message.role, content: message.parts.map(blockOf).filter(Boolean) })).filter((message) => message.content.length > 0),
+    messages: turns.map((message) => ({ role: message.role, content: message.parts.map(blockOf).filter(Boolean) })).filter((message) => message.content.length > 0),
     stream,
   };
-  const system = [...request.system.map(blockOf).filter((block): block is Block => block !== undefined), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
+  // An instruction mid-conversation (a door's system turn) joins the system prompt: Messages has no system turns.
+  const instructions = [...request.system, ...request.messages.filter((message) => !isTurn(message)).flatMap((message) => message.parts)];
+  const system = [...instructions.map(blockOf).filter((block): block is Block => block !== undefined), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
   if (system.length > 0) body.system = system;
   const budget = request.thinking?.budgetTokens ?? (request.reasoningEffort ? EFFORT_BUDGET[request.reasoningEffort] : undefined);
   if (budget !== undefined && budget < maxTokens) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, budget) };

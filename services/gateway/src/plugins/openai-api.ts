@@ -46,7 +46,7 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
       userMaxBytes: options.batch.files.userMaxBytes,
       keptBytes: database ? async (userId) => (await new FileStore(database).usage(userId)).bytes : undefined,
     });
-    storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays));
+    storedResponseRoutes(routes, () => new ResponseStore(databaseOf(options.batch), retentionDays), background, options.timeoutMs);
     modelListRoutes(routes, openaiModels, options.catalog);
   });
   // Files and batches: the same key, but no model request's body budget (an upload streams to

@@ -6,51 +6,23 @@
  * request log and charge (`relayModelJob`); the worker translates it through the conversation
  * model for the channel it chooses. A failure after the stream began is a `response.failed`
  * event and an `error` event, numbered on from the last event sent. With `store` (the default)
- * the response and its input are kept for its user before the client has the end of it.
+ * the response and its input are kept for its user before the client has the end of it
+ * (response-keeper.ts); with `background` it is answered at once and run by the gateway
+ * (background-runs.ts), its stream, if asked for, followed from PostgreSQL (event-follower.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
-import { badRequest, insufficientQuota, notFound, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type GatewayError, type ResponsesRequest, type ResponsesResponse } from '@gateway/contracts';
+import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type ResponsesRequest } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { openaiFormat } from '../error-formats.ts';
-import { admissionGate, relayModelJob, type EventStreamFormat } from '../model-relay.ts';
+import { admissionGate, relayModelJob } from '../model-relay.ts';
+import { responsesEventStream } from '../responses/responses-event-stream.ts';
+import { followEvents } from '../responses/event-follower.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { continued, type Continued } from '../responses/response-history.ts';
+import { responseKeeper } from '../responses/response-keeper.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
-
-/** The event's name and number from its JSON, whose `type` and `sequence_number` come first (the encoder writes them so). */
-const EVENT_HEAD = /^\{"type":"([a-z_.]+)","sequence_number":(\d+)/;
-const FINAL_EVENTS = new Set(['response.completed', 'response.incomplete']);
-
-/**
- * One request's stream: `event: <type>` and `data: <json>` per event. It remembers the response
- * the stream announced and the last number sent, for the events of a failure after them, and
- * hands the final response to `keep`.
- */
-export function responsesEventStream(keep?: (response: ResponsesResponse) => void, onEvent?: () => void): EventStreamFormat {
-  let next = 0;
-  let announced: Record<string, unknown> | undefined;
-  return {
-    chunk: (data) => {
-      onEvent?.();
-      const head = EVENT_HEAD.exec(data);
-      if (head) next = Number(head[2]) + 1;
-      if (head?.[1] === 'response.created') announced = (JSON.parse(data) as { response: Record<string, unknown> }).response;
-      if (keep && head && FINAL_EVENTS.has(head[1]!)) keep((JSON.parse(data) as { response: ResponsesResponse }).response);
-      return `event: ${head?.[1] ?? 'message'}\ndata: ${data}\n\n`;
-    },
-    end: () => '',
-    error: (error: GatewayError) => {
-      const detail = (openaiFormat.body(error) as { error: { type: string; code: unknown; message: string; param: unknown } }).error;
-      const failed = announced
-        ? `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: next++, response: { ...announced, status: 'failed', error: { code: detail.code ?? detail.type, message: detail.message } } })}\n\n`
-        : '';
-      return `${failed}event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: next++, error: detail })}\n\n`;
-    },
-  };
-}
 
 export interface ResponsesRouteOptions {
   /** Where stored responses are kept; unset without PostgreSQL (then nothing is stored). */
@@ -70,22 +42,14 @@ async function refuseWhenFull(responses: ResponsesRouteOptions, userId: number):
   }
 }
 
-/** A background response, checked: stored (so it can be polled), not streamed (it is polled instead). */
+/** A background response, checked: stored (so it can be polled, or its stream followed). */
 function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefined): ResponseStore {
   if (!store) throw badRequest('background responses are stored: this gateway runs without DATABASE_URL', 'background');
   if (body.store === false) throw badRequest('a background response must be stored: store cannot be false', 'store');
-  if (body.stream === true) throw badRequest('a background response is not streamed here: poll GET /v1/responses/{id} for it', 'stream');
   return store;
 }
 
 export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOptions, responses: ResponsesRouteOptions): void {
-  app.post('/responses/:id/cancel', async (request) => {
-    const { id } = request.params as { id: string };
-    const store = responses.store?.();
-    if (!store) throw badRequest('background responses are stored: this gateway runs without DATABASE_URL', 'response_id');
-    return cancelled(store, responses.background, id, keyHolderOf(request).userId);
-  });
-
   app.post('/responses', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const holder = keyHolderOf(request);
     const body = parseOrThrow(responsesRequestSchema, request.body);
@@ -99,51 +63,21 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       const kept = backgroundStore(body, store);
       const queued = { ...responseSkeleton(whole, newItemId('resp'), Math.floor(Date.now() / 1000)), status: 'queued' as const, background: true };
       await kept.save(holder.userId, queued, inputItems);
-      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems });
-      return queued;
+      const streamed = body.stream === true;
+      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, streamed });
+      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs) : queued;
     }
-    let final: ResponsesResponse | undefined;
-    const keeps = store !== undefined && body.store !== false;
-    // A background run's response keeps the id its client was given.
-    const owned = (response: ResponsesResponse) => (run ? { ...response, id: run.id } : response);
-    const settle = keeps
-      ? async (json?: string) => {
-        const response = json === undefined ? final : (JSON.parse(json) as ResponsesResponse);
-        if (response) await store.save(holder.userId, owned(response), inputItems);
-      }
-      : undefined;
-    let begun = false;
-    const onEvent = run && store
-      ? () => {
-        if (begun) return;
-        begun = true;
-        void store.setStatus(run.id, holder.userId, 'in_progress').catch((error: unknown) => request.log.warn({ err: error }, 'a background response\'s status could not be stored'));
-      }
-      : undefined;
+    const keeper = responseKeeper(store, body.store !== false, holder.userId, inputItems, run, request.log);
     return relayModelJob(request, reply, {
       ...relayOptionsOf(options),
       queue: QueueName.completion,
       payload: { caller: callerOf(holder), operation: 'responses', request: whole },
       holder,
       worstCase: responsesWorstCase(whole),
-      stream: whole.stream === true ? responsesEventStream((response) => { final = response; }, onEvent) : undefined,
+      stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
       // The body as it came, unless a previous response's conversation was put before its input.
       requestJson: whole === body && !run ? request.jsonBytes ?? undefined : undefined,
-      settle,
+      settle: keeper.settle,
     });
   });
-}
-
-/** Cancels a background response still queued or running; an ended one is refused, a response without `background` too. */
-async function cancelled(store: ResponseStore, background: BackgroundRuns, id: string, userId: number): Promise<ResponsesResponse> {
-  const found = await orUnavailable(store.get(id, userId));
-  if (!found) throw notFound(`Response with id '${id}' not found.`, 'response_id');
-  if (found.response.background !== true) throw badRequest('Only responses created with background: true can be cancelled.', 'response_id');
-  if (await orUnavailable(store.setStatus(id, userId, 'cancelled'))) {
-    background.cancel(id);
-    return { ...found.response, status: 'cancelled' };
-  }
-  const now = await orUnavailable(store.get(id, userId));
-  if (now?.response.status === 'cancelled') return now.response;
-  throw badRequest(`Cannot cancel a response with status '${now?.response.status ?? found.response.status}'.`, 'response_id');
 }

@@ -1,15 +1,23 @@
 /**
- * A user's stored responses: `GET /v1/responses/{id}`, `DELETE /v1/responses/{id}` and
- * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`). Another
- * user's id, an expired one and an unknown one are the same 404.
+ * A user's stored responses: `GET /v1/responses/{id}` (with `stream=true`, a streamed background
+ * one's events again, after `starting_after`), `DELETE /v1/responses/{id}`,
+ * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
+ * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
+ * id, an expired one and an unknown one are the same 404.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { notFound, parseOrThrow } from '@gateway/contracts';
+import { badRequest, notFound, parseOrThrow, type ResponsesResponse } from '@gateway/contracts';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
+import type { BackgroundRuns } from '../responses/background-runs.ts';
+import { followEvents } from '../responses/event-follower.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
+const retrieveQuery = z.object({
+  stream: z.enum(['true', 'false']).optional(),
+  starting_after: z.coerce.number().int().min(-1).max(2_000_000_000).default(-1),
+});
 const itemsQuery = z.object({
   after: z.string().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
@@ -18,18 +26,27 @@ const itemsQuery = z.object({
 
 const noResponse = (id: string) => notFound(`Response with id '${id}' not found.`, 'response_id');
 
-export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore): void {
-  app.get('/responses/:id', async (request) => {
+export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore, background: BackgroundRuns, timeoutMs: number): void {
+  app.get('/responses/:id', async (request, reply) => {
     const { id } = parseOrThrow(params, request.params);
-    const found = await orUnavailable(store().get(id, keyHolderOf(request).userId));
+    const query = parseOrThrow(retrieveQuery, request.query);
+    const userId = keyHolderOf(request).userId;
+    const found = await orUnavailable(store().get(id, userId));
     if (!found) throw noResponse(id);
-    return found.response;
+    if (query.stream !== 'true') return found.response;
+    if (found.response.background !== true) throw badRequest('Only a response created with background: true and stream: true can be streamed again.', 'stream');
+    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs);
   });
 
   app.delete('/responses/:id', async (request) => {
     const { id } = parseOrThrow(params, request.params);
     if (!(await orUnavailable(store().remove(id, keyHolderOf(request).userId)))) throw noResponse(id);
     return { id, object: 'response', deleted: true };
+  });
+
+  app.post('/responses/:id/cancel', async (request) => {
+    const { id } = parseOrThrow(params, request.params);
+    return cancelled(store(), background, id, keyHolderOf(request).userId);
   });
 
   app.get('/responses/:id/input_items', async (request) => {
@@ -42,4 +59,18 @@ export function storedResponseRoutes(app: FastifyInstance, store: () => Response
     const data = ordered.slice(from, from + query.limit);
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + query.limit < ordered.length };
   });
+}
+
+/** Cancels a background response still queued or running; an ended one is refused, a response without `background` too. */
+async function cancelled(store: ResponseStore, background: BackgroundRuns, id: string, userId: number): Promise<ResponsesResponse> {
+  const found = await orUnavailable(store.get(id, userId));
+  if (!found) throw noResponse(id);
+  if (found.response.background !== true) throw badRequest('Only responses created with background: true can be cancelled.', 'response_id');
+  if (await orUnavailable(store.setStatus(id, userId, 'cancelled'))) {
+    background.cancel(id);
+    return { ...found.response, status: 'cancelled' };
+  }
+  const now = await orUnavailable(store.get(id, userId));
+  if (now?.response.status === 'cancelled') return now.response;
+  throw badRequest(`Cannot cancel a response with status '${now?.response.status ?? found.response.status}'.`, 'response_id');
 }

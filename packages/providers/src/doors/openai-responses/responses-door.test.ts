@@ -49,6 +49,9 @@ describe('a Responses request as Messages', () => {
     });
     expect(mapping.toUpstream(request({ reasoning: { effort: 'medium' }, max_output_tokens: 8000, temperature: 0.2 }), 'c', true)).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 4096 }, stream: true });
     expect(mapping.toUpstream(request({ reasoning: { effort: 'medium' }, max_output_tokens: 8000, temperature: 0.2 }), 'c', true)).not.toHaveProperty('temperature');
+    // Effort names OpenAI added later: none thinks not at all, xhigh as much as high.
+    expect(mapping.toUpstream(request({ reasoning: { effort: 'none' }, max_output_tokens: 20000 }), 'c', false)).not.toHaveProperty('thinking');
+    expect(mapping.toUpstream(request({ reasoning: { effort: 'xhigh' }, max_output_tokens: 20000 }), 'c', false)).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 16384 } });
   });
 
   it('refuses, naming the item, what it cannot serve', () => {

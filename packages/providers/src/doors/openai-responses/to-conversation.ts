@@ -126,6 +126,13 @@ function customTool(tool: Loose): ConversationTool {
 /** The names of a request's custom tools: their calls are custom_tool_call items. */
 export const customToolNames = (request: ResponsesRequest) => new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => String((tool as Loose).name)));
 
+/** An effort name as the conversation model's: `none` asks for no reasoning, `xhigh` (and any above) for the most. */
+function effortOf(effort: string | null | undefined): ConversationRequest['reasoningEffort'] {
+  if (!effort || effort === 'none') return undefined;
+  if (effort === 'minimal' || effort === 'low' || effort === 'medium' || effort === 'high') return effort;
+  return 'high';
+}
+
 function toolChoiceOf(request: ResponsesRequest): ConversationToolChoice | undefined {
   const parallel = request.parallel_tool_calls === false ? { parallel: false } : {};
   const choice = request.tool_choice;
@@ -156,7 +163,8 @@ export function responsesToConversation(request: ResponsesRequest): Conversation
   if (request.max_output_tokens != null) conversation.maxOutputTokens = request.max_output_tokens;
   if (request.temperature != null) conversation.temperature = request.temperature;
   if (request.top_p != null) conversation.topP = request.top_p;
-  if (request.reasoning?.effort) conversation.reasoningEffort = request.reasoning.effort;
+  const effort = effortOf(request.reasoning?.effort);
+  if (effort) conversation.reasoningEffort = effort;
   if (request.user) conversation.user = request.user;
   return conversation;
 }

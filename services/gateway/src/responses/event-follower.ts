@@ -1,0 +1,55 @@
+/**
+ * A client following a streamed background response: the events recorded so far after the
+ * number it gives (`starting_after`), then each new one as it is recorded, until the response
+ * has ended, read from PostgreSQL, so any gateway serves it and a client whose connection
+ * dropped resumes where it was. A response that failed ends with `response.failed` and `error`
+ * events; one cancelled, or still running when the request's time is up, just ends.
+ */
+import type { FastifyReply } from 'fastify';
+import { orUnavailable, type ResponseStore } from '@gateway/database';
+import { responsesEventStream } from './responses-event-stream.ts';
+
+const POLL_MS = 100;
+const ENDED = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
+
+export async function followEvents(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number): Promise<FastifyReply> {
+  // The caller has checked the response is the user's, and a background one.
+  let events = await orUnavailable(store.eventsAfter(id, userId, after));
+  const raw = reply.raw;
+  reply.hijack();
+  raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  const format = responsesEventStream();
+  const deadline = Date.now() + timeoutMs;
+  let last = after;
+  try {
+    while (!raw.destroyed && Date.now() < deadline) {
+      for (const event of events) {
+        raw.write(format.chunk(event.data));
+        last = event.seq;
+      }
+      if (events.length === 0) {
+        const found = await store.get(id, userId);
+        const status = found?.response.status;
+        if (!status || ENDED.has(status)) {
+          // Its events were all recorded before it ended: what is left is read once more.
+          for (const event of await store.eventsAfter(id, userId, last)) raw.write(format.chunk(event.data));
+          const error = found?.response.error as { code?: string; message?: string } | null | undefined;
+          if (status === 'failed' && error) raw.write(failedEvents(found!.response, error, last));
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+      events = await store.eventsAfter(id, userId, last);
+    }
+  } catch (error) {
+    reply.log.warn({ err: error, response: id }, 'a background response\'s follower stopped');
+  }
+  raw.end();
+  return reply;
+}
+
+function failedEvents(response: Record<string, unknown>, error: { code?: string; message?: string }, last: number): string {
+  const failed = { type: 'response.failed', sequence_number: last + 1, response: { ...response, status: 'failed' } };
+  const detail = { type: 'error', sequence_number: last + 2, error: { type: 'server_error', code: error.code ?? 'server_error', message: error.message ?? 'the response failed', param: null } };
+  return `event: response.failed\ndata: ${JSON.stringify(failed)}\n\nevent: error\ndata: ${JSON.stringify(detail)}\n\n`;
+}
