@@ -21,4 +21,5 @@ export { throughConversation, type DoorMapping, type ProviderConversation } from
 export { messagesDoor } from './doors/anthropic-messages/index.ts';
 export { responsesDoor } from './doors/openai-responses/index.ts';
 export { geminiDoor } from './doors/gemini-generate/index.ts';
+export { chatDoor } from './doors/openai-chat/index.ts';
 export { responseSkeleton, newItemId } from './doors/openai-responses/from-conversation.ts';

@@ -62,7 +62,7 @@ export interface OperationShapes {
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
   openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses, geminiChat: openai.geminiChat },
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
-  gemini: { generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
+  gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */

@@ -15,6 +15,7 @@ import { generateConversation } from './conversation.ts';
 import { messagesDoor } from '../doors/anthropic-messages/index.ts';
 import { throughConversation } from '../doors/door.ts';
 import { responsesDoor } from '../doors/openai-responses/index.ts';
+import { chatDoor } from '../doors/openai-chat/index.ts';
 
 export const gemini = {
   // Speech, and a chat model through Gemini's own door: passed through.
@@ -25,6 +26,8 @@ export const gemini = {
   speech: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: speech },
   // Anthropic's Messages door, through the conversation model to generateContent.
   messages: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: throughConversation(messagesDoor, generateConversation) },
+  // OpenAI's chat completions, through the conversation model to generateContent.
+  chat: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: throughConversation(chatDoor, generateConversation) },
   // OpenAI's Responses door, through the conversation model to generateContent.
   responses: { api: geminiApi, endpoint: geminiApi.endpoints.generateContent, mapping: throughConversation(responsesDoor, generateConversation) },
 };
