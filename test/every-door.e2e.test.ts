@@ -233,3 +233,51 @@ describe('the Responses door on a gemini channel', () => {
     ]);
   });
 });
+
+describe('chat completions on a gemini channel', () => {
+  const client = (baseUrl: string, key: string) => new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 });
+
+  it('chat.completions.create with a tool turn and stream with include_usage, through generateContent, cached tokens in prompt_tokens_details, logged and charged', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.gemini();
+    mock.set({ cachedTokens: 3 });
+    const model = uniqueModel();
+    await channel(mock, ['gemini-up'], { model_mapping: { [model]: 'gemini-up' } });
+    const key = await apiKey();
+    const openai = client(stack.gateway.url, key.key);
+    const tools = [{ type: 'function' as const, function: { name: 'get_weather', description: 'The weather', parameters: weatherSchema } }];
+    const ask = { role: 'user' as const, content: 'Weather in Lima?' };
+
+    const first = await openai.chat.completions.create({ model, messages: [{ role: 'system', content: 'Be brief.' }, ask], tools, max_tokens: 40 });
+    expect(first.choices[0]!.finish_reason).toBe('tool_calls');
+    const call = first.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(call.function).toEqual({ name: 'get_weather', arguments: '{"location":"mock"}' });
+    expect(first.usage!.prompt_tokens_details!.cached_tokens).toBe(3);
+    expect(mock.received.at(-1)).toMatchObject({
+      model: 'gemini-up', method: 'generateContent',
+      body: { systemInstruction: { parts: [{ text: 'Be brief.' }] }, contents: [{ role: 'user', parts: [{ text: 'Weather in Lima?' }] }], tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: weatherSchema }] }], generationConfig: { maxOutputTokens: 40 } },
+    });
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(first.usage!.total_tokens);
+
+    const id = requestId();
+    const stream = await openai.chat.completions.create(
+      { model, tools, stream: true, stream_options: { include_usage: true }, messages: [ask, first.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: 'Warm' }] },
+      { headers: { 'x-request-id': id } },
+    );
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      usage = chunk.usage ?? usage;
+    }
+    expect(text).toBe('The function get_weather returned {"content":"Warm"}');
+    expect(usage).toMatchObject({ prompt_tokens_details: { cached_tokens: 3 } });
+    expect((mock.received.at(-1)!.body as { contents: unknown[] }).contents).toEqual([
+      { role: 'user', parts: [{ text: 'Weather in Lima?' }] },
+      { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { location: 'mock' } } }] },
+      { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { content: 'Warm' } } }] },
+    ]);
+    const row = await loggedRow(stack, id);
+    expect(row).toMatchObject({ status: 200, route: '/v1/chat/completions', streamed: true, prompt_tokens: usage!.prompt_tokens, completion_tokens: usage!.completion_tokens });
+    await expect.poll(() => usedQuota(stack, key.id)).toBe(first.usage!.total_tokens + usage!.total_tokens);
+  });
+});
