@@ -178,6 +178,34 @@ describe("Gemini's door on an anthropic channel", () => {
   });
 });
 
+describe("Gemini's door on an anthropic channel, thinking", () => {
+  it('streams thought parts with their signature, and a streamed thought sent back reaches Anthropic as one thinking block, byte for byte', async ({ upstream, channel, apiKey, stack }) => {
+    const mock = await upstream.anthropic({ text: 'Brief answer.' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const ai = genai(stack.gateway.url, key);
+    const config = { maxOutputTokens: 4000, thinkingConfig: { includeThoughts: true, thinkingBudget: 2048 } };
+
+    const events = [];
+    for await (const event of await ai.models.generateContentStream({ model, contents: 'Think, then answer.', config })) events.push(event);
+    expect(mock.requests.at(-1)!.body).toMatchObject({ max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2048 } });
+    const parts = events.flatMap((event) => event.candidates![0]!.content!.parts!);
+    const thought = parts.filter((part) => part.thought).map((part) => part.text).join('');
+    const signature = parts.find((part) => part.thoughtSignature)?.thoughtSignature;
+    expect(thought).toBe('The user asked something; I will answer briefly.');
+    expect(signature).toMatch(/^sig_mock_/);
+    expect(events.map((event) => event.text ?? '').join('')).toBe('Brief answer.');
+    expect(events.at(-1)!.usageMetadata!.totalTokenCount).toBeGreaterThan(0);
+
+    await ai.models.generateContent({ model, config, contents: [{ role: 'user', parts: [{ text: 'Think, then answer.' }] }, { role: 'model', parts }, { role: 'user', parts: [{ text: 'Again.' }] }] });
+    const replayed = mock.requests.at(-1)!.body as { messages: { role: string; content: Record<string, unknown>[] }[] };
+    const [thinking, ...answer] = replayed.messages[1]!.content;
+    expect(thinking).toEqual({ type: 'thinking', thinking: thought, signature });
+    expect(answer.map((block) => block.text).join('')).toBe('Brief answer.');
+  });
+});
+
 describe('the Responses door on a gemini channel', () => {
   const client = (baseUrl: string, key: string) => new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 });
 

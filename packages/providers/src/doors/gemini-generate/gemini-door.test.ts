@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GeminiChatRequest, GeminiGenerateResponse } from '@gateway/contracts';
+import { anthropic } from '../../anthropic/index.ts';
 import { openai } from '../../openai/index.ts';
 
 const mapping = openai.geminiChat.mapping;
@@ -65,6 +66,21 @@ describe('a GenerateContent request as chat completions', () => {
     const code = request({ contents: [{ role: 'model', parts: [{ executableCode: { code: 'print(1)' } }] }] });
     expect(() => mapping.toUpstream(code, 'gpt-up', false)).toThrow(expect.objectContaining({ status: 400, param: 'contents[0].parts[0]' }));
     expect(() => mapping.toUpstream(request({ contents: [{ role: 'narrator', parts: [{ text: 'x' }] }] }), 'gpt-up', false)).toThrow(expect.objectContaining({ status: 400, param: 'contents[0].role' }));
+  });
+});
+
+describe('a GenerateContent request as Messages', () => {
+  it('joins a streamed thought sent back (its pieces, then its signature) into one signed thinking block, and asks for thinking with its budget', () => {
+    const body = anthropic.geminiChat.mapping.toUpstream(request({
+      generationConfig: { maxOutputTokens: 4000, thinkingConfig: { includeThoughts: true, thinkingBudget: 2048 } },
+      contents: [
+        { role: 'user', parts: [{ text: 'Think.' }] },
+        { role: 'model', parts: [{ text: 'The user ', thought: true }, { text: 'asked.', thought: true }, { text: '', thought: true, thoughtSignature: 'sig_1' }, { text: 'Done.' }] },
+        { role: 'user', parts: [{ text: 'Again.' }] },
+      ],
+    }), 'claude-up', false) as Record<string, any>;
+    expect(body.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+    expect(body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'thinking', thinking: 'The user asked.', signature: 'sig_1' }, { type: 'text', text: 'Done.' }] });
   });
 });
 

@@ -58,9 +58,12 @@ function partsOf(parts: GeminiPart[], calls: PendingCalls, path: string): Conver
       out.push(part.inlineData.mimeType.startsWith('image/') ? { type: 'image', source } : { type: 'document', source });
     } else if (part.thought) {
       const previous = out.at(-1);
-      // A signature alone (as this door streams it) belongs to the thought before it.
-      if (!part.text && part.thoughtSignature && previous?.type === 'thinking' && !previous.signature) previous.signature = part.thoughtSignature;
-      else out.push({ type: 'thinking', thinking: part.text ?? '', ...(part.thoughtSignature ? { signature: part.thoughtSignature } : {}) });
+      // A streamed thought comes back as the parts of its events, its signature last (as this
+      // door streams it): one thinking part again, which its signature covers whole.
+      if (previous?.type === 'thinking' && !previous.signature) {
+        previous.thinking += part.text ?? '';
+        if (part.thoughtSignature) previous.signature = part.thoughtSignature;
+      } else out.push({ type: 'thinking', thinking: part.text ?? '', ...(part.thoughtSignature ? { signature: part.thoughtSignature } : {}) });
     } else if (typeof part.text === 'string') {
       out.push({ type: 'text', text: part.text });
     }
