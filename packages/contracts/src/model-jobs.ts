@@ -47,7 +47,7 @@ export interface Conversation {
  * type, to the provider's mapping (the registry in @gateway/providers), so one route may be
  * served by channels of several types.
  */
-export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'embedContent' | 'speech' | 'messages' | 'countTokens' | 'responses';
+export type ModelOperation = 'completions' | 'chat' | 'embeddings' | 'generateContent' | 'geminiChat' | 'embedContent' | 'speech' | 'messages' | 'countTokens' | 'responses';
 
 /** Gemini's two embedding methods: one content, or a batch of them (what `@google/genai` calls). */
 export type EmbedMethod = 'embedContent' | 'batchEmbedContents';
@@ -68,7 +68,12 @@ export type CompletionJobPayload =
   | { caller: ModelCaller; operation?: 'completions'; request: CompletionRequest }
   | { caller: ModelCaller; operation: 'chat'; request: ChatRequest }
   | { caller: ModelCaller; operation: 'embeddings'; request: EmbeddingRequest }
-  | { caller: ModelCaller; operation: 'generateContent'; model: string; method: AudioMethod; request: GeminiChatRequest }
+  /**
+   * Gemini's door for a chat model: its own operation, as speech keeps `generateContent` (served by
+   * gemini channels alone), so a speech job never reaches a channel this one may use.
+   * `generateContent` here: queued by a gateway of before.
+   */
+  | { caller: ModelCaller; operation: 'geminiChat' | 'generateContent'; model: string; method: AudioMethod; request: GeminiChatRequest }
   | { caller: ModelCaller; operation: 'embedContent'; model: string; method: EmbedMethod; request: GeminiBatchEmbedRequest }
   | { caller: ModelCaller; operation: 'messages'; request: MessagesRequest; clientHeaders?: ClientHeaders }
   | { caller: ModelCaller; operation: 'countTokens'; request: CountTokensRequest; clientHeaders?: ClientHeaders }

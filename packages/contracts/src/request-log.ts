@@ -92,6 +92,7 @@ export const routeOfOperation: Record<string, string> = {
   countTokens: '/v1/messages/count_tokens',
   responses: '/v1/responses',
   generateContent: '/v1beta/models/{model}:generateContent',
+  geminiChat: '/v1beta/models/{model}:generateContent',
   streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
   embedContent: '/v1beta/models/{model}:embedContent',
   batchEmbedContents: '/v1beta/models/{model}:batchEmbedContents',

@@ -20,4 +20,6 @@ export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNode
 export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';
 export { messagesDoor } from './doors/anthropic-messages/index.ts';
 export { responsesDoor } from './doors/openai-responses/index.ts';
+export { geminiDoor } from './doors/gemini-generate/index.ts';
+export { chatDoor } from './doors/openai-chat/index.ts';
 export { responseSkeleton, newItemId } from './doors/openai-responses/from-conversation.ts';

@@ -23,6 +23,7 @@ import {
   type EmbeddingRequest,
   type EmbeddingResponse,
   type GeminiBatchEmbedRequest,
+  type GeminiChatRequest,
   type GeminiContentRequest,
   type GeminiEmbedReply,
   type GeminiGenerateResponse,
@@ -39,8 +40,10 @@ export interface OperationShapes {
   completions: ProviderOperation<CompletionRequest, CompletionResponse, CompletionChunk>;
   chat: ProviderOperation<ChatRequest, ChatResponse, ChatChunk>;
   embeddings: ProviderOperation<EmbeddingRequest, EmbeddingResponse, never>;
-  /** Gemini's own generateContent (speech or chat), passed through to a provider of that format. */
+  /** Gemini's own generateContent for speech, passed through to a provider of that format. */
   generateContent: ProviderOperation<GeminiContentRequest, GeminiGenerateResponse, GeminiGenerateResponse>;
+  /** Gemini's door for a chat model: passed through on a gemini channel, through the conversation model elsewhere. */
+  geminiChat: ProviderOperation<GeminiChatRequest, GeminiGenerateResponse, GeminiGenerateResponse>;
   /** Gemini's own embedding request (as a batch): passed through, or translated to OpenAI's embeddings. */
   embedContent: ProviderOperation<GeminiBatchEmbedRequest, GeminiEmbedReply, never>;
   /**
@@ -57,9 +60,9 @@ export interface OperationShapes {
 }
 
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
-  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses },
-  anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses },
-  gemini: { generateContent: gemini.generateContent, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages },
+  openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses, geminiChat: openai.geminiChat },
+  anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
+  gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */

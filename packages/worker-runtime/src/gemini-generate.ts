@@ -5,7 +5,7 @@
  * a stream is cut short before its last event, by an estimate: the prompt's tokens, and the
  * output's as the worker reads it from what came (seconds of audio, or text).
  */
-import { clientCancelled, type GeminiContentRequest, type GeminiGenerateResponse, type GeminiUsageMetadata, type StreamEnd } from '@gateway/contracts';
+import { clientCancelled, type GeminiChatRequest, type GeminiContentRequest, type GeminiGenerateResponse, type GeminiUsageMetadata, type StreamEnd } from '@gateway/contracts';
 import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from './model-relay.ts';
@@ -18,8 +18,17 @@ export interface GeminiOutputEstimate {
   tokens(weight: number): number;
 }
 
-export async function generateContentWhole(target: RouteTarget, request: GeminiContentRequest, promptTokens: number, output: GeminiOutputEstimate): Promise<WholeAnswer<GeminiGenerateResponse>> {
-  const response = await callUpstream(operationFor('generateContent', target.channel.type), target, request);
+/**
+ * The operation a request is served by: speech's `generateContent` (gemini channels alone), or a
+ * chat model's `geminiChat` (any channel type with the door's mapping).
+ */
+export type GeminiCall = { operation: 'generateContent'; request: GeminiContentRequest } | { operation: 'geminiChat'; request: GeminiChatRequest };
+
+const operationOf = (call: GeminiCall, target: RouteTarget) =>
+  call.operation === 'geminiChat' ? operationFor('geminiChat', target.channel.type) : operationFor('generateContent', target.channel.type);
+
+export async function generateContentWhole(target: RouteTarget, call: GeminiCall, promptTokens: number, output: GeminiOutputEstimate): Promise<WholeAnswer<GeminiGenerateResponse>> {
+  const response = await callUpstream(operationOf(call, target) as ReturnType<typeof operationFor<'generateContent'>>, target, call.request);
   // The upstream reported no usage: estimate it, for the client and for the charge.
   response.usageMetadata ??= estimatedUsage(promptTokens, output.tokens(output.weight(response)));
   return { whole: response, usage: geminiUsage(response.usageMetadata) };
@@ -41,8 +50,8 @@ export interface StreamClient {
  * charged. With a `client`, a stream whose client left is read on for that last event's usage
  * alone, which is then charged.
  */
-export async function openGenerateContentStream(target: RouteTarget, request: GeminiContentRequest, promptTokens: number, output: GeminiOutputEstimate, client?: StreamClient): Promise<ModelAnswer<StreamEnd>> {
-  const events = await streamUpstream(operationFor('generateContent', target.channel.type), target, request);
+export async function openGenerateContentStream(target: RouteTarget, call: GeminiCall, promptTokens: number, output: GeminiOutputEstimate, client?: StreamClient): Promise<ModelAnswer<StreamEnd>> {
+  const events = await streamUpstream(operationOf(call, target) as ReturnType<typeof operationFor<'generateContent'>>, target, call.request);
   client?.begun();
   return { pieces: eventPieces(events, promptTokens, output, client?.signal), end: () => ({ done: true }) };
 }

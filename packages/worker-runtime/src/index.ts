@@ -95,4 +95,4 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
   flushLogs();
 }
 export { relayModelJob, type ModelAnswer, type ModelCall, type Piece, type StreamedAnswer, type WholeAnswer } from './model-relay.ts';
-export { generateContentWhole, geminiUsage, openGenerateContentStream, promptUsage, type GeminiOutputEstimate, type StreamClient } from './gemini-generate.ts';
+export { generateContentWhole, geminiUsage, openGenerateContentStream, promptUsage, type GeminiCall, type GeminiOutputEstimate, type StreamClient } from './gemini-generate.ts';

@@ -33,13 +33,14 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
       return relayModelJob(deps.router, { ...common, types: channelTypesFor('speech'), model: speech.model }, context, (target) => openSpeech(target, speech), () => promptUsage(speechPromptTokens(speech)));
     }
     const request = payload.request;
+    const call = { operation: 'generateContent' as const, request };
     const routed: ModelRequest = { ...common, types: channelTypesFor('generateContent'), model: payload.model };
     const promptTokens = estimateTokens(geminiRequestText(request));
     // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
     const prompt = () => promptUsage(promptTokens);
     if (payload.method === 'streamGenerateContent') {
-      return relayModelJob(deps.router, routed, context, (target) => openGenerateContentStream(target, request, promptTokens, audioOutput), prompt);
+      return relayModelJob(deps.router, routed, context, (target) => openGenerateContentStream(target, call, promptTokens, audioOutput), prompt);
     }
-    return relayModelJob(deps.router, routed, context, (target) => generateContentWhole(target, request, promptTokens, audioOutput), prompt);
+    return relayModelJob(deps.router, routed, context, (target) => generateContentWhole(target, call, promptTokens, audioOutput), prompt);
   };
 }

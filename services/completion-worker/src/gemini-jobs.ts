@@ -1,8 +1,8 @@
 /**
  * The completion queue's jobs that came through Gemini's own door: a chat model's
- * generateContent (whole, or streamed), and embeddings. Each is the door's request as it came,
- * handed to the provider of the chosen channel (the registry): passed through to a Gemini-style
- * channel, or translated for another. Charged by the upstream's usage, or where it reports none
+ * generateContent (operation `geminiChat`, whole or streamed), and embeddings. Each is the door's
+ * request as it came, handed to the provider of the chosen channel (the registry): passed through
+ * to a Gemini-style channel, or translated for another (doors/gemini-generate). Charged by the upstream's usage, or where it reports none
  * by the estimate's rule (`estimateTokens`), as the OpenAI operations are.
  */
 import {
@@ -16,10 +16,13 @@ import {
 } from '@gateway/contracts';
 import { callUpstream, operationFor } from '@gateway/providers';
 import type { RouteTarget } from '@gateway/routing';
-import { generateContentWhole, openGenerateContentStream, type GeminiOutputEstimate, type ModelAnswer, type StreamClient, type WholeAnswer } from '@gateway/worker-runtime';
+import { generateContentWhole, openGenerateContentStream, type GeminiCall, type GeminiOutputEstimate, type ModelAnswer, type StreamClient, type WholeAnswer } from '@gateway/worker-runtime';
 
-type GenerateJob = Extract<CompletionJobPayload, { operation: 'generateContent' }>;
+type GenerateJob = Extract<CompletionJobPayload, { operation: 'geminiChat' | 'generateContent' }>;
 type EmbedJob = Extract<CompletionJobPayload, { operation: 'embedContent' }>;
+
+/** A chat model's job through Gemini's door (`generateContent`: queued by a gateway of before). */
+export const isGeminiChat = (payload: CompletionJobPayload): payload is GenerateJob => payload.operation === 'geminiChat' || payload.operation === 'generateContent';
 
 /** The text a reply (or stream event) carries: its parts' text, thoughts and function calls. */
 function replyText(response: GeminiGenerateResponse): string {
@@ -41,13 +44,19 @@ export function geminiPromptTokens(payload: GenerateJob | EmbedJob): number {
   return payload.operation === 'embedContent' ? geminiEmbedPromptTokens(payload.request) : geminiChatPromptTokens(payload.request);
 }
 
+/**
+ * The door's request with the path's model in it, which a translated reply names as its
+ * `modelVersion` (the passthrough leaves it out of the body it sends).
+ */
+const chatCall = (payload: GenerateJob): GeminiCall => ({ operation: 'geminiChat', request: { ...payload.request, model: payload.model } });
+
 export function generateWhole(target: RouteTarget, payload: GenerateJob): Promise<WholeAnswer<GeminiGenerateResponse>> {
-  return generateContentWhole(target, payload.request, geminiPromptTokens(payload), textOutput);
+  return generateContentWhole(target, chatCall(payload), geminiPromptTokens(payload), textOutput);
 }
 
 /** `:streamGenerateContent`, read on after its client left for its usage, as a chat completion's stream is. */
 export function openGeminiStream(target: RouteTarget, payload: GenerateJob, client: StreamClient): Promise<ModelAnswer<StreamEnd>> {
-  return openGenerateContentStream(target, payload.request, geminiPromptTokens(payload), textOutput, client);
+  return openGenerateContentStream(target, chatCall(payload), geminiPromptTokens(payload), textOutput, client);
 }
 
 /** Gemini's embedding reply: `{embedding}` for `:embedContent`, `{embeddings}` for a batch. */

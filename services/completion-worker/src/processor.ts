@@ -26,7 +26,7 @@ import { routeRecordIn, type ModelRequest, type ModelRouter, type RouteTarget, t
 import { relayModelJob, type ModelAnswer, type Piece, type WholeAnswer } from '@gateway/worker-runtime';
 import { chatReplyText, chunkText, embeddingPromptTokens, estimatedCompletionUsage, streamPromptTokens } from './openai-usage.ts';
 import { usageGrace } from './usage-grace.ts';
-import { embedOnChannel, generateWhole, geminiPromptTokens, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
+import { embedOnChannel, generateWhole, geminiPromptTokens, isGeminiChat, openGeminiStream, type GeminiEmbedAnswer } from './gemini-jobs.ts';
 import { countTokensWhole, messageWhole, openMessageStream } from './messages.ts';
 import { openResponseStream, responseWhole } from './responses.ts';
 
@@ -47,7 +47,8 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
   return async (context: JobContext<CompletionJobPayload>): Promise<Answer> => {
     // Validated by the ingress: the envelope is the contract, not checked a second time.
     const payload = context.payload;
-    const operation = payload.operation ?? 'completions';
+    // A Gemini chat job queued as `generateContent` by a gateway of before is a `geminiChat`.
+    const operation = payload.operation === 'generateContent' ? 'geminiChat' : payload.operation ?? 'completions';
     const routed: ModelRequest = {
       caller: payload.caller,
       // count_tokens goes to any channel that serves messages: an anthropic one counts, another is estimated.
@@ -62,7 +63,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     };
     // A reply refused for its size is charged the prompt the upstream read (model-router.ts).
     const promptUsage = (): Usage => {
-      const prompt = payload.operation === 'generateContent' || payload.operation === 'embedContent' ? geminiPromptTokens(payload)
+      const prompt = isGeminiChat(payload) || payload.operation === 'embedContent' ? geminiPromptTokens(payload)
         : payload.operation === 'embeddings' ? embeddingPromptTokens(payload.request)
         : payload.operation === 'messages' ? messagesRequestTokens(payload.request)
         : payload.operation === 'responses' ? responsesRequestTokens(payload.request)
@@ -74,8 +75,8 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     if (payload.operation === 'embeddings') return relay(routed, (target) => embedWhole(target, payload.request));
     if (payload.operation === 'embedContent') return relay(routed, (target) => embedOnChannel(target, payload));
     if (payload.operation === 'countTokens') return relay(routed, (target) => countTokensWhole(target, payload.request, payload.clientHeaders));
-    if (payload.operation === 'generateContent' && payload.method === 'generateContent') return relay(routed, (target) => generateWhole(target, payload));
-    if (payload.operation === 'generateContent' || payload.request.stream === true) {
+    if (isGeminiChat(payload) && payload.method === 'generateContent') return relay(routed, (target) => generateWhole(target, payload));
+    if (isGeminiChat(payload) || payload.request.stream === true) {
       // A stream whose client leaves is charged by the upstream's usage if it comes soon after.
       const grace = usageGrace(context.signal);
       try {
@@ -137,7 +138,7 @@ async function upstreamChunks(target: RouteTarget, payload: CompletionJobPayload
  * request can be charged); until it comes, the usage is estimated from what was sent.
  */
 async function openStream(target: RouteTarget, payload: CompletionJobPayload, context: JobContext<CompletionJobPayload>, begun: () => void): Promise<ModelAnswer<StreamEnd>> {
-  if (payload.operation === 'generateContent') return openGeminiStream(target, payload, { signal: context.signal, begun });
+  if (isGeminiChat(payload)) return openGeminiStream(target, payload, { signal: context.signal, begun });
   const chunks = await upstreamChunks(target, payload);
   begun();
   return { pieces: streamPieces(chunks, payload.request as CompletionRequest | ChatRequest, context.signal), end: () => ({ done: true }) };

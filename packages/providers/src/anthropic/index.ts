@@ -9,6 +9,7 @@ import { countTokens, messages } from './messages.ts';
 import { messagesConversation } from './conversation.ts';
 import { responsesDoor } from '../doors/openai-responses/index.ts';
 import { throughConversation } from '../doors/door.ts';
+import { geminiDoor } from '../doors/gemini-generate/index.ts';
 
 export const anthropic = {
   chat: { api: anthropicApi, endpoint: anthropicApi.endpoints.chat, mapping: chat },
@@ -16,4 +17,6 @@ export const anthropic = {
   countTokens: { api: anthropicApi, endpoint: anthropicApi.endpoints.countTokens, mapping: countTokens },
   // OpenAI's Responses door, through the conversation model to Messages.
   responses: { api: anthropicApi, endpoint: anthropicApi.endpoints.messages, mapping: throughConversation(responsesDoor, messagesConversation) },
+  // Gemini's door for a chat model, through the conversation model to Messages.
+  geminiChat: { api: anthropicApi, endpoint: anthropicApi.endpoints.messages, mapping: throughConversation(geminiDoor, messagesConversation) },
 };

@@ -13,6 +13,7 @@ import { chatConversation } from './conversation.ts';
 import { messagesDoor } from '../doors/anthropic-messages/index.ts';
 import { throughConversation } from '../doors/door.ts';
 import { responsesDoor } from '../doors/openai-responses/index.ts';
+import { geminiDoor } from '../doors/gemini-generate/index.ts';
 
 export const openai = {
   completions: { api: openaiApi, endpoint: openaiApi.endpoints.completions, mapping: completions },
@@ -24,4 +25,6 @@ export const openai = {
   messages: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(messagesDoor, chatConversation) },
   // OpenAI's Responses door, through the conversation model to chat completions.
   responses: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(responsesDoor, chatConversation) },
+  // Gemini's door for a chat model, through the conversation model to chat completions.
+  geminiChat: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(geminiDoor, chatConversation) },
 };

@@ -6,8 +6,9 @@
  * same code as the OpenAI routes' (`relayModelJob`); this file is only the Gemini adapter.
  *
  * - `:generateContent` / `:streamGenerateContent` asking for audio: speech, on the audio queue;
- * - the same asking for text: a chat model's, on the completion queue (operation
- *   `generateContent`, the door's request as it came, for the channel's provider to take);
+ * - the same asking for text: a chat model's, on the completion queue (operation `geminiChat`,
+ *   the door's request as it came: passed through to a gemini channel, translated for an
+ *   openai or anthropic one);
  * - `:embedContent` / `:batchEmbedContents`: embeddings, on the completion queue.
  */
 import type { FastifyInstance } from 'fastify';
@@ -108,7 +109,7 @@ function jobOf(model: string, method: GeminiMethod, body: unknown, caller: Model
     return { queue: QueueName.audio, payload: { caller, operation: 'generateContent', model, method, request }, worstCase: speechWorstCase(request), streamed };
   }
   const request = parseOrThrow(geminiChatRequest, body);
-  return { queue: QueueName.completion, payload: { caller, operation: 'generateContent', model, method, request }, worstCase: geminiChatWorstCase(request), streamed };
+  return { queue: QueueName.completion, payload: { caller, operation: 'geminiChat', model, method, request }, worstCase: geminiChatWorstCase(request), streamed };
 }
 
 export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
