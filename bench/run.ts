@@ -401,34 +401,42 @@ try {
       const commandsPerChunk = commandTotals(await redisInfo('commandstats'), Math.max(1, streamGateway.chunks)).calls;
       streaming.push({ concurrency, direct: streamDirect, gateway: streamGateway, commandsPerChunk, cpuBusy });
     }
-    // Chat completions streamed the same way, at the largest concurrency: the chat row beside
-    // the completions one (its stream has a role chunk and a finish chunk more).
-    const chatConcurrency = Math.max(...streamConcurrencies);
-    progress(`streaming: ${chatConcurrency} chat streams of 100 chunks 10 ms apart, through the gateway…`);
-    await resetRedisStats();
-    const chatBody = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Stream' }], stream: true });
-    const chatGateway = await streams({ url: `${gateway.url}/v1/chat/completions`, headers: through('bench-model').headers, body: chatBody, concurrency: chatConcurrency });
-    const chatCommands = commandTotals(await redisInfo('commandstats'), Math.max(1, chatGateway.chunks)).calls;
-    // The Responses door streamed the same way (translated to chat completions; not stored, so the
-    // row is the door's cost alone): its events are one a chunk, and six more around them.
-    progress(`streaming: ${chatConcurrency} Responses streams of 100 chunks 10 ms apart, through the gateway…`);
-    await resetRedisStats();
-    const responsesBody = JSON.stringify({ model: 'bench-model', input: 'Stream', stream: true, store: false });
-    const responsesGateway = await streams({ url: `${gateway.url}/v1/responses`, headers: through('bench-model').headers, body: responsesBody, concurrency: chatConcurrency });
-    const responsesCommands = commandTotals(await redisInfo('commandstats'), Math.max(1, responsesGateway.chunks)).calls;
+    // The doors streamed the same way, at the largest concurrency, through the same openai
+    // channel: chat completions (its stream has a role chunk and a finish chunk more than
+    // completions'), the Responses door and the Messages door (both through the conversation
+    // model; Responses not stored, so the row is the door's cost alone). Each row gives its
+    // events a second and the CPU of the gateway, workers and Redis a stream, beside chat's.
+    const doorConcurrency = Math.max(...streamConcurrencies);
+    const doors = [
+      { name: 'chat', path: '/v1/chat/completions', unit: 'chunks', body: { model: 'bench-model', messages: [{ role: 'user', content: 'Stream' }], stream: true } },
+      { name: 'Responses', path: '/v1/responses', unit: 'events', body: { model: 'bench-model', input: 'Stream', stream: true, store: false } },
+      { name: 'Messages', path: '/v1/messages', unit: 'events', body: { model: 'bench-model', max_tokens: 256, messages: [{ role: 'user', content: 'Stream' }], stream: true } },
+    ];
+    const doorRuns: { name: string; unit: string; result: StreamResult; commands: number; cpuMsAStream: number }[] = [];
+    for (const door of doors) {
+      progress(`streaming: ${doorConcurrency} ${door.name} streams of 100 chunks 10 ms apart, through the gateway…`);
+      await resetRedisStats();
+      const cpuBefore = serviceProcesses.map(([, pid]) => cpuMs(pid));
+      const result = await streams({ url: `${gateway.url}${door.path}`, headers: through('bench-model').headers, body: JSON.stringify(door.body), concurrency: doorConcurrency });
+      const cpuAll = serviceProcesses.reduce((sum, [, pid], i) => sum + cpuMs(pid) - cpuBefore[i]!, 0);
+      const commands = commandTotals(await redisInfo('commandstats'), Math.max(1, result.chunks)).calls;
+      doorRuns.push({ name: door.name, unit: door.unit, result, commands, cpuMsAStream: cpuAll / Math.max(1, result.streams - result.failed) });
+    }
     await mock.control({ cmd: 'behaviour', behaviour: {} });
     await mock.control({ cmd: 'reset' });
-    const completionsAtSame = streaming.find((s) => s.concurrency === chatConcurrency)!;
-    rows.push({
-      scenario: `${chatConcurrency} chat streams × 100 chunks, 10 ms apart`, path: 'through the gateway', 'req/s': '', 'p50 ms': chatGateway.firstChunkP50, 'p99 ms': chatGateway.firstChunkP99, errors: chatGateway.failed,
-      note: `${Math.round(chatGateway.chunksPerSecond)} chunks/s (${(100 * chatGateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}% of completions direct, completions through the gateway ${(100 * completionsAtSame.gateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}%); ${chatCommands.toFixed(2)} Redis commands a chunk; gap p99 ${chatGateway.gapP99.toFixed(1)} ms`,
-    });
-    figures.chatStreaming = chatGateway;
-    rows.push({
-      scenario: `${chatConcurrency} Responses streams × 100 chunks, 10 ms apart`, path: 'through the gateway', 'req/s': '', 'p50 ms': responsesGateway.firstChunkP50, 'p99 ms': responsesGateway.firstChunkP99, errors: responsesGateway.failed,
-      note: `${Math.round(responsesGateway.chunksPerSecond)} events/s (${(100 * responsesGateway.chunksPerSecond / chatGateway.chunksPerSecond).toFixed(0)}% of chat's chunks/s); ${responsesCommands.toFixed(2)} Redis commands an event (chat ${chatCommands.toFixed(2)} a chunk); gap p99 ${responsesGateway.gapP99.toFixed(1)} ms`,
-    });
-    figures.responsesStreaming = responsesGateway;
+    const completionsAtSame = streaming.find((s) => s.concurrency === doorConcurrency)!;
+    const chatRun = doorRuns[0]!;
+    for (const run of doorRuns) {
+      const r = run.result;
+      const versus = run === chatRun
+        ? `${(100 * r.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}% of completions direct, completions through the gateway ${(100 * completionsAtSame.gateway.chunksPerSecond / completionsAtSame.direct.chunksPerSecond).toFixed(0)}%`
+        : `${(100 * r.chunksPerSecond / chatRun.result.chunksPerSecond).toFixed(0)}% of chat's chunks/s; CPU a stream ${(100 * run.cpuMsAStream / chatRun.cpuMsAStream).toFixed(0)}% of chat's`;
+      rows.push({
+        scenario: `${doorConcurrency} ${run.name} streams × 100 chunks, 10 ms apart`, path: 'through the gateway', 'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
+        note: `${Math.round(r.chunksPerSecond)} ${run.unit}/s (${versus}); ${run.cpuMsAStream.toFixed(1)} CPU ms a stream (gateway, workers, Redis); ${run.commands.toFixed(2)} Redis commands ${run.unit === 'chunks' ? 'a chunk' : 'an event'}; gap p99 ${r.gapP99.toFixed(1)} ms`,
+      });
+    }
+    figures.doorStreaming = doorRuns;
     rows.push(...streaming.flatMap(({ concurrency, direct: d, gateway: g, commandsPerChunk, cpuBusy }) => [d, g].map((r, i) => ({
       scenario: `${concurrency} streams × 100 chunks, 10 ms apart`, path: i === 0 ? 'upstream directly' : 'through the gateway',
       'req/s': '', 'p50 ms': r.firstChunkP50, 'p99 ms': r.firstChunkP99, errors: r.failed,
