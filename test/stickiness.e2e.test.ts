@@ -1,11 +1,14 @@
 /**
  * Conversations kept on the channel of their last turn, so the provider's prompt cache hits
  * (issue 41), end to end: real gateway, completion worker, Redis and PostgreSQL, two mock
- * upstreams serving one model, and the `openai` SDK. The request log says, per turn, whether it
- * was kept, new or moved and why, and the prompt cache's tokens.
+ * upstreams serving one model, and each door's own SDK (`openai` for chat completions and
+ * Responses, `@anthropic-ai/sdk` for Messages, `@google/genai` for Gemini's door). The request
+ * log says, per turn, whether it was kept, new or moved and why, and the prompt cache's tokens.
  */
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI, type Content } from '@google/genai';
 import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 import type { Stack } from '@gateway/testkit';
 
@@ -98,5 +101,118 @@ describe('a conversation stays on the channel of its last turn', () => {
     const later = await conversation(stack, alice, model, 'Another opening entirely.', session).turn();
     expect(later).toMatchObject({ sticky: 'kept', channel_id: opened.channel_id });
     expect((await conversation(stack, alice, model, 'Another opening entirely.', { 'x-session-id': sessionId }).turn()).sticky).toBe('kept');
+  });
+});
+
+/**
+ * Four turns, then the channel of the first disabled, then two more: the rows of each, the
+ * requests each mock had seen (`seen`) before the channel was disabled (the one that served
+ * first), and after.
+ */
+async function followedAndMoved<Mock>(stack: Stack, mocks: Mock[], channels: { id: number }[], seen: (mock: Mock) => number, turn: () => Promise<any>) {
+  const rows = [];
+  for (let n = 0; n < 4; n++) rows.push(await turn());
+  const stuck = rows[0].channel_id;
+  const [served, other] = stuck === channels[0]!.id ? [mocks[0]!, mocks[1]!] : [mocks[1]!, mocks[0]!];
+  const before = [seen(served), seen(other)];
+  await stack.adminData('PUT', '/api/channel/', { id: stuck, status: 2 });
+  const moved = [await turn(), await turn()];
+  return { rows, stuck, before, after: [seen(served), seen(other)], served, moved };
+}
+
+describe('a conversation stays on its channel through every door', () => {
+  it('Messages (@anthropic-ai/sdk): kept on one of two anthropic channels, its prompt cache written once then read; moved when disabled, where the cache is cold', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `sticky-${++seq}`;
+    const mocks = [await upstream.anthropic({ promptCache: true, text: 'A plan.' }), await upstream.anthropic({ promptCache: true, text: 'A plan.' })];
+    const channels = [await channel(mocks[0]!, [model]), await channel(mocks[1]!, [model])];
+    const { key } = await apiKey();
+    const client = new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0, timeout: 15_000 });
+    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'You plan trips, day by day. '.repeat(30), cache_control: { type: 'ephemeral' } }];
+    const said: { role: 'user' | 'assistant'; text: string }[] = [{ role: 'user', text: 'Plan a week in Lisbon.' }];
+    const turn = async () => {
+      const requestId = `sticky-${++seq}`;
+      // As applications cache a conversation: the system prompt, and a mark on the newest message only.
+      const messages = said.map((m, i): Anthropic.MessageParam => ({ role: m.role, content: [{ type: 'text', text: m.text, ...(i === said.length - 1 ? { cache_control: { type: 'ephemeral' as const } } : {}) }] }));
+      const reply = await client.messages.create({ model, max_tokens: 100, system, messages }, { headers: { 'x-request-id': requestId } });
+      said.push({ role: 'assistant', text: reply.content[0]!.type === 'text' ? reply.content[0]!.text : '' }, { role: 'user', text: `and then? (${seq})` });
+      return loggedRow(stack, requestId);
+    };
+
+    const { rows, stuck, before, after, moved } = await followedAndMoved(stack, mocks, channels, (mock) => mock.requests.length, turn);
+    expect(rows.map((r) => r.channel_id)).toEqual(Array(4).fill(stuck));
+    expect(rows.map((r) => r.sticky)).toEqual(['new', 'kept', 'kept', 'kept']);
+    expect(before).toEqual([4, 0]);
+    // The first turn wrote the cache; each later one read what the turn before wrote.
+    expect(rows[0]).toMatchObject({ route: '/v1/messages', cache_read_tokens: 0 });
+    expect(rows[0].cache_write_tokens).toBeGreaterThan(200);
+    for (const row of rows.slice(1)) expect(row.cache_read_tokens).toBeGreaterThanOrEqual(rows[0].cache_write_tokens);
+    expect(rows[3].cache_read_tokens).toBeGreaterThan(rows[1].cache_read_tokens);
+
+    // Disabled, the conversation moves and the row says why; on a deployment of its own, the cache is written again, then read there.
+    expect(moved[0]).toMatchObject({ status: 200, sticky: 'moved:disabled', cache_read_tokens: 0 });
+    expect(moved[0].channel_id).not.toBe(stuck);
+    expect(moved[0].cache_write_tokens).toBeGreaterThan(rows[0].cache_write_tokens);
+    expect(moved[1]).toMatchObject({ sticky: 'kept', channel_id: moved[0].channel_id });
+    expect(moved[1].cache_read_tokens).toBeGreaterThan(0);
+    expect(after).toEqual([4, 2]);
+  });
+
+  it('Responses (openai SDK): a chain by previous_response_id kept on one of two openai channels, each turn\'s input only its new message; moved when disabled', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `sticky-${++seq}`;
+    const usageFields = { prompt_tokens_details: { cached_tokens: 4 } };
+    const mocks = [await upstream.openai({ text: 'from one', usageFields }), await upstream.openai({ text: 'from two', usageFields })];
+    const channels = [await channel(mocks[0]!, [model]), await channel(mocks[1]!, [model])];
+    const { key } = await apiKey();
+    const client = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 });
+    let previous: string | undefined;
+    const turn = async () => {
+      const requestId = `sticky-${++seq}`;
+      // A new question each turn: only the chain names the conversation.
+      const response = await client.responses.create({ model, instructions: 'You plan trips.', input: `Question ${seq}?`, ...(previous ? { previous_response_id: previous } : {}) }, { headers: { 'x-request-id': requestId } });
+      previous = response.id;
+      return loggedRow(stack, requestId);
+    };
+
+    const { rows, stuck, before, after, served, moved } = await followedAndMoved(stack, mocks, channels, (mock) => mock.requests.length, turn);
+    expect(rows.map((r) => r.channel_id)).toEqual(Array(4).fill(stuck));
+    expect(rows.map((r) => r.sticky)).toEqual(['new', 'kept', 'kept', 'kept']);
+    expect(rows[3]).toMatchObject({ route: '/v1/responses', status: 200, cache_read_tokens: 4 });
+    expect(before).toEqual([4, 0]);
+    // The provider keeps no state: the chain's whole conversation was sent (instructions, then 4 questions and 3 answers).
+    expect((served.requests[3]!.body as { messages: unknown[] }).messages).toHaveLength(1 + 4 + 3);
+    expect(moved[0]).toMatchObject({ status: 200, sticky: 'moved:disabled' });
+    expect(moved[0].channel_id).not.toBe(stuck);
+    expect(moved[1]).toMatchObject({ sticky: 'kept', channel_id: moved[0].channel_id });
+    expect(after).toEqual([4, 2]);
+
+    // A response that continues no chain, with the same instructions and a question of its own, is a conversation of its own.
+    const requestId = `sticky-${++seq}`;
+    await client.responses.create({ model, instructions: 'You plan trips.', input: 'Something else entirely?' }, { headers: { 'x-request-id': requestId } });
+    expect((await loggedRow(stack, requestId)).sticky).toBe('new');
+  });
+
+  it('Gemini\'s door (@google/genai): a chat kept on one of two gemini channels, its cached tokens logged; moved when disabled', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `sticky-${++seq}`;
+    const mocks = [await upstream.gemini({ cachedTokens: 3 }), await upstream.gemini({ cachedTokens: 3 })];
+    const channels = [await channel(mocks[0]!, [model]), await channel(mocks[1]!, [model])];
+    const { key } = await apiKey();
+    const ai = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 15_000 } });
+    const contents: Content[] = [{ role: 'user', parts: [{ text: 'Plan a week in Lisbon.' }] }];
+    const turn = async () => {
+      const requestId = `sticky-${++seq}`;
+      const reply = await ai.models.generateContent({ model, contents, config: { systemInstruction: 'You plan trips.', httpOptions: { headers: { 'x-request-id': requestId } } } });
+      contents.push({ role: 'model', parts: [{ text: reply.text ?? '' }] }, { role: 'user', parts: [{ text: `and then? (${seq})` }] });
+      return loggedRow(stack, requestId);
+    };
+
+    const { rows, stuck, before, after, moved } = await followedAndMoved(stack, mocks, channels, (mock) => mock.received.length, turn);
+    expect(rows.map((r) => r.channel_id)).toEqual(Array(4).fill(stuck));
+    expect(rows.map((r) => r.sticky)).toEqual(['new', 'kept', 'kept', 'kept']);
+    expect(rows[3]).toMatchObject({ status: 200, cache_read_tokens: 3 });
+    expect(before).toEqual([4, 0]);
+    expect(moved[0]).toMatchObject({ status: 200, sticky: 'moved:disabled' });
+    expect(moved[0].channel_id).not.toBe(stuck);
+    expect(moved[1]).toMatchObject({ sticky: 'kept', channel_id: moved[0].channel_id });
+    expect(after).toEqual([4, 2]);
   });
 });

@@ -41,6 +41,15 @@ describe('stored responses', () => {
     expect(await store.get('resp_a', 7)).toBeUndefined();
   });
 
+  it('keep the conversation a response is a turn of, kept by a background response\'s final save', async () => {
+    const store = new ResponseStore(db, 30);
+    await store.save(7, { ...response('resp_conv'), status: 'queued' }, [], 'conversation-key');
+    await store.save(7, response('resp_conv', 'done'), []);
+    expect(await store.get('resp_conv', 7)).toEqual({ response: response('resp_conv', 'done'), inputItems: [], conversation: 'conversation-key' });
+    await store.save(7, response('resp_none'), []);
+    expect((await store.get('resp_none', 7))?.conversation).toBeUndefined();
+  });
+
   it('keep a streamed background response\'s events in order, its user\'s alone, gone with the response', async () => {
     const store = new ResponseStore(db, 30);
     await store.save(31, { ...response('resp_streamed'), status: 'in_progress' }, []);

@@ -13,6 +13,8 @@ export type StoredItem = Record<string, unknown> & { id: string; type: string };
 export interface StoredResponse {
   response: ResponsesResponse;
   inputItems: StoredItem[];
+  /** The key of the conversation it is a turn of, when one names it (`Conversation.key`). */
+  conversation?: string;
 }
 
 /** Expired rows dropped with each write: enough that writes outpace expiry, few enough to stay cheap. */
@@ -38,16 +40,16 @@ export class ResponseStore {
     this.retentionDays = retentionDays;
   }
 
-  async save(userId: number, response: ResponsesResponse, inputItems: StoredItem[]): Promise<void> {
+  async save(userId: number, response: ResponsesResponse, inputItems: StoredItem[], conversation?: string): Promise<void> {
     const now = unixNow();
     const input = JSON.stringify(inputItems);
     const reply = JSON.stringify(response);
     await this.db.query(
       `WITH swept AS (DELETE FROM stored_responses WHERE id IN (SELECT id FROM stored_responses WHERE expires_at <= $2 LIMIT ${SWEEP_ROWS}))
-       INSERT INTO stored_responses (id, user_id, created_at, expires_at, bytes, input_items, response) VALUES ($1, $3, $2, $4, $5, $6, $7)
+       INSERT INTO stored_responses (id, user_id, created_at, expires_at, bytes, input_items, response, conversation_key) VALUES ($1, $3, $2, $4, $5, $6, $7, $8)
        ON CONFLICT (id) DO UPDATE SET response = EXCLUDED.response, bytes = EXCLUDED.bytes
          WHERE stored_responses.user_id = EXCLUDED.user_id AND stored_responses.response->>'status' IN ('queued', 'in_progress')`,
-      [response.id, now, userId, now + this.retentionDays * 86_400, Buffer.byteLength(input) + Buffer.byteLength(reply), input, reply],
+      [response.id, now, userId, now + this.retentionDays * 86_400, Buffer.byteLength(input) + Buffer.byteLength(reply), input, reply, conversation ?? null],
     );
   }
 
@@ -65,11 +67,12 @@ export class ResponseStore {
   }
 
   async get(id: string, userId: number): Promise<StoredResponse | undefined> {
-    const { rows } = await this.db.query<{ input_items: StoredItem[]; response: ResponsesResponse }>(
-      'SELECT input_items, response FROM stored_responses WHERE id = $1 AND user_id = $2 AND expires_at > $3',
+    const { rows } = await this.db.query<{ input_items: StoredItem[]; response: ResponsesResponse; conversation_key: string | null }>(
+      'SELECT input_items, response, conversation_key FROM stored_responses WHERE id = $1 AND user_id = $2 AND expires_at > $3',
       [id, userId, unixNow()],
     );
-    return rows[0] ? { response: rows[0].response, inputItems: rows[0].input_items } : undefined;
+    const row = rows[0];
+    return row ? { response: row.response, inputItems: row.input_items, ...(row.conversation_key ? { conversation: row.conversation_key } : {}) } : undefined;
   }
 
   /** Whether the user had it (and now has not). */

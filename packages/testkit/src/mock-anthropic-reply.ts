@@ -22,6 +22,8 @@ export interface PlannedReply {
   outputTokens: number;
   /** Extended thinking, when the request asked for it: the thought and its signature. */
   thinking?: { text: string; signature: string };
+  /** Prompt tokens read from and written to the prompt cache, outside `inputTokens` (`MockPromptCache`). */
+  cache?: { read: number; written: number };
 }
 
 export interface ReplyWishes {
@@ -119,7 +121,12 @@ function contentBlocks(plan: PlannedReply): Record<string, unknown>[] {
   return blocks;
 }
 
-const usage = (plan: PlannedReply, outputTokens: number) => ({ input_tokens: plan.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: outputTokens });
+const usage = (plan: PlannedReply, outputTokens: number) => ({
+  input_tokens: plan.inputTokens - (plan.cache?.read ?? 0) - (plan.cache?.written ?? 0),
+  cache_creation_input_tokens: plan.cache?.written ?? 0,
+  cache_read_input_tokens: plan.cache?.read ?? 0,
+  output_tokens: outputTokens,
+});
 
 export function wholeMessage(plan: PlannedReply): Record<string, unknown> {
   return {

@@ -132,6 +132,31 @@ describe('@anthropic-ai/sdk against the mock Anthropic upstream', () => {
   });
 });
 
+describe('the mock\'s prompt cache (promptCache)', () => {
+  it('writes the prefix up to the last cache mark, and a later turn reads it wherever the mark moved; a mock of its own has none', async () => {
+    mock.setBehaviour({ promptCache: true, text: 'An answer of a few words.' });
+    const system = [{ type: 'text' as const, text: 'You plan trips. '.repeat(20), cache_control: { type: 'ephemeral' as const } }];
+    const ask = (text: string, marked: boolean) => ({ role: 'user' as const, content: [{ type: 'text' as const, text, ...(marked ? { cache_control: { type: 'ephemeral' as const } } : {}) }] });
+    const first = await client.messages.create({ model: MODEL, max_tokens: 50, system, messages: [ask('A week in Lisbon?', true)] });
+    expect(first.usage).toMatchObject({ input_tokens: 0, cache_read_input_tokens: 0 });
+    expect(first.usage.cache_creation_input_tokens).toBeGreaterThan(80);
+    const messages = [ask('A week in Lisbon?', false), { role: 'assistant' as const, content: first.content[0]!.type === 'text' ? first.content[0]!.text : '' }, ask('And then Porto?', true)];
+    const second = await client.messages.create({ model: MODEL, max_tokens: 50, system, messages });
+    expect(second.usage.cache_read_input_tokens).toBe(first.usage.cache_creation_input_tokens);
+    expect(second.usage.cache_creation_input_tokens).toBeGreaterThan(0);
+    expect(second.usage.input_tokens).toBe(0);
+    // Unmarked, nothing is cached; another mock (another deployment) has its own cache.
+    expect((await client.messages.create({ model: MODEL, max_tokens: 50, messages: [ask('Hi', false)] })).usage).toMatchObject({ cache_read_input_tokens: 0, cache_creation_input_tokens: 0 });
+    const other = await startMockAnthropicUpstream({ promptCache: true });
+    try {
+      const elsewhere = await new Anthropic({ apiKey: 'k', baseURL: other.url, maxRetries: 0 }).messages.create({ model: MODEL, max_tokens: 50, system, messages });
+      expect(elsewhere.usage.cache_read_input_tokens).toBe(0);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('what the mock refuses, as Anthropic does', () => {
   const valid = { model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] };
 

@@ -8,6 +8,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { refusalOf } from './mock-anthropic-checks.ts';
+import { MockPromptCache } from './mock-anthropic-cache.ts';
 import { errorBody, errorTypeOf, planReply, requestText, streamEvents, tokens, wholeMessage, type MockToolUse } from './mock-anthropic-reply.ts';
 
 /** What the mock does with a request. Unset fields fall back to a quick, correct answer. */
@@ -37,6 +38,12 @@ export interface MockAnthropicBehaviour {
    * (otherwise: when tools are given and the user asks about the weather).
    */
   toolUse?: MockToolUse | ((request: Record<string, unknown>) => MockToolUse | undefined);
+  /**
+   * Keep a prompt cache as Anthropic does (`MockPromptCache`): the prefix up to each
+   * `cache_control` mark is written, and read by a later request to this mock that repeats it;
+   * the usage reports both. Otherwise both are 0.
+   */
+  promptCache?: boolean;
 }
 
 export interface MockAnthropicRequest {
@@ -107,6 +114,7 @@ export async function startMockAnthropicUpstream(initial: MockAnthropicBehaviour
   let concurrencyLimit = 0;
   let limitRetryAfter = 1;
   let sequence = 0;
+  const promptCache = new MockPromptCache();
 
   const fail = (res: ServerResponse, requestId: string, status: number, body: unknown, retryAfter?: number) => {
     const headers: Record<string, string> = { 'content-type': 'application/json', 'request-id': requestId };
@@ -166,7 +174,7 @@ export async function startMockAnthropicUpstream(initial: MockAnthropicBehaviour
   };
 
   const answer = async (res: ServerResponse, n: number, body: Record<string, unknown>, b: MockAnthropicBehaviour, gone: AbortSignal) => {
-    const plan = planReply(body, b, n);
+    const plan = b.promptCache ? { ...planReply(body, b, n), cache: promptCache.use(body) } : planReply(body, b, n);
     if (body.stream !== true) {
       res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_mock_${n}` }).end(JSON.stringify(wholeMessage(plan)));
       return;
@@ -224,6 +232,7 @@ export async function startMockAnthropicUpstream(initial: MockAnthropicBehaviour
       aborted = 0;
       overLimit = 0;
       concurrencyLimit = 0;
+      promptCache.clear();
     },
     async waitFor(predicate, timeoutMs = 5000) {
       const started = Date.now();

@@ -80,8 +80,12 @@ function estimatedUsage(promptTokenCount: number, candidatesTokenCount: number):
 }
 
 /** Gemini's usage as the router records it: the charge is the total; the output counts thoughts too. */
-export function geminiUsage(usage: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number; totalTokenCount: number }): Usage {
-  return { totalTokens: usage.totalTokenCount, promptTokens: usage.promptTokenCount, completionTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0) };
+export function geminiUsage(usage: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number; cachedContentTokenCount?: number; totalTokenCount: number }): Usage {
+  const read = usage.cachedContentTokenCount;
+  return {
+    totalTokens: usage.totalTokenCount, promptTokens: usage.promptTokenCount, completionTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+    ...(typeof read === 'number' ? { cacheReadTokens: read } : {}),
+  };
 }
 
 /** A charge of the prompt alone (a reply refused for its size: the upstream read the prompt). */

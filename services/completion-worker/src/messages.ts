@@ -26,10 +26,16 @@ import type { ModelAnswer, Piece, WholeAnswer } from '@gateway/worker-runtime';
 
 const withHeaders = (target: RouteTarget, clientHeaders: ClientHeaders | undefined) => (clientHeaders ? { ...target, clientHeaders } : target);
 
+/** Usage as the router records it, with the prompt cache's reads and writes where the provider reported them. */
 function usageOf(usage: Partial<MessagesUsage>): Usage {
   const promptTokens = messagesPromptTokens(usage);
   const completionTokens = usage.output_tokens ?? 0;
-  return { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens };
+  const { cache_read_input_tokens: read, cache_creation_input_tokens: written } = usage;
+  return {
+    totalTokens: promptTokens + completionTokens, promptTokens, completionTokens,
+    ...(typeof read === 'number' ? { cacheReadTokens: read } : {}),
+    ...(typeof written === 'number' ? { cacheWriteTokens: written } : {}),
+  };
 }
 
 /** The text a reply's blocks produced, for the estimate when an upstream reports no usage. */

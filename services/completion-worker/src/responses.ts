@@ -21,7 +21,14 @@ import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from '@gateway/worker-runtime';
 
-const usageOf = (usage: ResponsesUsage): Usage => ({ totalTokens: usage.input_tokens + usage.output_tokens, promptTokens: usage.input_tokens, completionTokens: usage.output_tokens });
+/** Usage as the router records it, with the prompt cache's reads (`cached_tokens`) where the provider reported them. */
+function usageOf(usage: ResponsesUsage): Usage {
+  const read = (usage.input_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  return {
+    totalTokens: usage.input_tokens + usage.output_tokens, promptTokens: usage.input_tokens, completionTokens: usage.output_tokens,
+    ...(typeof read === 'number' ? { cacheReadTokens: read } : {}),
+  };
+}
 
 /** The text a reply's output produced, for the estimate when an upstream reports no usage. */
 function outputText(output: ResponsesResponse['output']): string {

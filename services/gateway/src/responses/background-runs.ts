@@ -23,6 +23,8 @@ export interface BackgroundRun {
   /** The request as it runs: its conversation made explicit, streamed. */
   request: ResponsesRequest;
   inputItems: StoredItem[];
+  /** The conversation key its client's request was given: the run is that conversation's turn. */
+  continues?: string;
   /** Whether its client streams it: its events are then recorded for its followers (event-log.ts). */
   streamed: boolean;
   /** The run's own request, once it has begun: what a cancel ends. */

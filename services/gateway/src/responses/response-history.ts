@@ -3,7 +3,8 @@
  * `previous_response_id`'s conversation (that response's input items and output, the user's own,
  * else 404) is put before the request's input, and each `item_reference` replaced by the stored
  * item it names, so the job carries the whole conversation for a provider that keeps no state,
- * and the hold counts every token of it. Instructions are not carried over, as at OpenAI.
+ * and the hold counts every token of it. Instructions are not carried over, as at OpenAI. The
+ * previous response's conversation key comes along, so the chain stays on one channel.
  */
 import { badRequest, notFound, type ResponsesInputItem, type ResponsesRequest } from '@gateway/contracts';
 import { identifiedItems, orUnavailable, type ResponseStore, type StoredItem } from '@gateway/database';
@@ -12,6 +13,8 @@ export interface Continued {
   request: ResponsesRequest;
   /** Every input item the response is given, with ids: what its input_items list shows. */
   inputItems: StoredItem[];
+  /** The conversation key the previous response was stored with: this one continues it, on its channel. */
+  continues?: string;
 }
 
 type Loose = Record<string, unknown>;
@@ -22,10 +25,12 @@ export async function continued(store: ResponseStore | undefined, userId: number
   if (!needsStore) return { request, inputItems: identifiedItems(own) };
   if (!store) throw badRequest('previous_response_id and item_reference need stored responses: this gateway runs without DATABASE_URL', request.previous_response_id ? 'previous_response_id' : 'input');
   const history: Loose[] = [];
+  let continues: string | undefined;
   if (request.previous_response_id) {
     const previous = await orUnavailable(store.get(request.previous_response_id, userId));
     if (!previous) throw notFound(`Previous response with id '${request.previous_response_id}' not found.`, 'previous_response_id');
     history.push(...previous.inputItems, ...previous.response.output);
+    continues = previous.conversation;
   }
   const resolved: Loose[] = [];
   for (const [at, item] of own.entries()) {
@@ -38,5 +43,5 @@ export async function continued(store: ResponseStore | undefined, userId: number
     resolved.push(found);
   }
   const inputItems = identifiedItems([...history, ...resolved]);
-  return { request: { ...request, input: inputItems as ResponsesInputItem[] }, inputItems };
+  return { request: { ...request, input: inputItems as ResponsesInputItem[] }, inputItems, ...(continues ? { continues } : {}) };
 }

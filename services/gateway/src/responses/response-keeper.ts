@@ -20,7 +20,15 @@ export interface ResponseKeeper {
   passed(data: string, seq: number | undefined): void;
 }
 
-export function responseKeeper(store: ResponseStore | undefined, keeps: boolean, userId: number, inputItems: StoredItem[], run: BackgroundRun | undefined, log: FastifyBaseLogger): ResponseKeeper {
+/** What a response is kept with: its user, its input, and the conversation it is a turn of. */
+export interface KeptWith {
+  userId: number;
+  inputItems: StoredItem[];
+  conversation?: string;
+}
+
+export function responseKeeper(store: ResponseStore | undefined, keeps: boolean, kept: KeptWith, run: BackgroundRun | undefined, log: FastifyBaseLogger): ResponseKeeper {
+  const { userId, inputItems } = kept;
   let final: ResponsesResponse | undefined;
   let begun = false;
   const owned = (response: ResponsesResponse) => (run ? { ...response, id: run.id } : response);
@@ -31,7 +39,7 @@ export function responseKeeper(store: ResponseStore | undefined, keeps: boolean,
         const response = whole === undefined ? final : (JSON.parse(whole) as ResponsesResponse);
         // Every event is recorded before the response ends: a follower that sees it ended has read them all.
         await events?.drained();
-        if (response) await store.save(userId, owned(response), inputItems);
+        if (response) await store.save(userId, owned(response), inputItems, kept.conversation);
       }
       : undefined,
     keep: (response) => {

@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { callerOf } from '@gateway/admission';
+import { conversationOf, messagesOpening } from '@gateway/routing';
 import {
   anthropicEndpoints,
   badRequest,
@@ -17,6 +18,7 @@ import {
   type ClientHeaders,
   type CompletionJobPayload,
   type GatewayError,
+  type MessagesRequest,
 } from '@gateway/contracts';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { anthropicFormat } from '../error-formats.ts';
@@ -52,7 +54,10 @@ export function anthropicMessagesRoutes(app: FastifyInstance, options: ModelApiO
       const body = parseOrThrow(endpoint.schema, request.body);
       if (body.stream === true && !endpoint.streams) throw badRequest(`${path} does not stream`, 'stream');
       options.apiKeys.authorizeModel(holder, body.model);
-      const payload = { caller: callerOf(holder), operation: endpoint.operation, request: body, clientHeaders: clientHeadersOf(request) } as CompletionJobPayload;
+      const caller = callerOf(holder);
+      // A message's turns are one conversation by Claude Code's session header, or by their opening.
+      const conversation = endpoint.operation === 'messages' ? conversationOf({ tokenId: caller.tokenId, model: body.model, headers: request.headers, ...messagesOpening(body as MessagesRequest) }) : undefined;
+      const payload = { caller: conversation ? { ...caller, conversation } : caller, operation: endpoint.operation, request: body, clientHeaders: clientHeadersOf(request) } as CompletionJobPayload;
       return relayModelJob(request, reply, {
         ...relayOptionsOf(options),
         queue: endpoint.queue,

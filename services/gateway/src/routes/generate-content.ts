@@ -11,7 +11,7 @@
  *   openai or anthropic one);
  * - `:embedContent` / `:batchEmbedContents`: embeddings, on the completion queue.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import {
   asksForSpeech,
   badRequest,
@@ -34,6 +34,7 @@ import {
   type ModelCaller,
 } from '@gateway/contracts';
 import { callerOf } from '@gateway/admission';
+import { conversationOf, geminiOpening } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
 import { geminiFormat, pathOf } from '../error-formats.ts';
@@ -98,7 +99,7 @@ function embedBatchOf(model: string, method: EmbedMethod, body: unknown): Gemini
   return { requests: batch.requests.map(({ model: _model, ...one }) => one) };
 }
 
-function jobOf(model: string, method: GeminiMethod, body: unknown, caller: ModelCaller): GeminiJob {
+function jobOf(model: string, method: GeminiMethod, body: unknown, caller: ModelCaller, headers: FastifyRequest['headers']): GeminiJob {
   if (method === 'embedContent' || method === 'batchEmbedContents') {
     const request = embedBatchOf(model, method, body);
     return { queue: QueueName.completion, payload: { caller, operation: 'embedContent', model, method, request }, worstCase: geminiEmbedWorstCase(request), streamed: false };
@@ -109,7 +110,10 @@ function jobOf(model: string, method: GeminiMethod, body: unknown, caller: Model
     return { queue: QueueName.audio, payload: { caller, operation: 'generateContent', model, method, request }, worstCase: speechWorstCase(request), streamed };
   }
   const request = parseOrThrow(geminiChatRequest, body);
-  return { queue: QueueName.completion, payload: { caller, operation: 'geminiChat', model, method, request }, worstCase: geminiChatWorstCase(request), streamed };
+  // A chat's turns are one conversation by a session header, or by their opening.
+  const conversation = conversationOf({ tokenId: caller.tokenId, model, headers, ...geminiOpening(request) });
+  const chatCaller = conversation ? { ...caller, conversation } : caller;
+  return { queue: QueueName.completion, payload: { caller: chatCaller, operation: 'geminiChat', model, method, request }, worstCase: geminiChatWorstCase(request), streamed };
 }
 
 export function generateContentRoutes(app: FastifyInstance, options: ModelApiOptions): void {
@@ -122,7 +126,7 @@ export function generateContentRoutes(app: FastifyInstance, options: ModelApiOpt
     }
     if (target.model.length > MAX_MODEL_NAME_CHARS) throw badRequest(`the model in the path must be at most ${MAX_MODEL_NAME_CHARS} characters`, 'model');
     const holder = keyHolderOf(request);
-    const job = jobOf(target.model, target.method, request.body, callerOf(holder));
+    const job = jobOf(target.model, target.method, request.body, callerOf(holder), request.headers);
     options.apiKeys.authorizeModel(holder, target.model);
     let stream: EventStreamFormat | undefined;
     if (job.streamed) stream = request.query.alt === 'sse' ? geminiEventStream : geminiJsonArrayStream();

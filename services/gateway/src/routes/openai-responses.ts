@@ -12,6 +12,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
+import { conversationOf, responsesOpening } from '@gateway/routing';
 import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type ResponsesRequest } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
@@ -58,20 +59,24 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
     const run = store ? responses.background.claim(request, holder.userId) : undefined;
     // A background run was checked when its client asked for it.
     if (store && body.store !== false && !run) await refuseWhenFull(responses, holder.userId);
-    const { request: whole, inputItems }: Continued = run ?? await continued(store, holder.userId, body);
+    const { request: whole, inputItems, continues }: Continued = run ?? await continued(store, holder.userId, body);
+    // A response's turns are one conversation by the key stored with the response it continues,
+    // a session header, or their opening; the key is stored with it for the next to continue.
+    const caller = callerOf(holder);
+    const conversation = conversationOf({ tokenId: caller.tokenId, model: body.model, headers: request.headers, continues, ...responsesOpening(whole) });
     if (body.background === true && !run) {
       const kept = backgroundStore(body, store);
       const queued = { ...responseSkeleton(whole, newItemId('resp'), Math.floor(Date.now() / 1000)), status: 'queued' as const, background: true };
-      await kept.save(holder.userId, queued, inputItems);
+      await kept.save(holder.userId, queued, inputItems, conversation?.key);
       const streamed = body.stream === true;
-      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, streamed });
+      responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, continues: conversation?.key, streamed });
       return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs) : queued;
     }
-    const keeper = responseKeeper(store, body.store !== false, holder.userId, inputItems, run, request.log);
+    const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
     return relayModelJob(request, reply, {
       ...relayOptionsOf(options),
       queue: QueueName.completion,
-      payload: { caller: callerOf(holder), operation: 'responses', request: whole },
+      payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: whole },
       holder,
       worstCase: responsesWorstCase(whole),
       stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
