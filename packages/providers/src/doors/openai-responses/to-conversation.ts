@@ -151,9 +151,9 @@ export function responsesToConversation(request: ResponsesRequest): Conversation
   if (tools.length > 0) {
     conversation.tools = tools.map(({ tool, path }) => {
       if (tool.type === 'custom') return customTool(tool);
-      if (typeof tool.name !== 'string' || tool.name === '') throw badRequest(`${path}.name: a function tool needs a name`, `${path}.name`);
-      const fn = tool as { name: string; description?: string | null; parameters?: Record<string, unknown> | null };
-      return { name: fn.name, ...(fn.description ? { description: fn.description } : {}), inputSchema: fn.parameters ?? { type: 'object', properties: {} } };
+      const { name, description, parameters } = tool;
+      if (typeof name !== 'string' || name === '') throw badRequest(`${path}.name: a function tool needs a name`, `${path}.name`);
+      return { name, ...(typeof description === 'string' && description ? { description } : {}), inputSchema: (parameters as Record<string, unknown> | null | undefined) ?? { type: 'object', properties: {} } };
     });
     const choice = toolChoiceOf(request);
     if (choice) conversation.toolChoice = choice;
