@@ -64,7 +64,9 @@ async function codex(dir: string, gateway: string, key: string, model: string, p
   await mkdir(work, { recursive: true });
   await writeFile(join(home, 'config.toml'), configToml(gateway, model));
   const lastFile = join(dir, 'last-message.txt');
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, CODEX_HOME: home, GW_KEY: key, NO_COLOR: '1', RUST_LOG: 'error' };
+  // Any host but the gateway goes through a proxy that does not exist: the run needs no other network.
+  const offline = { HTTPS_PROXY: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9', ALL_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost' };
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, CODEX_HOME: home, GW_KEY: key, NO_COLOR: '1', RUST_LOG: 'error', ...offline };
   const args = [CODEX_LAUNCHER, 'exec', '--skip-git-repo-check', '--json', '--output-last-message', lastFile, '--cd', work, prompt];
   const stdout = await new Promise<string>((done, fail) => {
     const child = execFile(process.execPath, args, { cwd: work, env, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, out, err) => {
