@@ -16,7 +16,7 @@ import {
   type ResponsesResponse,
   type ResponsesUsage,
 } from '@gateway/contracts';
-import { customToolNames } from './to-conversation.ts';
+import { customToolNames } from './offered-tools.ts';
 
 export const newItemId = (prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'rs') => `${prefix}_${randomBytes(16).toString('hex')}`;
 

@@ -23,6 +23,19 @@ function replay(events: unknown[], body = request({ stream: true })): ResponsesS
 }
 
 describe('a Responses request as Messages', () => {
+  it('offers a namespace\'s tools one by one and leaves hosted tools out, as Codex sends them', () => {
+    const body = mapping.toUpstream(request({
+      tools: [
+        { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } },
+        { type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents', tools: [{ type: 'function', name: 'spawn_agent', description: 'Spawn', parameters: { type: 'object', properties: {} } }, { type: 'custom', name: 'apply_patch' }] },
+        { type: 'web_search', external_web_access: true },
+      ] as ResponsesRequest['tools'],
+    }), 'claude-up', false) as { tools: { name: string }[] };
+    expect(body.tools.map((tool) => tool.name)).toEqual(['exec_command', 'spawn_agent', 'apply_patch']);
+    // Only hosted tools: none offered, so no tools at all go upstream.
+    expect(mapping.toUpstream(request({ tools: [{ type: 'web_search' }] as ResponsesRequest['tools'] }), 'claude-up', false)).not.toHaveProperty('tools');
+  });
+
   it('maps instructions and system items, messages, calls, outputs, reasoning, tools and settings by the documented rules', () => {
     const body = mapping.toUpstream(request({
       instructions: 'Be brief.', max_output_tokens: 500, temperature: 1.7, parallel_tool_calls: false, tool_choice: 'required', user: 'u-1',
@@ -55,7 +68,7 @@ describe('a Responses request as Messages', () => {
   });
 
   it('refuses, naming the item, what it cannot serve', () => {
-    expect(() => mapping.toUpstream(request({ tools: [{ type: 'web_search_preview' }] }), 'c', false)).toThrow(expect.objectContaining({ constructor: GatewayError, status: 400, param: 'tools[0]' }));
+    expect(() => mapping.toUpstream(request({ tools: [{ type: 'namespace', name: 'n', tools: [{ type: 'function' }] }] as ResponsesRequest['tools'] }), 'c', false)).toThrow(expect.objectContaining({ constructor: GatewayError, status: 400, param: 'tools[0].tools[0].name' }));
     expect(() => mapping.toUpstream(request({ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] }] }), 'c', false)).toThrow(expect.objectContaining({ status: 400, param: 'input[0].content[0]' }));
     expect(() => mapping.toUpstream(request({ input: [{ type: 'function_call', call_id: 'c', name: 'n', arguments: 'not json' }] }), 'c', false)).toThrow(expect.objectContaining({ status: 400, param: 'input[0].arguments' }));
   });

@@ -12,7 +12,7 @@
 import type { ConversationEvent, ConversationUsage, ResponsesOutputItem, ResponsesRequest, ResponsesResponse, ResponsesStreamEvent, StopReason } from '@gateway/contracts';
 import type { DoorStreamEncoder } from '../door.ts';
 import { customInput, customToolCallItem, finished, functionCallItem, messageItem, newItemId, reasoningItem, responseSkeleton } from './from-conversation.ts';
-import { customToolNames } from './to-conversation.ts';
+import { customToolNames } from './offered-tools.ts';
 
 type Open =
   | { kind: 'text'; id: string; text: string }

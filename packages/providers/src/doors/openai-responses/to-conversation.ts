@@ -5,7 +5,8 @@
  * results, `reasoning` items thinking (its summary the text, its `encrypted_content` the
  * signature a provider replays). An `item_reference` has been looked up by the gateway before;
  * one left is a 400. Custom (freeform) tools, as Codex's apply_patch, become functions of one
- * string; other tools (OpenAI's hosted ones) are refused: no provider behind the gateway runs them.
+ * string; a namespace's tools are offered one by one, and OpenAI's hosted tools are left out
+ * (offered-tools.ts).
  */
 import {
   badRequest,
@@ -19,6 +20,7 @@ import {
   type ResponsesRequest,
   type TextPart,
 } from '@gateway/contracts';
+import { offeredTools } from './offered-tools.ts';
 
 type Loose = Record<string, unknown>;
 
@@ -123,8 +125,6 @@ function customTool(tool: Loose): ConversationTool {
   };
 }
 
-/** The names of a request's custom tools: their calls are custom_tool_call items. */
-export const customToolNames = (request: ResponsesRequest) => new Set((request.tools ?? []).filter((tool) => tool.type === 'custom').map((tool) => String((tool as Loose).name)));
 
 /** An effort name as the conversation model's: `none` asks for no reasoning, `xhigh` (and any above) for the most. */
 function effortOf(effort: string | null | undefined): ConversationRequest['reasoningEffort'] {
@@ -147,12 +147,13 @@ export function responsesToConversation(request: ResponsesRequest): Conversation
   const messages = conversationOf(items, system);
   if (messages.length === 0) throw badRequest('input: must hold at least one message or item', 'input');
   const conversation: ConversationRequest = { model: request.model, system, messages, stream: request.stream === true };
-  if (request.tools?.length) {
-    conversation.tools = request.tools.map((tool, at) => {
-      if (tool.type === 'custom') return customTool(tool as Loose);
-      if (tool.type !== 'function') throw badRequest(`tools[${at}]: a tool of type ${tool.type} is not served by this gateway; only function and custom tools are`, `tools[${at}]`);
-      const fn = tool as { name: string; description?: string | null; parameters?: Record<string, unknown> | null };
-      return { name: fn.name, ...(fn.description ? { description: fn.description } : {}), inputSchema: fn.parameters ?? { type: 'object', properties: {} } };
+  const tools = offeredTools(request);
+  if (tools.length > 0) {
+    conversation.tools = tools.map(({ tool, path }) => {
+      if (tool.type === 'custom') return customTool(tool);
+      const { name, description, parameters } = tool;
+      if (typeof name !== 'string' || name === '') throw badRequest(`${path}.name: a function tool needs a name`, `${path}.name`);
+      return { name, ...(typeof description === 'string' && description ? { description } : {}), inputSchema: (parameters as Record<string, unknown> | null | undefined) ?? { type: 'object', properties: {} } };
     });
     const choice = toolChoiceOf(request);
     if (choice) conversation.toolChoice = choice;
