@@ -23,7 +23,8 @@ describe('migrate', () => {
     await client.connect();
     const { rows } = await client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY id');
     await client.end();
-    const files = readdirSync(MIGRATIONS_DIR).map((f) => f.replace(/\.\w+$/, '')).sort();
+    // Applied in the order of their number: 10_ after 9_, not after 1_ as text would sort them.
+    const files = readdirSync(MIGRATIONS_DIR).map((f) => f.replace(/\.\w+$/, '')).sort((a, b) => parseInt(a, 10) - parseInt(b, 10));
     expect(rows.map((r) => r.name)).toEqual(files);
     // The migrations' own connections may still be closing: a server stopped under one that is
     // still open fails it outside any test ("terminating connection due to administrator
