@@ -5,7 +5,8 @@
  * results, `reasoning` items thinking (its summary the text, its `encrypted_content` the
  * signature a provider replays). An `item_reference` has been looked up by the gateway before;
  * one left is a 400. Custom (freeform) tools, as Codex's apply_patch, become functions of one
- * string; other tools (OpenAI's hosted ones) are refused: no provider behind the gateway runs them.
+ * string; other tools (OpenAI's hosted ones) are refused: only an upstream of the Responses API
+ * runs them, and a channel of one passes its requests through untranslated (openai/responses.ts).
  */
 import {
   badRequest,
@@ -150,7 +151,7 @@ export function responsesToConversation(request: ResponsesRequest): Conversation
   if (request.tools?.length) {
     conversation.tools = request.tools.map((tool, at) => {
       if (tool.type === 'custom') return customTool(tool as Loose);
-      if (tool.type !== 'function') throw badRequest(`tools[${at}]: a tool of type ${tool.type} is not served by this gateway; only function and custom tools are`, `tools[${at}]`);
+      if (tool.type !== 'function') throw badRequest(`tools[${at}]: a tool of type ${tool.type} is served only by a channel whose upstream serves the Responses API (an openai channel with responses_api); elsewhere only function and custom tools are`, `tools[${at}]`);
       const fn = tool as { name: string; description?: string | null; parameters?: Record<string, unknown> | null };
       return { name: fn.name, ...(fn.description ? { description: fn.description } : {}), inputSchema: fn.parameters ?? { type: 'object', properties: {} } };
     });
