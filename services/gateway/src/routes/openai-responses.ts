@@ -73,7 +73,7 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       await kept.save(holder.userId, queued, inputItems, conversation?.key);
       const streamed = body.stream === true;
       responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, continues: conversation?.key, streamed });
-      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs) : queued;
+      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
     return relayModelJob(request, reply, {
