@@ -120,6 +120,21 @@ describe('the Responses door on an openai channel whose upstream serves /v1/resp
     expect(final).toMatchObject({ status: 'completed', model, output_text: 'streamed through', truncation: 'auto' });
   });
 
+  it('runs a background response on the gateway\'s queues, streamed to the upstream without background, stored under the id its client was given', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'done later' });
+    const model = uniqueModel();
+    await channel(mock, [model], { responses_api: true });
+    const { key } = await apiKey();
+    const { client } = recordingClient(`${stack.gateway.url}/v1`, key);
+    const queued = await client.responses.create({ ...untranslatable(model), store: true, background: true });
+    expect(queued).toMatchObject({ status: 'queued', background: true });
+    await expect.poll(async () => (await client.responses.retrieve(queued.id)).status, { timeout: 10_000, interval: 200 }).toBe('completed');
+    expect(await client.responses.retrieve(queued.id)).toMatchObject({ id: queued.id, model, output_text: 'done later', truncation: 'auto' });
+    const received = mock.requests.at(-1)!;
+    expect(received.body).not.toHaveProperty('background');
+    expect(received.body).toMatchObject({ stream: true, tools: [{ type: 'web_search_preview' }], include: ['message.output_text.logprobs'], truncation: 'auto' });
+  });
+
   it('still refuses a hosted tool, naming the setting, on a channel whose requests are translated', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({});
     const model = uniqueModel();
