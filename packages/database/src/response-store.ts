@@ -17,6 +17,9 @@ export interface StoredResponse {
   conversation?: string;
 }
 
+/** PostgreSQL's own clock in milliseconds: one clock for every gateway's run leases. */
+const DATABASE_NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
 /** Expired rows dropped with each write: enough that writes outpace expiry, few enough to stay cheap. */
 const SWEEP_ROWS = 100;
 
@@ -62,6 +65,31 @@ export class ResponseStore {
       `UPDATE stored_responses SET response = response || jsonb_build_object('status', $3::text, 'error', $4::jsonb)
        WHERE id = $1 AND user_id = $2 AND response->>'status' IN ('queued', 'in_progress')`,
       [id, userId, status, JSON.stringify(error ?? null)],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  /**
+   * The gateway running a background response says it still runs it (`run_renewed_at`, by
+   * PostgreSQL's clock, so gateways' clocks need not agree), while it has not ended.
+   */
+  async renewRun(id: string, userId: number): Promise<void> {
+    await this.db.query(
+      `UPDATE stored_responses SET run_renewed_at = ${DATABASE_NOW_MS}
+       WHERE id = $1 AND user_id = $2 AND response->>'status' IN ('queued', 'in_progress')`,
+      [id, userId],
+    );
+  }
+
+  /**
+   * A background response whose run stopped renewing more than `staleMs` ago (its gateway gone)
+   * ends as `failed` with `error`; one no run ever renewed is left as it is. Whether it ended.
+   */
+  async failAbandoned(id: string, userId: number, staleMs: number, error: { code: string; message: string }): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE stored_responses SET response = response || jsonb_build_object('status', 'failed', 'error', $4::jsonb)
+       WHERE id = $1 AND user_id = $2 AND response->>'status' IN ('queued', 'in_progress') AND run_renewed_at < ${DATABASE_NOW_MS} - $3`,
+      [id, userId, staleMs, JSON.stringify(error)],
     );
     return (rowCount ?? 0) > 0;
   }

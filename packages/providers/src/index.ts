@@ -14,7 +14,7 @@ export type { UpstreamTarget, ProviderOperation } from './provider.ts';
 export { openai } from './openai/index.ts';
 export { gemini } from './gemini/index.ts';
 export { anthropic } from './anthropic/index.ts';
-export { channelTypesFor, operationFor, type OperationShapes } from './registry.ts';
+export { channelTypesFor, operationFor, operationOn, passesThrough, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
 export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';

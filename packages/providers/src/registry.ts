@@ -6,6 +6,7 @@
  */
 import {
   UpstreamError,
+  type Channel,
   type ChannelType,
   type CountTokensRequest,
   type MessagesRequest,
@@ -55,7 +56,7 @@ export interface OperationShapes {
   messages: ProviderOperation<MessagesRequest, MessagesResponse, MessagesStreamEvent>;
   /** Anthropic's count_tokens, on an anthropic channel (the worker estimates it on others). */
   countTokens: ProviderOperation<CountTokensRequest, { input_tokens: number }, never>;
-  /** OpenAI's Responses door: through the conversation model on every channel type that has a mapping for it. */
+  /** OpenAI's Responses door: through the conversation model on every channel type that has a mapping for it, passed through where `ownFormat` says. */
   responses: ProviderOperation<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent>;
 }
 
@@ -64,6 +65,25 @@ const registry: Record<ChannelType, Partial<OperationShapes>> = {
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
   gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
+
+/**
+ * Operations a channel serves in its door's own format when its upstream says it does (an
+ * `openai` channel's `responses_api`): passed through untranslated, in place of the registry's.
+ */
+const ownFormat: Partial<Record<ChannelType, Partial<OperationShapes>>> = {
+  openai: { responses: openai.responsesNative },
+};
+
+/** Whether the channel takes the operation in the client's own format, untranslated. */
+export function passesThrough(operation: ModelOperation, channel: Pick<Channel, 'type' | 'responses_api'>): boolean {
+  return operation === 'responses' && channel.responses_api === true && ownFormat[channel.type]?.responses !== undefined;
+}
+
+/** How to call the operation on this channel: in the client's own format where it passes through, else as its type's provider offers it. */
+export function operationOn<O extends ModelOperation>(operation: O, channel: Pick<Channel, 'type' | 'responses_api'>): OperationShapes[O] {
+  if (passesThrough(operation, channel)) return ownFormat[channel.type]![operation] as OperationShapes[O];
+  return operationFor(operation, channel.type);
+}
 
 /** The channel types whose provider offers the operation: the channels a request of it may use. */
 export function channelTypesFor(operation: ModelOperation): ChannelType[] {

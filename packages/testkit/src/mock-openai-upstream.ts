@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { planChat, planCompletion, planEmbeddings, type ReplyOptions } from './mock-openai-replies.ts';
 import { speak } from './mock-openai-speech.ts';
+import { answerResponses } from './mock-openai-responses.ts';
 import type { SpeechFormat } from '@gateway/contracts';
 
 /** What the mock does with a request. Unset fields fall back to a quick, correct answer. */
@@ -53,7 +54,11 @@ export interface RecordedRequest {
   path: string;
   authorization: string | undefined;
   body: Record<string, unknown>;
+  /** The body's bytes as they came (a body passed through is compared byte for byte). */
+  raw: string;
   at: number;
+  /** What a Responses reply sent back: its JSON, or its stream's text (`event:`/`data:` blocks). */
+  reply?: string;
 }
 
 export interface MockOpenAIUpstream {
@@ -87,7 +92,7 @@ export interface MockOpenAIUpstream {
 }
 
 /** The operations it speaks. */
-const SERVED = new Set(['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/audio/speech']);
+const SERVED = new Set(['/v1/completions', '/v1/chat/completions', '/v1/embeddings', '/v1/audio/speech', '/v1/responses']);
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -107,7 +112,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /**
  * A real HTTP server speaking the OpenAI wire format (`POST /v1/completions`,
- * `/v1/chat/completions`, whole or streamed with usage, `/v1/embeddings` and `/v1/audio/speech`), which a test can make slow, fail, rate-limit or hang, and
+ * `/v1/chat/completions` and `/v1/responses`, whole or streamed with usage, `/v1/embeddings` and `/v1/audio/speech`), which a test can make slow, fail, rate-limit or hang, and
  * which counts what it saw.
  */
 export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {}): Promise<MockOpenAIUpstream> {
@@ -151,7 +156,8 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
     } catch {
       return fail(res, 400, { error: { message: 'invalid JSON', type: 'invalid_request_error', param: null, code: null } });
     }
-    requests.push({ method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body, at: Date.now() });
+    const record: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization, body, raw, at: Date.now() };
+    requests.push(record);
     const path = req.url ?? '';
     if (req.method !== 'POST' || !SERVED.has(path)) {
       return fail(res, 404, { error: { message: `no route ${req.method} ${req.url}`, type: 'invalid_request_error', param: null, code: null } });
@@ -184,14 +190,19 @@ export async function startMockOpenAIUpstream(initial: MockOpenAIBehaviour = {})
         }
         return;
       }
-      await answer(res, path, body, b, gone.signal);
+      await answer(res, record, b, gone.signal);
     } finally {
       changeInFlight(-1);
     }
   };
 
-  const answer = async (res: ServerResponse, path: string, body: Record<string, unknown>, b: MockOpenAIBehaviour, gone: AbortSignal) => {
+  const answer = async (res: ServerResponse, record: RecordedRequest, b: MockOpenAIBehaviour, gone: AbortSignal) => {
+    const { path, body } = record;
     if (path === '/v1/audio/speech') return speak(res, body, gone, { format: b.speechFormat, contentType: b.speechContentType });
+    if (path === '/v1/responses') {
+      record.reply = await answerResponses(res, body, { text: typeof b.text === 'string' ? b.text : undefined, usageFields: b.usageFields, chunkDelayMs: b.chunkDelayMs }, gone);
+      return;
+    }
     const plan = path === '/v1/chat/completions' ? planChat(body, b) : path === '/v1/embeddings' ? planEmbeddings(body, b) : planCompletion(body, b);
     // The whole reply and the usage chunk share the plan's usage object.
     if (b.usageFields) Object.assign(plan.usage as Record<string, unknown>, b.usageFields);

@@ -1,6 +1,7 @@
 /**
  * OpenAI's Responses door on the completion worker: a response, whole or streamed, on a channel
- * of any type whose provider serves `responses` (through the conversation model). Usage is
+ * of any type whose provider serves `responses` (through the conversation model), or passed
+ * through untranslated to an `openai` channel whose upstream serves it (`responses_api`). Usage is
  * charged from the reply's `usage` (its `input_tokens` hold every prompt token, cached ones
  * included); where an upstream reported none, from the estimate of the request and the output
  * streamed so far, as for messages.ts.
@@ -17,7 +18,7 @@ import {
   type ResponsesUsage,
   type StreamEnd,
 } from '@gateway/contracts';
-import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
+import { callUpstream, operationOn, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from '@gateway/worker-runtime';
 
@@ -36,7 +37,7 @@ function outputText(output: ResponsesResponse['output']): string {
 }
 
 export async function responseWhole(target: RouteTarget, request: ResponsesRequest): Promise<WholeAnswer<ResponsesResponse>> {
-  const response = await callUpstream(operationFor('responses', target.channel.type), target, request);
+  const response = await callUpstream(operationOn('responses', target.channel), target, request);
   const usage = response.usage;
   if (usage && usage.input_tokens === 0 && usage.output_tokens === 0) {
     const input = responsesRequestTokens(request);
@@ -48,7 +49,7 @@ export async function responseWhole(target: RouteTarget, request: ResponsesReque
 
 /** A stream opened on one channel: each Responses event as a piece, with the usage so far. */
 export async function openResponseStream(target: RouteTarget, request: ResponsesRequest, signal: AbortSignal, begun: () => void): Promise<ModelAnswer<StreamEnd>> {
-  const events = await streamUpstream(operationFor('responses', target.channel.type), target, request);
+  const events = await streamUpstream(operationOn('responses', target.channel), target, request);
   begun();
   return { pieces: responsePieces(events, request, signal), end: () => ({ done: true }) };
 }

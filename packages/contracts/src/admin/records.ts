@@ -49,6 +49,12 @@ export interface Channel {
   priority: number;
   weight: number;
   model_mapping: Record<string, string>;
+  /**
+   * An `openai` channel whose upstream serves OpenAI's Responses API (`/v1/responses`): the
+   * Responses door passes its requests through untranslated (hosted tools, `include`,
+   * `truncation`, …). Unset or false: translated to chat completions.
+   */
+  responses_api?: boolean;
   max_concurrency: number;
   timeout_ms: number;
   status: number;

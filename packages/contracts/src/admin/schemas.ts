@@ -141,6 +141,7 @@ const channelFields = {
   priority: z.number().int(),
   weight: z.number().int().min(0),
   model_mapping: modelMapping,
+  responses_api: z.boolean(),
   max_concurrency: nonNegative,
   timeout_ms: z.number().int().min(0).max(3_600_000),
   status: z.union([z.literal(1), z.literal(2), z.literal(3)]),
@@ -152,6 +153,7 @@ const channelOptional = {
   priority: channelFields.priority.optional(),
   weight: channelFields.weight.optional(),
   model_mapping: channelFields.model_mapping.optional(),
+  responses_api: channelFields.responses_api.optional(),
   max_concurrency: channelFields.max_concurrency.optional(),
   timeout_ms: channelFields.timeout_ms.optional(),
   status: channelFields.status.optional(),
@@ -169,10 +171,14 @@ const channelChanges = {
 const keyWithMove = (changes: { key?: unknown; base_url?: unknown; type?: unknown }) => changes.key !== undefined || (changes.base_url === undefined && changes.type === undefined);
 const keyWithMoveIssue = { message: 'changing base_url or type needs the key in the same request', path: ['key'] };
 
-export const createChannelBody = z.strictObject({ ...channelRequired, key: channelFields.key, ...channelOptional });
+/** Only an OpenAI-style upstream serves the Responses API as OpenAI does. */
+const responsesApiOnOpenai = (channel: { type: string; responses_api?: boolean }) => channel.responses_api !== true || channel.type === 'openai';
+const responsesApiIssue = { message: 'responses_api is for an openai channel whose upstream serves /v1/responses', path: ['responses_api'] };
+
+export const createChannelBody = z.strictObject({ ...channelRequired, key: channelFields.key, ...channelOptional }).refine(responsesApiOnOpenai, responsesApiIssue);
 export const updateChannelBody = z.strictObject({ ...channelChanges, key: channelFields.key.optional() }).refine(keyWithMove, keyWithMoveIssue);
 /** What the admin queue carries: the key encrypted, and its mask. */
-export const createChannelJob = z.strictObject({ ...channelRequired, key: encryptedKey, key_mask: keyMask, ...channelOptional });
+export const createChannelJob = z.strictObject({ ...channelRequired, key: encryptedKey, key_mask: keyMask, ...channelOptional }).refine(responsesApiOnOpenai, responsesApiIssue);
 export const updateChannelJob = z.strictObject({ ...channelChanges, key: encryptedKey.optional(), key_mask: keyMask.optional() }).refine(keyWithMove, keyWithMoveIssue);
 
 export const tagBody = z.strictObject({ tag: z.string().min(1).max(64) });

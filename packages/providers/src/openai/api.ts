@@ -13,5 +13,6 @@ export const openaiApi = {
     chat: () => '/v1/chat/completions',
     embeddings: () => '/v1/embeddings',
     speech: () => '/v1/audio/speech',
+    responses: () => '/v1/responses',
   },
 } satisfies ProviderApi;

@@ -9,6 +9,7 @@ import { completions } from './complete.ts';
 import { embeddings } from './embeddings.ts';
 import { embedContent } from './embed-content.ts';
 import { speech } from './speech.ts';
+import { responses } from './responses.ts';
 import { chatConversation } from './conversation.ts';
 import { messagesDoor } from '../doors/anthropic-messages/index.ts';
 import { throughConversation } from '../doors/door.ts';
@@ -25,6 +26,8 @@ export const openai = {
   messages: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(messagesDoor, chatConversation) },
   // OpenAI's Responses door, through the conversation model to chat completions.
   responses: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(responsesDoor, chatConversation) },
+  // The same door passed through, on a channel whose upstream serves the Responses API (`responses_api`).
+  responsesNative: { api: openaiApi, endpoint: openaiApi.endpoints.responses, mapping: responses },
   // Gemini's door for a chat model, through the conversation model to chat completions.
   geminiChat: { api: openaiApi, endpoint: openaiApi.endpoints.chat, mapping: throughConversation(geminiDoor, chatConversation) },
 };

@@ -7,12 +7,14 @@
  * the run ends; a failure marks it `failed` with the error. `POST /v1/responses/{id}/cancel`
  * marks it `cancelled` and ends the run as a client's leaving would (its job is cancelled); a
  * run on another gateway is not reached, and only its result is discarded (a cancelled response
- * never changes again).
+ * never changes again). While it runs, this gateway renews its lease (run-lease.ts): a run lost
+ * with its gateway ends as `failed` when any gateway next reads it.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ResponsesRequest } from '@gateway/contracts';
 import type { ResponseStore, StoredItem } from '@gateway/database';
 import { cutShort } from '../client-signal.ts';
+import { DEFAULT_RUN_LEASE, holdRunLease, type RunLeaseOptions } from './run-lease.ts';
 
 /** The header that marks a gateway's own run of a background response: its id, valid only for a run this gateway started. */
 export const BACKGROUND_HEADER = 'x-gateway-background-response';
@@ -35,10 +37,16 @@ const CANCELLED = Symbol('the background response was cancelled');
 
 export class BackgroundRuns {
   private readonly runs = new Map<string, BackgroundRun>();
+  readonly lease: RunLeaseOptions;
+
+  constructor(lease: RunLeaseOptions = DEFAULT_RUN_LEASE) {
+    this.lease = lease;
+  }
 
   /** Starts the run; it ends on its own, its outcome stored. */
   start(app: FastifyInstance, caller: FastifyRequest, store: ResponseStore, run: BackgroundRun): void {
     this.runs.set(run.id, run);
+    const release = holdRunLease(store, run.id, run.userId, this.lease, caller.log);
     const headers: Record<string, string> = { 'content-type': 'application/json', [BACKGROUND_HEADER]: run.id };
     for (const name of ['authorization', 'x-priority'] as const) {
       const value = caller.headers[name];
@@ -51,7 +59,10 @@ export class BackgroundRuns {
       })
       .catch((error: unknown) => store.setStatus(run.id, run.userId, 'failed', { code: 'server_error', message: String(error) }))
       .catch((error: unknown) => caller.log.warn({ err: error, response: run.id }, 'a background response\'s failure could not be stored'))
-      .finally(() => this.runs.delete(run.id));
+      .finally(() => {
+        release();
+        this.runs.delete(run.id);
+      });
   }
 
   /** The run a request of this gateway's own is, when its header names one of the key's user. */

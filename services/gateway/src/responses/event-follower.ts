@@ -3,16 +3,18 @@
  * number it gives (`starting_after`), then each new one as it is recorded, until the response
  * has ended, read from PostgreSQL, so any gateway serves it and a client whose connection
  * dropped resumes where it was. A response that failed ends with `response.failed` and `error`
- * events; one cancelled, or still running when the request's time is up, just ends.
+ * events (one whose run was lost with its gateway too: run-lease.ts); one cancelled, or still
+ * running when the request's time is up, just ends.
  */
 import type { FastifyReply } from 'fastify';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { responsesEventStream } from './responses-event-stream.ts';
+import { currentResponse, type RunLeaseOptions } from './run-lease.ts';
 
 const POLL_MS = 100;
 const ENDED = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
-export async function followEvents(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number): Promise<FastifyReply> {
+export async function followEvents(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number, lease: RunLeaseOptions): Promise<FastifyReply> {
   // The caller has checked the response is the user's, and a background one.
   let events = await orUnavailable(store.eventsAfter(id, userId, after));
   const raw = reply.raw;
@@ -28,7 +30,7 @@ export async function followEvents(reply: FastifyReply, store: ResponseStore, id
         last = event.seq;
       }
       if (events.length === 0) {
-        const found = await store.get(id, userId);
+        const found = await currentResponse(store, id, userId, lease);
         const status = found?.response.status;
         if (!status || ENDED.has(status)) {
           // Its events were all recorded before it ended: what is left is read once more.

@@ -4,7 +4,7 @@
  * `previous_response_id` and item references made explicit (response-history.ts), then run
  * exactly as a chat completion is: the same admission gate, quota hold, completion queue, relay,
  * request log and charge (`relayModelJob`); the worker translates it through the conversation
- * model for the channel it chooses. A failure after the stream began is a `response.failed`
+ * model for the channel it chooses, or passes it through to a channel whose upstream serves it. A failure after the stream began is a `response.failed`
  * event and an `error` event, numbered on from the last event sent. With `store` (the default)
  * the response and its input are kept for its user before the client has the end of it
  * (response-keeper.ts); with `background` it is answered at once and run by the gateway
@@ -53,7 +53,10 @@ function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefine
 export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOptions, responses: ResponsesRouteOptions): void {
   app.post('/responses', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
     const holder = keyHolderOf(request);
-    const body = parseOrThrow(responsesRequestSchema, request.body);
+    parseOrThrow(responsesRequestSchema, request.body);
+    // Validated, then taken as the client wrote it: the schema changes no value, and its keys in
+    // the client's order let a channel that passes the request through send it as it came.
+    const body = request.body as ResponsesRequest;
     options.apiKeys.authorizeModel(holder, body.model);
     const store = responses.store?.();
     const run = store ? responses.background.claim(request, holder.userId) : undefined;
@@ -70,7 +73,7 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       await kept.save(holder.userId, queued, inputItems, conversation?.key);
       const streamed = body.stream === true;
       responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, continues: conversation?.key, streamed });
-      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs) : queued;
+      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
     return relayModelJob(request, reply, {

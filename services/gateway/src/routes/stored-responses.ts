@@ -3,7 +3,8 @@
  * one's events again, after `starting_after`), `DELETE /v1/responses/{id}`,
  * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
  * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
- * id, an expired one and an unknown one are the same 404.
+ * id, an expired one and an unknown one are the same 404. A background one whose run was lost
+ * with its gateway reads as `failed` (run-lease.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -12,6 +13,7 @@ import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
 import { followEvents } from '../responses/event-follower.ts';
+import { currentResponse } from '../responses/run-lease.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
 const retrieveQuery = z.object({
@@ -31,11 +33,11 @@ export function storedResponseRoutes(app: FastifyInstance, store: () => Response
     const { id } = parseOrThrow(params, request.params);
     const query = parseOrThrow(retrieveQuery, request.query);
     const userId = keyHolderOf(request).userId;
-    const found = await orUnavailable(store().get(id, userId));
+    const found = await orUnavailable(currentResponse(store(), id, userId, background.lease));
     if (!found) throw noResponse(id);
     if (query.stream !== 'true') return found.response;
     if (found.response.background !== true) throw badRequest('Only a response created with background: true and stream: true can be streamed again.', 'stream');
-    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs);
+    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs, background.lease);
   });
 
   app.delete('/responses/:id', async (request) => {

@@ -6,7 +6,8 @@
  * signature a provider replays). An `item_reference` has been looked up by the gateway before;
  * one left is a 400. Custom (freeform) tools, as Codex's apply_patch, become functions of one
  * string; a namespace's tools are offered one by one, and OpenAI's hosted tools are left out
- * (offered-tools.ts).
+ * (offered-tools.ts): only an upstream of the Responses API runs them, and a channel of one passes its
+ * requests through untranslated (openai/responses.ts).
  */
 import {
   badRequest,
