@@ -1,7 +1,8 @@
 /**
  * Failover before the first byte only, on every new door, streamed (issue 41): with two
  * channels for one model, a first channel that fails before its first event (500, a connection
- * reset once the headers came, 429) is failed over, and the client gets one clean stream from
+ * reset before or after the headers, 429, headers and then silence) is failed over, whether the
+ * door's format is the channel's or is translated, and the client gets one clean stream from
  * the second, logged under the channel that served it; a first channel that fails after its
  * first event ends the client's stream with the door's own error event (Anthropic's
  * `event: error`, Responses' `response.failed` and `error`, Gemini's error), never a silent cut
@@ -9,8 +10,12 @@
  * PostgreSQL, completion-worker and gateway processes; the test kit's mock upstreams.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { GoogleGenAI } from '@google/genai';
 import type { MockAnthropicUpstream, MockGeminiUpstream, MockOpenAIUpstream, Stack } from '@gateway/testkit';
 import { loggedRow, stackTest, type MakeChannel, type Upstreams } from '@gateway/testkit/fixtures';
 
@@ -130,6 +135,48 @@ describe('a first channel failing before its first event is failed over: one cle
   }
 });
 
+/** A server for a channel's base_url that resets every connection, or answers 200 and its headers and then nothing. */
+async function misbehaving(how: 'reset' | 'silent', onCleanup: (close: () => void) => void): Promise<{ url: string; hits: () => number }> {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits++;
+    if (how === 'reset') return void req.socket.destroy();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  onCleanup(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits: () => hits };
+}
+
+describe('a first channel that resets the connection outright, or sends its headers and then nothing until its time-out', () => {
+  for (const door of ['messages', 'responses'] as const) {
+    it(`${door}: is failed over, the client answered by the second alone`, async ({ stack, upstream, channel, apiKey, onTestFinished }) => {
+      const key = await apiKey();
+      for (const how of ['reset', 'silent'] as const) {
+        const model = uniqueModel();
+        const bad = await misbehaving(how, onTestFinished);
+        const type = door === 'messages' ? 'anthropic' : 'openai';
+        const first = await stack.adminData('POST', '/api/channel/', { name: `${how}-${model}`, type, key: 'sk-up', base_url: bad.url, models: [model], priority: 10, timeout_ms: 1500 });
+        const healthy = door === 'messages' ? await upstream.anthropic({ text: 'from the second channel' }) : await upstream.openai({ text: 'from the second channel' });
+        const second = await channel(healthy, [model], { priority: 0 });
+        const { status, events, requestId, raw } = await streamThrough(stack, door, model, key.key);
+        const label = `${door} after ${how}: ${raw.slice(0, 400)}`;
+        expect(status, label).toBe(200);
+        expect(bad.hits(), label).toBe(1);
+        expect(deliveredText(door, events), label).toBe('from the second channel');
+        expect(events.filter((e) => e.name === (door === 'messages' ? 'message_start' : 'response.created')), label).toHaveLength(1);
+        const row = await loggedRow(stack, requestId);
+        expect(row, label).toMatchObject({ status: 200, channel_id: second.id });
+        expect(row.attempts.map((a: { channel_id: number }) => a.channel_id), label).toEqual([first.id, second.id]);
+      }
+    });
+  }
+});
+
 /** A mock of `provider` whose stream breaks its connection after its first two words, and a healthy one. */
 async function cutAfterTwoWords(provider: Provider, upstream: Upstreams): Promise<[Mock, Mock]> {
   const text = 'one two three four five six';
@@ -180,14 +227,31 @@ describe('a first channel failing after its first event ends the stream with the
     }
   }
 
-  it('messages: @anthropic-ai/sdk\'s stream rejects with the error event, its text so far kept', async ({ stack, upstream, channel, apiKey }) => {
-    const model = uniqueModel();
-    await channel(await upstream.anthropic({ text: 'one two three four', breakAfterChunks: 5, chunkDelayMs: 100 }), [model]);
+  it('each door\'s own SDK sees the cut as an error, its text so far kept, never as a whole answer', async ({ stack, upstream, channel, apiKey }) => {
     const { key } = await apiKey();
-    const stream = new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0 }).messages.stream({ model, max_tokens: 50, messages: [{ role: 'user', content: 'count' }] });
+    const [messagesModel, responsesModel, geminiModel] = [uniqueModel(), uniqueModel(), uniqueModel()];
+    await channel((await cutAfterTwoWords('anthropic', upstream))[0], [messagesModel]);
+    await channel((await cutAfterTwoWords('openai', upstream))[0], [responsesModel]);
+    await channel((await cutAfterTwoWords('gemini', upstream))[0], [geminiModel]);
+
+    const messages = new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0 }).messages.stream({ model: messagesModel, max_tokens: 50, messages: [{ role: 'user', content: 'count' }] });
     let text = '';
-    stream.on('text', (delta) => { text += delta; });
-    await expect(stream.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: expect.any(String) } } });
+    messages.on('text', (delta) => { text += delta; });
+    await expect(messages.finalMessage()).rejects.toMatchObject({ error: { type: 'error', error: { type: expect.any(String) } } });
     expect(text).toBe('one two');
+
+    const responses = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 }).responses.stream({ model: responsesModel, input: 'count', store: false });
+    text = '';
+    responses.on('response.output_text.delta', (event) => { text += event.delta; });
+    await expect(responses.finalResponse()).rejects.toBeInstanceOf(Error);
+    expect(text).toBe('one two');
+
+    text = '';
+    const gemini = async () => {
+      const stream = await new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } }).models.generateContentStream({ model: geminiModel, contents: 'count' });
+      for await (const chunk of stream) text += chunk.text ?? '';
+    };
+    await expect(gemini()).rejects.toBeInstanceOf(Error);
+    expect(text.trim()).toBe('one two');
   });
 });

@@ -2,8 +2,9 @@
  * Isolation holds on the new doors (issue 41): the tenant checks of tenants.e2e.test.ts repeated
  * on Anthropic's Messages door (through `@anthropic-ai/sdk`), OpenAI's Responses door (the
  * `openai` SDK) and Gemini's chat door (`@google/genai`), beside chat completions: a model a
- * user may not use, a disabled key or user, a key's in-flight cap and a user's quota hold bind
- * on every door and across them, one tenant's burst on /v1/messages leaves another's first
+ * user may not use, a disabled key or user, a user's priority, a key's in-flight cap, a user's
+ * requests a minute and its quota hold bind on every door and across them, one tenant's burst
+ * on /v1/messages leaves another's first
  * request its fair turn, and another user's stored response is unknown on every route. Real
  * gateway, workers, Redis and PostgreSQL; the test kit's mock upstreams.
  */
@@ -72,17 +73,31 @@ async function timed<T>(work: Promise<T>): Promise<{ ms: number; value: T }> {
 }
 
 describe('refusals on every door, each in its own format, before any upstream call', () => {
-  it('a model the user may not use: refused on all four doors, every key of the user bound', async ({ stack, upstream, channel }) => {
+  it('a model the user may not use: refused on all four doors (and in a token count), and the user\'s batch priority kept on each', async ({ stack, upstream, channel }) => {
     const mock = await upstream.openai();
     const [allowed, other] = [uniqueModel(), uniqueModel()];
     await channel(mock, [allowed, other]);
     const { user, key } = await tenant(stack);
-    await stack.adminData('PUT', '/api/user/', { id: user.id, models: [allowed] });
+    await stack.adminData('PUT', '/api/user/', { id: user.id, models: [allowed], priority: 'batch' });
     for (const door of DOORS) {
       expect(await ask(stack, door, key, other), door).toEqual(refusedAs('model', door));
       expect(await ask(stack, door, key, allowed), door).toEqual({ status: 200 });
     }
+    // Nor does counting tokens tell such a key anything of the model.
+    expect(await caught(new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0 }).messages.countTokens({ model: other, messages: [{ role: 'user', content: 'hi' }] }))).toBeInstanceOf(Anthropic.PermissionDeniedError);
     expect(mock.requests.map((r) => r.body.model)).toEqual(DOORS.map(() => allowed));
+    // The user's batch priority binds on every door: X-Priority cannot lift it.
+    for (const door of DOORS) {
+      const [path, headers, body] = {
+        chat: ['/v1/chat/completions', { authorization: `Bearer ${key}` }, { model: allowed, messages: [{ role: 'user', content: 'hi' }] }],
+        responses: ['/v1/responses', { authorization: `Bearer ${key}` }, { model: allowed, input: 'hi', store: false }],
+        messages: ['/v1/messages', { 'x-api-key': key }, { model: allowed, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }],
+        gemini: [`/v1beta/models/${allowed}:generateContent`, { 'x-goog-api-key': key }, { contents: [{ parts: [{ text: 'hi' }] }] }],
+      }[door] as [string, Record<string, string>, unknown];
+      const answer = await fetch(`${stack.gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-priority': 'interactive', ...headers }, body: JSON.stringify(body) });
+      expect(answer.status, door).toBe(200);
+      expect(answer.headers.get('x-priority'), door).toBe('batch');
+    }
   });
 
   it('a disabled key, and every key of a disabled user: refused on all four doors', async ({ stack, upstream, channel }) => {
@@ -97,6 +112,9 @@ describe('refusals on every door, each in its own format, before any upstream ca
     await stack.adminData('PUT', '/api/user/', { id: userOff.user.id, status: 2 });
     for (const { key } of [keyOff, userOff]) {
       for (const door of DOORS) await expect.poll(() => ask(stack, door, key, model), { timeout: 5_000 }).toEqual(refusedAs('key', door));
+      // What the door keeps and counts is shut too.
+      expect(await caught(new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0 }).messages.countTokens({ model, messages: [{ role: 'user', content: 'hi' }] }))).toBeInstanceOf(Anthropic.AuthenticationError);
+      expect(await caught(new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 }).responses.retrieve('resp_0123'))).toBeInstanceOf(OpenAI.AuthenticationError);
     }
     expect(mock.requests).toHaveLength(served);
   });
@@ -116,6 +134,17 @@ describe('limits that bind across doors', () => {
     }
     expect(mock.requests).toHaveLength(DOORS.length);
     expect(mock.maxInFlight).toBe(1);
+  });
+
+  it("a user's requests a minute are counted across doors and keys", async ({ stack, upstream, channel }) => {
+    const mock = await upstream.openai();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { user, key } = await tenant(stack, { rpm_limit: 4 });
+    const { key: other } = await stack.adminData('POST', '/api/token/', { name: 'k2', user_id: user.id, unlimited_quota: true });
+    for (const door of DOORS) expect(await ask(stack, door, door === 'chat' ? key : other, model), door).toEqual({ status: 200 });
+    for (const door of DOORS) expect(await ask(stack, door, key, model), door).toEqual(refusedAs('busy', door));
+    expect(mock.requests).toHaveLength(DOORS.length);
   });
 
   it("a user's quota hold on /v1/messages binds its other keys on every other door, and is given back when it settles", async ({ stack, upstream, channel }) => {
