@@ -227,6 +227,22 @@ describe('a first channel failing after its first event ends the stream with the
     }
   }
 
+  it('responses: a stored response cut after its first event is kept failed, with its error, under the id its stream gave', async ({ stack, upstream, channel, apiKey }) => {
+    const model = uniqueModel();
+    await channel((await cutAfterTwoWords('openai', upstream))[0], [model]);
+    const { key } = await apiKey();
+    const raw = await (await fetch(`${stack.gateway.url}/v1/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ model, input: 'count', stream: true }),
+    })).text();
+    const id = /"id":"(resp_[0-9a-f]+)"/.exec(raw)![1]!;
+    expect(raw).toContain('event: response.failed');
+    // Before, only a background run's failure was kept: this id, announced by response.created, was a 404.
+    const kept = await new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 }).responses.retrieve(id);
+    expect(kept).toMatchObject({ id, status: 'failed', error: { code: 'upstream_error', message: expect.any(String) } });
+  });
+
   it('each door\'s own SDK sees the cut as an error, its text so far kept, never as a whole answer', async ({ stack, upstream, channel, apiKey }) => {
     const { key } = await apiKey();
     const [messagesModel, responsesModel, geminiModel] = [uniqueModel(), uniqueModel(), uniqueModel()];
