@@ -62,7 +62,7 @@ export interface MockGeminiBehaviour extends MockGeminiTextBehaviour {
   streamChunkMs: number;
   /** Pause between streamed events. Default 0. */
   streamIntervalMs: number;
-  /** A stream breaks its connection after sending this many events. Default null (never). */
+  /** A stream (of audio or of text) breaks its connection after sending this many events. Default null (never). */
   breakAfterEvents: number | null;
   /** Include safetyRatings in candidates (Gemini's TTS models leave them out). Default false. */
   safetyRatings: boolean;
@@ -380,7 +380,14 @@ export async function startMockGeminiUpstream(options: MockGeminiOptions = {}): 
     if (!streamed) return void res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' }).end(JSON.stringify(events[0]));
     res.writeHead(200, { 'content-type': sse ? 'text/event-stream' : 'application/json; charset=UTF-8' });
     for (const [i, event] of events.entries()) {
-      res.write(sse ? `data: ${JSON.stringify(event)}\r\n\r\n` : `${i === 0 ? '[' : ',\r\n'}${JSON.stringify(event)}`);
+      if (b.breakAfterEvents !== null && i >= b.breakAfterEvents) {
+        brokenOnPurpose.add(res);
+        return void res.destroy();
+      }
+      const text = sse ? `data: ${JSON.stringify(event)}\r\n\r\n` : `${i === 0 ? '[' : ',\r\n'}${JSON.stringify(event)}`;
+      // Before a planned break the events must reach the caller, or the break would eat them.
+      if (b.breakAfterEvents !== null) await new Promise<void>((resolve) => res.write(text, () => resolve()));
+      else res.write(text);
       if (i < events.length - 1 && b.streamIntervalMs > 0) await sleep(b.streamIntervalMs, undefined, { signal });
     }
     res.end(sse ? undefined : ']');

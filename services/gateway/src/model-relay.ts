@@ -100,8 +100,9 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   requestJson?: Buffer;
   /**
    * Run once the answer is complete, before its client is sent the end of it: with the whole
-   * JSON of a reply, or nothing at a stream's end (a door that keeps what it answered, as stored
-   * responses do, so the client's next request finds it). A failure is logged, not the client's.
+   * JSON of a reply, or nothing at a stream's end, completed or failed after its first chunk (a
+   * door that keeps what it answered, as stored responses do, so the client's next request finds
+   * it). A failure is logged, not the client's.
    */
   settle?: (whole?: string) => Promise<void>;
 }
@@ -330,6 +331,8 @@ async function relayAdmitted<P extends RelayedPayload>(
     failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error);
     if (!started) throw failure;
     const last = format.error(failure);
+    // What the stream announced is kept as it ended (a stored response, failed), before the client reads its end.
+    await settled(request, options);
     if (last === undefined) raw.destroy();
     else if (!raw.destroyed && !raw.writableEnded) raw.end(last);
     request.log.warn({ status: failure.status, code: failure.code }, 'stream ended by a failure after its first chunk');

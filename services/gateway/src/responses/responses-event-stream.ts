@@ -1,7 +1,7 @@
 /**
  * The Responses API's stream as server-sent events: `event: <type>` and `data: <json>` per
  * event. A failure after the first event is a `response.failed` event and an `error` event,
- * numbered on from the last event sent.
+ * numbered on from the last event sent; the failed response is handed to the keeper.
  */
 import type { GatewayError, ResponsesResponse } from '@gateway/contracts';
 import { openaiFormat } from '../error-formats.ts';
@@ -32,8 +32,11 @@ export function responsesEventStream(keeper?: Pick<ResponseKeeper, 'keep' | 'pas
     end: () => '',
     error: (error: GatewayError) => {
       const detail = (openaiFormat.body(error) as { error: { type: string; code: unknown; message: string; param: unknown } }).error;
-      const failed = announced
-        ? `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: next++, response: { ...announced, status: 'failed', error: { code: detail.code ?? detail.type, message: detail.message } } })}\n\n`
+      const response = announced && { ...announced, status: 'failed', error: { code: detail.code ?? detail.type, message: detail.message } };
+      // Kept as it failed: the id the client was given is found, as a background run's is.
+      if (response) keeper?.keep(response as unknown as ResponsesResponse);
+      const failed = response
+        ? `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: next++, response })}\n\n`
         : '';
       return `${failed}event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: next++, error: detail })}\n\n`;
     },
