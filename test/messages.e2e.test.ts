@@ -347,3 +347,27 @@ describe('the Messages door on a gemini channel', () => {
     ]);
   });
 });
+
+describe('prompt tokens from the provider\'s cache', () => {
+  it('are charged at the channel\'s cache_read_ratio and cache_write_ratio, every other token at 1, and the log row\'s quota is that charge', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic({ promptCache: true, text: 'Noted.' });
+    const model = uniqueModel();
+    const made = await channel(mock, [model], { cache_read_ratio: 0.1, cache_write_ratio: 1.25 });
+    expect(made).toMatchObject({ cache_read_ratio: 0.1, cache_write_ratio: 1.25 });
+    const { key, id } = await apiKey();
+    const system: Anthropic.TextBlockParam[] = [{ type: 'text', text: 'You keep notes, one line each. '.repeat(40), cache_control: { type: 'ephemeral' } }];
+    const ask = (requestId: string) => client(key).messages.create({ model, max_tokens: 50, system, messages: [{ role: 'user', content: 'Note this.' }] }, { headers: { 'x-request-id': requestId } });
+    const written = await ask(`cache-price-${seq}-1`);
+    const read = await ask(`cache-price-${seq}-2`);
+    expect(written.usage.cache_creation_input_tokens).toBeGreaterThan(100);
+    expect(read.usage.cache_read_input_tokens).toBe(written.usage.cache_creation_input_tokens);
+    const charge = (usage: Anthropic.Usage) => usage.input_tokens + usage.output_tokens
+      + Math.ceil((usage.cache_read_input_tokens ?? 0) * 0.1 + (usage.cache_creation_input_tokens ?? 0) * 1.25);
+    const rows = [await loggedRow(stack, `cache-price-${seq}-1`), await loggedRow(stack, `cache-price-${seq}-2`)];
+    expect(rows[0]).toMatchObject({ quota: charge(written.usage), cache_write_tokens: written.usage.cache_creation_input_tokens });
+    expect(rows[1]).toMatchObject({ quota: charge(read.usage), cache_read_tokens: read.usage.cache_read_input_tokens });
+    // The read costs a tenth of the written prompt: far below what every token at 1 would be.
+    expect(rows[1].quota).toBeLessThan(read.usage.input_tokens + read.usage.output_tokens + read.usage.cache_read_input_tokens! / 2);
+    await expect.poll(() => usedQuota(stack, id)).toBe(charge(written.usage) + charge(read.usage));
+  });
+});

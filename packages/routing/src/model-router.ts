@@ -2,6 +2,7 @@ import { clientCancelled, GatewayError, isBatchRank, modelNotFound, noChannel, r
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
+import { chargedUsage } from './cache-pricing.ts';
 import { backoffMs, RetryAfterWindows } from './back-pressure.ts';
 import type { ChannelLeases, Lease } from './channel-leases.ts';
 import { candidateChannels, channelOrder, upstreamModelFor } from './choose-channel.ts';
@@ -317,7 +318,7 @@ export class ModelRouter {
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
         this.health.noteSuccess(channel.id, request.caller.userId);
         if (attempts.sticky) void this.sticky.remember(request.caller.conversation!, channel.id);
-        this.charge(request, channel.id, usage, performance.now() - started);
+        this.charge(request, channel, usage, performance.now() - started);
       },
       fail: async (thrown, usage) => {
         end('failed');
@@ -328,10 +329,10 @@ export class ModelRouter {
         if (error instanceof UpstreamError && error.kind !== 'cancelled') {
           this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
         }
-        if (committed && usage) this.charge(request, channel.id, usage, performance.now() - started, false);
+        if (committed && usage) this.charge(request, channel, usage, performance.now() - started, false);
         else if (usage && billedThoughRefused(error)) {
           // The upstream made the reply, and bills it, though the gateway refused it for its size.
-          this.charge(request, channel.id, usage, performance.now() - started, false);
+          this.charge(request, channel, usage, performance.now() - started, false);
           request.log.warn({ channelId: channel.id, promptTokens: usage.promptTokens, totalTokens: usage.totalTokens }, 'a reply refused for its size is charged its prompt');
         }
         if (request.signal.aborted || (error instanceof UpstreamError && error.kind === 'cancelled')) throw clientCancelled();
@@ -423,10 +424,12 @@ export class ModelRouter {
   }
 
   /** Charged off the reply path: the ledger writes it with the next flush. */
-  private charge(request: ModelRequest, channelId: number, usage: Usage | undefined, ms: number, healthy = true): void {
-    this.ledger.charge({ caller: request.caller, channelId, usage: usage ?? { totalTokens: 0 }, responseTimeMs: ms, healthy });
-    if (request.record) request.record.usage = usage ?? { totalTokens: 0 };
-    this.settings.observer.usage?.(usage?.totalTokens ?? 0);
+  private charge(request: ModelRequest, channel: Channel, reported: Usage | undefined, ms: number, healthy = true): void {
+    // Cached prompt tokens at the channel's ratios (cache-pricing.ts): the log's quota is the charge.
+    const usage = chargedUsage(reported ?? { totalTokens: 0 }, channel);
+    this.ledger.charge({ caller: request.caller, channelId: channel.id, usage, responseTimeMs: ms, healthy });
+    if (request.record) request.record.usage = usage;
+    this.settings.observer.usage?.(usage.totalTokens);
   }
 }
 

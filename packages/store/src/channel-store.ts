@@ -11,12 +11,13 @@ import { publishChange } from './change-messages.ts';
 const codec: Codec<Channel> = {
   id: 'int', name: 'string', type: 'string', key: 'string', base_url: 'string', models: 'json',
   group: 'string', tag: 'string', priority: 'int', weight: 'int', model_mapping: 'json', responses_api: 'bool',
+  cache_read_ratio: 'json', cache_write_ratio: 'json',
   max_concurrency: 'int', timeout_ms: 'int', status: 'int', status_reason: 'string',
   created_time: 'int', used_quota: 'int', response_time: 'int', key_mask: 'string',
 };
 
 export type NewChannel = Pick<Channel, 'name' | 'type' | 'key' | 'base_url' | 'models'> &
-  Partial<Pick<Channel, 'key_mask' | 'group' | 'tag' | 'priority' | 'weight' | 'model_mapping' | 'responses_api' | 'max_concurrency' | 'timeout_ms' | 'status'>>;
+  Partial<Pick<Channel, 'key_mask' | 'group' | 'tag' | 'priority' | 'weight' | 'model_mapping' | 'responses_api' | 'cache_read_ratio' | 'cache_write_ratio' | 'max_concurrency' | 'timeout_ms' | 'status'>>;
 export type ChannelChanges = Partial<Omit<Channel, 'id' | 'created_time' | 'used_quota' | 'response_time'>>;
 
 /** A channel as a caller may see it: only the key's mask (a key stored before encryption is masked here). */

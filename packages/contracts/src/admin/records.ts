@@ -55,6 +55,15 @@ export interface Channel {
    * `truncation`, …). Unset or false: translated to chat completions.
    */
   responses_api?: boolean;
+  /**
+   * What one prompt token read from the provider's prompt cache is charged, in quota units
+   * (a token otherwise counts 1): unset is 1, so a cache read costs a user what any token does
+   * until an administrator sets the provider's discount (0.1 for Anthropic's, 0.5 or 0.25 for
+   * OpenAI's models). `cache_write_ratio` the same for a token written to the cache (1.25 for
+   * Anthropic's five-minute cache).
+   */
+  cache_read_ratio?: number;
+  cache_write_ratio?: number;
   max_concurrency: number;
   timeout_ms: number;
   status: number;

@@ -142,6 +142,9 @@ const channelFields = {
   weight: z.number().int().min(0),
   model_mapping: modelMapping,
   responses_api: z.boolean(),
+  /** What a prompt token read from (or written to) the provider's prompt cache counts for, against 1 for any other. */
+  cache_read_ratio: z.number().min(0).max(100),
+  cache_write_ratio: z.number().min(0).max(100),
   max_concurrency: nonNegative,
   timeout_ms: z.number().int().min(0).max(3_600_000),
   status: z.union([z.literal(1), z.literal(2), z.literal(3)]),
@@ -154,6 +157,8 @@ const channelOptional = {
   weight: channelFields.weight.optional(),
   model_mapping: channelFields.model_mapping.optional(),
   responses_api: channelFields.responses_api.optional(),
+  cache_read_ratio: channelFields.cache_read_ratio.optional(),
+  cache_write_ratio: channelFields.cache_write_ratio.optional(),
   max_concurrency: channelFields.max_concurrency.optional(),
   timeout_ms: channelFields.timeout_ms.optional(),
   status: channelFields.status.optional(),
