@@ -395,7 +395,7 @@ describe('stored responses', () => {
     expect(mock.requests).toHaveLength(before);
     // A few references to it, repeated, are each the stored item.
     await openai.responses.create({ model, store: false, input: [{ type: 'item_reference', id: item }, { type: 'item_reference', id: large.output[0]!.id! }, { type: 'item_reference', id: item }] });
-    expect(mock.requests.at(-1)!.body.messages.map((message: { role: string }) => message.role)).toEqual(['user', 'assistant', 'user']);
+    expect((mock.requests.at(-1)!.body as { messages: { role: string }[] }).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
   });
 
   it('count against what the user may keep: at its cap a stored response is refused before it runs, store: false still served', async ({ stack, upstream, channel, client }) => {

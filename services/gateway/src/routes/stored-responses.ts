@@ -4,7 +4,8 @@
  * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
  * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
  * id, an expired one and an unknown one are the same 404. A background one whose run was lost
- * with its gateway reads as `failed` (run-lease.ts).
+ * with its gateway reads as `failed` (run-lease.ts). Each user has a few of these reads at once
+ * on a gateway, and a few stream followers (per user and per response): past them, a 429.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
