@@ -378,6 +378,26 @@ describe('stored responses', () => {
     expect(await raw.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringContaining(first.id) } });
   });
 
+  it('bound item references: at most 1,000 a request, and the conversation they rebuild no larger than a request may be', async ({ stack, upstream, channel, client }) => {
+    const mock = await upstream.openai({ text: 'Stored.' });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const openai = client(await otherUser(stack));
+    const large = await openai.responses.create({ model, input: 'x'.repeat(20_000) });
+    const item = (await openai.responses.inputItems.list(large.id)).data[0]!.id!;
+    const before = mock.requests.length;
+    // Past the cap, the first reference too many is named.
+    const tooMany = await caught(openai.responses.create({ model, store: false, input: Array.from({ length: 1001 }, () => ({ type: 'item_reference' as const, id: item })) }));
+    expect(tooMany).toMatchObject({ status: 400, param: 'input[1000]', message: expect.stringContaining('1000') });
+    // 1,000 references to one 20 kB item: a 60 kB body that would be 20 MB, past BODY_LIMIT_BYTES (10 MiB).
+    const tooLarge = await caught(openai.responses.create({ model, store: false, input: Array.from({ length: 1000 }, () => ({ type: 'item_reference' as const, id: item })) }));
+    expect(tooLarge).toMatchObject({ status: 400, param: 'input', message: expect.stringContaining('BODY_LIMIT_BYTES') });
+    expect(mock.requests).toHaveLength(before);
+    // A few references to it, repeated, are each the stored item.
+    await openai.responses.create({ model, store: false, input: [{ type: 'item_reference', id: item }, { type: 'item_reference', id: large.output[0]!.id! }, { type: 'item_reference', id: item }] });
+    expect((mock.requests.at(-1)!.body as { messages: { role: string }[] }).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+  });
+
   it('count against what the user may keep: at its cap a stored response is refused before it runs, store: false still served', async ({ stack, upstream, channel, client }) => {
     const mock = await upstream.openai({ text: 'Noted.' });
     const model = uniqueModel();
@@ -483,6 +503,49 @@ describe('background responses', () => {
     expect(again).toEqual(all);
     const foreground = await openai.responses.create({ model, input: 'hi' });
     expect(await caught(openai.responses.retrieve(foreground.id, { stream: true }).then(async (events) => { for await (const _ of events) { /* refused before */ } }))).toMatchObject({ status: 400 });
+  });
+
+  it('refuses GET ?stream=true at once for a background response created without stream', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.openai({ text: 'Slowly', delayMs: 4000 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(key);
+    const queued = await openai.responses.create({ model, input: 'Take your time.', background: true });
+    const started = Date.now();
+    const refused = await caught(openai.responses.retrieve(queued.id, { stream: true }).then(async (events) => { for await (const _ of events) { /* refused before */ } }));
+    expect(refused).toMatchObject({ status: 400, param: 'stream' });
+    expect(Date.now() - started).toBeLessThan(2000);
+    await openai.responses.cancel(queued.id);
+  });
+
+  it('allows a response two stream followers at once on a gateway, then 429 with Retry-After; a follower gone frees its place', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'one two three four five six seven eight', chunkDelayMs: 500 });
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const creator = new AbortController();
+    const created = await fetch(`${stack.gateway.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model, input: 'count', background: true, stream: true }), signal: creator.signal });
+    expect(created.status).toBe(200);
+    const reader = created.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    const id = /"id":"(resp_[^"]+)"/.exec(first)![1]!;
+    const follow = (signal?: AbortSignal) => fetch(`${stack.gateway.url}/v1/responses/${id}?stream=true`, { headers, signal });
+    const second = new AbortController();
+    expect((await follow(second.signal)).status).toBe(200);
+    const third = await follow();
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('1');
+    expect(await third.json()).toMatchObject({ error: { message: expect.stringContaining('this response already has 2 followers') } });
+    second.abort();
+    creator.abort();
+    // The followers notice their clients gone at their next poll, and give back their places.
+    await expect.poll(async () => {
+      const again = await follow();
+      await again.body?.cancel();
+      return again.status;
+    }, { timeout: 10_000, interval: 300 }).toBe(200);
   });
 
   it('is cancelled while it runs: its job ends, it stays cancelled; an ended or foreground response is not cancelled', async ({ upstream, channel, apiKey, client }) => {

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ResponsesResponse } from '@gateway/contracts';
 import type { Database } from './connection.ts';
-import { identifiedItems, ResponseStore } from './response-store.ts';
+import { identifiedItems, ResponseStore, STATEMENT_TIMEOUT_MS } from './response-store.ts';
 import { FileStore } from './file-store.ts';
 import { useTestDatabase } from './test-database.ts';
 import { forgetUser, highestUserIdOnRecord } from './user-records.ts';
@@ -64,6 +64,56 @@ describe('stored responses', () => {
     expect((await store.get('resp_streamed', 31))!.response.status).toBe('cancelled');
     await store.remove('resp_streamed', 31);
     expect((await db.query('SELECT 1 FROM stored_response_events WHERE response_id = $1', ['resp_streamed'])).rowCount).toBe(0);
+  });
+
+  it('find many referenced items in one statement, each once, the user\'s own; a missing one is left out', async () => {
+    const store = new ResponseStore(db, 30);
+    const input = identifiedItems([{ role: 'user', content: 'one' }, { role: 'user', content: 'two' }]);
+    await store.save(11, response('resp_items'), input);
+    await store.save(12, response('resp_foreign'), []);
+    const ids = [input[0]!.id, 'msg_resp_items', input[0]!.id, 'msg_resp_foreign', 'msg_nowhere', ...Array.from({ length: 998 }, (_, n) => `msg_missing_${n}`)];
+    const found = await store.items(ids, 11);
+    expect([...found.keys()].sort()).toEqual([input[0]!.id, 'msg_resp_items'].sort());
+    expect(found.get(input[0]!.id)).toEqual(input[0]);
+    expect(found.get('msg_resp_items')).toMatchObject({ type: 'message', role: 'assistant' });
+    expect(await store.items([], 11)).toEqual(new Map());
+  });
+
+  it('page a response\'s input items in PostgreSQL, either order, after an item; another user\'s is none', async () => {
+    const store = new ResponseStore(db, 30);
+    const input = identifiedItems(Array.from({ length: 7 }, (_, n) => ({ role: 'user', content: `item ${n}` })));
+    const ids = input.map((item) => item.id);
+    await store.save(13, response('resp_page'), input);
+    await store.save(13, response('resp_empty'), []);
+    expect(await store.inputItemsPage('resp_page', 13, { limit: 3, order: 'asc' })).toEqual({ data: input.slice(0, 3), hasMore: true });
+    expect(await store.inputItemsPage('resp_page', 13, { after: ids[2], limit: 3, order: 'asc' })).toEqual({ data: input.slice(3, 6), hasMore: true });
+    expect(await store.inputItemsPage('resp_page', 13, { after: ids[5], limit: 3, order: 'asc' })).toEqual({ data: input.slice(6), hasMore: false });
+    expect((await store.inputItemsPage('resp_page', 13, { limit: 3, order: 'desc' }))!.data.map((item) => item.id)).toEqual([ids[6], ids[5], ids[4]]);
+    expect((await store.inputItemsPage('resp_page', 13, { after: ids[2], limit: 5, order: 'desc' }))).toEqual({ data: [input[1], input[0]], hasMore: false });
+    // An `after` that is not there pages from the start, as before.
+    expect((await store.inputItemsPage('resp_page', 13, { after: 'msg_unknown', limit: 1, order: 'asc' }))!.data).toEqual([input[0]]);
+    expect(await store.inputItemsPage('resp_empty', 13, { limit: 3, order: 'asc' })).toEqual({ data: [], hasMore: false });
+    expect(await store.inputItemsPage('resp_page', 52, { limit: 3, order: 'asc' })).toBeUndefined();
+    expect(await store.inputItemsPage('resp_nowhere', 13, { limit: 3, order: 'asc' })).toBeUndefined();
+  });
+
+  it('keep whether a background response was created streamed, and read a status alone', async () => {
+    const store = new ResponseStore(db, 30);
+    await store.save(15, { ...response('resp_bg_streamed'), status: 'queued' }, [], undefined, true);
+    await store.save(15, { ...response('resp_bg_plain'), status: 'queued' }, []);
+    await store.save(15, response('resp_bg_streamed', 'done'), []);
+    expect((await store.get('resp_bg_streamed', 15))!.streamed).toBe(true);
+    expect((await store.get('resp_bg_plain', 15))!.streamed).toBeUndefined();
+    expect(await store.status('resp_bg_plain', 15)).toBe('queued');
+    await store.setStatus('resp_bg_plain', 15, 'cancelled');
+    expect(await store.status('resp_bg_plain', 15)).toBe('cancelled');
+    expect(await store.status('resp_bg_plain', 16)).toBeUndefined();
+  });
+
+  it('bound each statement: one that runs past STATEMENT_TIMEOUT_MS is cancelled by PostgreSQL', async () => {
+    const store = new ResponseStore(db, 30);
+    const { rows } = await (store as unknown as { query(text: string, values: unknown[]): Promise<{ rows: { timeout: string }[] }> }).query('SELECT current_setting($1) AS timeout', ['statement_timeout']);
+    expect(rows[0]!.timeout).toBe(`${STATEMENT_TIMEOUT_MS / 1000}s`);
   });
 
   it('expire after their retention, are swept as others are written, and go with their user', async () => {

@@ -8,16 +8,19 @@ import { rateLimited } from '@gateway/contracts';
  * share, nor the gateway's memory.
  */
 export class PerUserLimit {
-  private readonly inFlight = new Map<number, number>();
+  private readonly inFlight = new Map<number | string, number>();
   private readonly max: number;
   private readonly what: string;
+  private readonly whose: string;
 
-  constructor(max: number, what: string) {
+  /** `whose` names what is counted in the 429: the user, unless keyed by something else (a response's id). */
+  constructor(max: number, what: string, whose = 'this user') {
     this.max = max;
     this.what = what;
+    this.whose = whose;
   }
 
-  async run<T>(userId: number, work: () => Promise<T>): Promise<T> {
+  async run<T>(userId: number | string, work: () => Promise<T>): Promise<T> {
     const release = this.take(userId);
     try {
       return await work();
@@ -31,9 +34,9 @@ export class PerUserLimit {
    * for work that outlasts a handler (a download, until its client has it all or is gone). A
    * second call of the release gives back nothing more.
    */
-  take(userId: number): () => void {
+  take(userId: number | string): () => void {
     const now = this.inFlight.get(userId) ?? 0;
-    if (now >= this.max) throw rateLimited(`this user already has ${this.max} ${this.what} running; retry when one has ended`, 1);
+    if (now >= this.max) throw rateLimited(`${this.whose} already has ${this.max} ${this.what} running; retry when one has ended`, 1);
     this.inFlight.set(userId, now + 1);
     let held = true;
     return () => {

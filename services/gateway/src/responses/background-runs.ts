@@ -10,13 +10,18 @@
  * never changes again). While it runs, this gateway renews its lease (run-lease.ts): a run lost
  * with its gateway ends as `failed` when any gateway next reads it.
  */
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { ResponsesRequest } from '@gateway/contracts';
-import type { ResponseStore, StoredItem } from '@gateway/database';
+import { badRequest, type ResponsesRequest } from '@gateway/contracts';
+import { orUnavailable, type ResponseStore, type StoredItem } from '@gateway/database';
 import { cutShort } from '../client-signal.ts';
+import { Followers } from './event-follower.ts';
 import { DEFAULT_RUN_LEASE, holdRunLease, type RunLeaseOptions } from './run-lease.ts';
 
-/** The header that marks a gateway's own run of a background response: its id, valid only for a run this gateway started. */
+/**
+ * The header that marks a gateway's own run of a background response: its id and the run's
+ * random secret, so a client that sends it (knowing only the id) is never taken for the run.
+ */
 export const BACKGROUND_HEADER = 'x-gateway-background-response';
 
 export interface BackgroundRun {
@@ -31,13 +36,17 @@ export interface BackgroundRun {
   streamed: boolean;
   /** The run's own request, once it has begun: what a cancel ends. */
   raw?: FastifyRequest['raw'];
+  /** Cancelled before its request was claimed: it is then never run. */
+  cancelled?: boolean;
 }
 
 const CANCELLED = Symbol('the background response was cancelled');
 
 export class BackgroundRuns {
-  private readonly runs = new Map<string, BackgroundRun>();
+  private readonly runs = new Map<string, { run: BackgroundRun; secret: string }>();
   readonly lease: RunLeaseOptions;
+  /** The followers of background responses' streams on this gateway, at most a few per user and per response. */
+  readonly followers = new Followers();
 
   constructor(lease: RunLeaseOptions = DEFAULT_RUN_LEASE) {
     this.lease = lease;
@@ -45,9 +54,10 @@ export class BackgroundRuns {
 
   /** Starts the run; it ends on its own, its outcome stored. */
   start(app: FastifyInstance, caller: FastifyRequest, store: ResponseStore, run: BackgroundRun): void {
-    this.runs.set(run.id, run);
+    const secret = randomBytes(16).toString('hex');
+    this.runs.set(run.id, { run, secret });
     const release = holdRunLease(store, run.id, run.userId, this.lease, caller.log);
-    const headers: Record<string, string> = { 'content-type': 'application/json', [BACKGROUND_HEADER]: run.id };
+    const headers: Record<string, string> = { 'content-type': 'application/json', [BACKGROUND_HEADER]: `${run.id}.${secret}` };
     for (const name of ['authorization', 'x-priority'] as const) {
       const value = caller.headers[name];
       if (typeof value === 'string') headers[name] = value;
@@ -65,19 +75,29 @@ export class BackgroundRuns {
       });
   }
 
-  /** The run a request of this gateway's own is, when its header names one of the key's user. */
-  claim(request: FastifyRequest, userId: number): BackgroundRun | undefined {
-    const id = request.headers[BACKGROUND_HEADER];
-    const run = typeof id === 'string' ? this.runs.get(id) : undefined;
-    if (!run || run.userId !== userId || run.raw) return undefined;
+  /**
+   * The run a request of this gateway's own is, when its header names one of the key's user with
+   * that run's secret; any other request's header is ignored. A run cancelled before it is
+   * claimed (here, or in the store by another gateway) is refused: it must not run nor be charged.
+   */
+  async claim(request: FastifyRequest, userId: number, store: ResponseStore): Promise<BackgroundRun | undefined> {
+    const header = request.headers[BACKGROUND_HEADER];
+    if (typeof header !== 'string') return undefined;
+    const [id = '', secret = ''] = header.split('.');
+    const entry = this.runs.get(id);
+    if (!entry || !sameSecret(entry.secret, secret) || entry.run.userId !== userId || entry.run.raw) return undefined;
+    const { run } = entry;
     run.raw = request.raw;
+    if (run.cancelled || (await orUnavailable(store.status(run.id, userId))) === 'cancelled') throw badRequest('the background response was cancelled before it ran', 'response_id');
     return run;
   }
 
-  /** Ends the run of this gateway, if it has one. */
+  /** Ends the run of this gateway, if it has one; one not yet claimed never runs. */
   cancel(id: string): void {
-    const run = this.runs.get(id);
-    if (run?.raw) cutShort(run.raw, CANCELLED);
+    const run = this.runs.get(id)?.run;
+    if (!run) return;
+    run.cancelled = true;
+    if (run.raw) cutShort(run.raw, CANCELLED);
   }
 }
 
@@ -90,4 +110,8 @@ function failureOf(payload: string): { code: string; message: string } {
   } catch {
     return { code: 'server_error', message: 'the background response failed' };
   }
+}
+
+function sameSecret(expected: string, given: string): boolean {
+  return expected.length === given.length && timingSafeEqual(Buffer.from(expected), Buffer.from(given));
 }

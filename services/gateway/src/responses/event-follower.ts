@@ -10,12 +10,47 @@ import type { FastifyReply } from 'fastify';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { responsesEventStream } from './responses-event-stream.ts';
 import { currentResponse, type RunLeaseOptions } from './run-lease.ts';
+import { PerUserLimit } from '../per-user-limit.ts';
+
+/** Most followers of one user's streams, and of one response's, at once on this gateway: each polls PostgreSQL. */
+export const FOLLOWERS_PER_USER = 4;
+export const FOLLOWERS_PER_RESPONSE = 2;
+
+/** The places followers take on this gateway: a 429 with Retry-After past either cap. */
+export class Followers {
+  private readonly perUser = new PerUserLimit(FOLLOWERS_PER_USER, 'streams of background responses followed');
+  private readonly perResponse = new PerUserLimit(FOLLOWERS_PER_RESPONSE, 'followers of its stream', 'this response');
+
+  /** One place for a follower of the user's response `id`, until the returned release is called. */
+  take(userId: number, id: string): () => void {
+    const user = this.perUser.take(userId);
+    try {
+      const response = this.perResponse.take(id);
+      return () => {
+        response();
+        user();
+      };
+    } catch (error) {
+      user();
+      throw error;
+    }
+  }
+}
 
 const POLL_MS = 100;
 const ENDED = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
 
-export async function followEvents(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number, lease: RunLeaseOptions): Promise<FastifyReply> {
+/** Follows the response's events; `release` (of the place the caller took in `Followers`) is called when it ends. */
+export async function followEvents(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number, lease: RunLeaseOptions, release: () => void): Promise<FastifyReply> {
   // The caller has checked the response is the user's, and a background one.
+  try {
+    return await followed(reply, store, id, userId, after, timeoutMs, lease);
+  } finally {
+    release();
+  }
+}
+
+async function followed(reply: FastifyReply, store: ResponseStore, id: string, userId: number, after: number, timeoutMs: number, lease: RunLeaseOptions): Promise<FastifyReply> {
   let events = await orUnavailable(store.eventsAfter(id, userId, after));
   const raw = reply.raw;
   reply.hijack();

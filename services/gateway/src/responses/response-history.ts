@@ -19,7 +19,26 @@ export interface Continued {
 
 type Loose = Record<string, unknown>;
 
-export async function continued(store: ResponseStore | undefined, userId: number, request: ResponsesRequest): Promise<Continued> {
+/** Most item references one request may make: each is looked for in every stored response of its user. */
+export const MAX_ITEM_REFERENCES = 1_000;
+
+/** The distinct ids the input's item references name; past MAX_ITEM_REFERENCES, a 400 naming the first one too many. */
+function referencedIds(own: Loose[]): string[] {
+  const ids = new Set<string>();
+  let count = 0;
+  for (const [at, item] of own.entries()) {
+    if (item.type !== 'item_reference') continue;
+    if (++count > MAX_ITEM_REFERENCES) throw badRequest(`a request may refer to at most ${MAX_ITEM_REFERENCES} stored items (item_reference)`, `input[${at}]`);
+    ids.add(String(item.id));
+  }
+  return [...ids];
+}
+
+/**
+ * The request with its conversation made explicit; refused when that is larger than `maxBytes`
+ * (BODY_LIMIT_BYTES), what the client could have sent whole.
+ */
+export async function continued(store: ResponseStore | undefined, userId: number, request: ResponsesRequest, maxBytes: number): Promise<Continued> {
   const own: Loose[] = typeof request.input === 'string' ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: request.input }] }] : ((request.input ?? []) as Loose[]);
   const needsStore = request.previous_response_id || own.some((item) => item.type === 'item_reference');
   if (!needsStore) return { request, inputItems: identifiedItems(own) };
@@ -32,16 +51,17 @@ export async function continued(store: ResponseStore | undefined, userId: number
     history.push(...previous.inputItems, ...previous.response.output);
     continues = previous.conversation;
   }
-  const resolved: Loose[] = [];
-  for (const [at, item] of own.entries()) {
-    if (item.type !== 'item_reference') {
-      resolved.push(item);
-      continue;
-    }
-    const found = await orUnavailable(store.item(String(item.id), userId));
-    if (!found) throw notFound(`Item with id '${String(item.id)}' not found.`, `input[${at}]`);
-    resolved.push(found);
-  }
+  const found = await orUnavailable(store.items(referencedIds(own), userId));
+  const resolved = own.map((item, at) => {
+    if (item.type !== 'item_reference') return item;
+    const stored = found.get(String(item.id));
+    if (!stored) throw notFound(`Item with id '${String(item.id)}' not found.`, `input[${at}]`);
+    return stored;
+  });
   const inputItems = identifiedItems([...history, ...resolved]);
+  const bytes = Buffer.byteLength(JSON.stringify(inputItems));
+  if (bytes > maxBytes) {
+    throw badRequest(`the input, with its item references and previous_response_id's conversation put in, is ${bytes} bytes, more than the ${maxBytes} a request may be (BODY_LIMIT_BYTES): send a shorter conversation`, request.previous_response_id ? 'previous_response_id' : 'input');
+  }
   return { request: { ...request, input: inputItems as ResponsesInputItem[] }, inputItems, ...(continues ? { continues } : {}) };
 }

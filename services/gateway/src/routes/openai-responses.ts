@@ -59,10 +59,10 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
     const body = request.body as ResponsesRequest;
     options.apiKeys.authorizeModel(holder, body.model);
     const store = responses.store?.();
-    const run = store ? responses.background.claim(request, holder.userId) : undefined;
+    const run = store ? await responses.background.claim(request, holder.userId, store) : undefined;
     // A background run was checked when its client asked for it.
     if (store && body.store !== false && !run) await refuseWhenFull(responses, holder.userId);
-    const { request: whole, inputItems, continues }: Continued = run ?? await continued(store, holder.userId, body);
+    const { request: whole, inputItems, continues }: Continued = run ?? await continued(store, holder.userId, body, options.bodyLimitBytes);
     // A response's turns are one conversation by the key stored with the response it continues,
     // a session header, or their opening; the key is stored with it for the next to continue.
     const caller = callerOf(holder);
@@ -70,10 +70,15 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
     if (body.background === true && !run) {
       const kept = backgroundStore(body, store);
       const queued = { ...responseSkeleton(whole, newItemId('resp'), Math.floor(Date.now() / 1000)), status: 'queued' as const, background: true };
-      await kept.save(holder.userId, queued, inputItems, conversation?.key);
       const streamed = body.stream === true;
+      // Its follower's place is taken first: a client refused it (429) has started nothing.
+      const place = streamed ? responses.background.followers.take(holder.userId, queued.id) : undefined;
+      await kept.save(holder.userId, queued, inputItems, conversation?.key, streamed).catch((error: unknown) => {
+        place?.();
+        throw error;
+      });
       responses.background.start(app, request, kept, { id: queued.id, userId: holder.userId, request: { ...whole, stream: true }, inputItems, continues: conversation?.key, streamed });
-      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease) : queued;
+      return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease, place!) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
     return relayModelJob(request, reply, {

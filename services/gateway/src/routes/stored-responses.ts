@@ -4,7 +4,8 @@
  * `GET /v1/responses/{id}/input_items` (a page of them, newest first unless `order=asc`) and
  * `POST /v1/responses/{id}/cancel` (a background one still queued or running). Another user's
  * id, an expired one and an unknown one are the same 404. A background one whose run was lost
- * with its gateway reads as `failed` (run-lease.ts).
+ * with its gateway reads as `failed` (run-lease.ts). Each user has a few of these reads at once
+ * on a gateway, and a few stream followers (per user and per response): past them, a 429.
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -14,6 +15,7 @@ import { keyHolderOf } from '../auth/request-auth.ts';
 import type { BackgroundRuns } from '../responses/background-runs.ts';
 import { followEvents } from '../responses/event-follower.ts';
 import { currentResponse } from '../responses/run-lease.ts';
+import { PerUserLimit } from '../per-user-limit.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
 const retrieveQuery = z.object({
@@ -26,40 +28,47 @@ const itemsQuery = z.object({
   order: z.enum(['asc', 'desc']).default('desc'),
 });
 
+/** Most reads, deletes and cancels of stored responses one user may have at once on this gateway (each holds a connection of the shared pool). */
+export const READS_PER_USER = 4;
+
 const noResponse = (id: string) => notFound(`Response with id '${id}' not found.`, 'response_id');
 
 export function storedResponseRoutes(app: FastifyInstance, store: () => ResponseStore, background: BackgroundRuns, timeoutMs: number): void {
+  const reads = new PerUserLimit(READS_PER_USER, 'reads of stored responses');
+
   app.get('/responses/:id', async (request, reply) => {
     const { id } = parseOrThrow(params, request.params);
     const query = parseOrThrow(retrieveQuery, request.query);
     const userId = keyHolderOf(request).userId;
-    const found = await orUnavailable(currentResponse(store(), id, userId, background.lease));
+    const found = await reads.run(userId, () => orUnavailable(currentResponse(store(), id, userId, background.lease)));
     if (!found) throw noResponse(id);
     if (query.stream !== 'true') return found.response;
-    if (found.response.background !== true) throw badRequest('Only a response created with background: true and stream: true can be streamed again.', 'stream');
-    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs, background.lease);
+    if (found.response.background !== true || !found.streamed) throw badRequest('Only a response created with background: true and stream: true can be streamed again.', 'stream');
+    const place = background.followers.take(userId, id);
+    return followEvents(reply, store(), id, userId, query.starting_after, timeoutMs, background.lease, place);
   });
 
   app.delete('/responses/:id', async (request) => {
     const { id } = parseOrThrow(params, request.params);
-    if (!(await orUnavailable(store().remove(id, keyHolderOf(request).userId)))) throw noResponse(id);
+    const userId = keyHolderOf(request).userId;
+    if (!(await reads.run(userId, () => orUnavailable(store().remove(id, userId))))) throw noResponse(id);
     return { id, object: 'response', deleted: true };
   });
 
   app.post('/responses/:id/cancel', async (request) => {
     const { id } = parseOrThrow(params, request.params);
-    return cancelled(store(), background, id, keyHolderOf(request).userId);
+    const userId = keyHolderOf(request).userId;
+    return reads.run(userId, () => cancelled(store(), background, id, userId));
   });
 
   app.get('/responses/:id/input_items', async (request) => {
     const { id } = parseOrThrow(params, request.params);
     const query = parseOrThrow(itemsQuery, request.query);
-    const found = await orUnavailable(store().get(id, keyHolderOf(request).userId));
-    if (!found) throw noResponse(id);
-    const ordered = query.order === 'asc' ? found.inputItems : [...found.inputItems].reverse();
-    const from = query.after ? ordered.findIndex((item) => item.id === query.after) + 1 : 0;
-    const data = ordered.slice(from, from + query.limit);
-    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: from + query.limit < ordered.length };
+    const userId = keyHolderOf(request).userId;
+    const page = await reads.run(userId, () => orUnavailable(store().inputItemsPage(id, userId, query)));
+    if (!page) throw noResponse(id);
+    const { data, hasMore } = page;
+    return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: hasMore };
   });
 }
 
