@@ -135,6 +135,27 @@ describe('the Responses door on an openai channel whose upstream serves /v1/resp
     expect(received.body).toMatchObject({ stream: true, tools: [{ type: 'web_search_preview' }], include: ['message.output_text.logprobs'], truncation: 'auto' });
   });
 
+  it('continues a stored response with the history the gateway rebuilt, never the gateway\'s previous_response_id, so the upstream sees each turn once', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'first answer' });
+    const model = uniqueModel();
+    await channel(mock, [model], { responses_api: true });
+    const { key } = await apiKey();
+    const { client } = recordingClient(`${stack.gateway.url}/v1`, key);
+    const first = await client.responses.create({ model, input: 'first question', store: true });
+    const second = await client.responses.create({ model, input: 'second question', previous_response_id: first.id, store: true });
+    expect(second.status).toBe('completed');
+
+    expect(mock.requests).toHaveLength(2);
+    const continued = mock.requests[1]!.body as Record<string, any>;
+    expect(continued).not.toHaveProperty('previous_response_id');
+    const said = JSON.stringify(continued.input);
+    // The first turn once (its question and its answer), then the new question.
+    expect(said.split('first question')).toHaveLength(2);
+    expect(said.split('first answer')).toHaveLength(2);
+    expect(said.indexOf('first question')).toBeLessThan(said.indexOf('first answer'));
+    expect(said.indexOf('first answer')).toBeLessThan(said.indexOf('second question'));
+  });
+
   it('leaves a hosted tool out on a channel whose requests are translated (no provider behind a translation runs it), and answers', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({});
     const model = uniqueModel();
