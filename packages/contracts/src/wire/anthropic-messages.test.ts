@@ -23,4 +23,19 @@ describe('a Messages request\'s hold and estimate', () => {
     expect(messagesRequestSchema.parse(raw)).toEqual(raw);
     expect(messagesRequestSchema.safeParse({ model: 'm', messages: [{ role: 'user', content: 'x' }] }).success).toBe(false);
   });
+
+  it('holds an image or document given by URL at least the flat count, not its URL\'s few bytes, and a text document by its text', () => {
+    for (const block of [
+      { type: 'image', source: { type: 'url', url: 'https://example.com/large.png' } },
+      { type: 'document', source: { type: 'url', url: 'https://example.com/report.pdf' } },
+    ]) {
+      const request = body([block, { type: 'text', text: 'what is this?' }]);
+      expect(messagesRequestTokens(request, 'hold')).toBeGreaterThanOrEqual(NON_TEXT_PART_TOKENS);
+      expect(messagesRequestTokens(request)).toBeGreaterThanOrEqual(NON_TEXT_PART_ESTIMATE);
+      expect(messagesWorstCase(request)).toBeGreaterThanOrEqual(NON_TEXT_PART_TOKENS + 100);
+    }
+    const textDocument = body([{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x'.repeat(10_000) } }]);
+    expect(messagesRequestTokens(textDocument, 'hold')).toBeGreaterThanOrEqual(10_000);
+    expect(messagesRequestTokens(textDocument, 'hold')).toBeLessThan(10_300);
+  });
 });

@@ -120,20 +120,25 @@ export const messagesPromptTokens = (usage: Partial<MessagesUsage>) =>
 /**
  * A Messages request's prompt: the whole body but its output settings, counted for its hold (a
  * token a byte of its JSON) or, by default, as the estimate a charge falls back on, with media
- * by chat's rules (`worst-case-usage.ts`): an inline image is NON_TEXT_PART_TOKENS held (and
- * NON_TEXT_PART_ESTIMATE estimated), not its base64's bytes; any other inline file (a PDF) is
- * held by its bytes.
+ * by chat's rules (`worst-case-usage.ts`): every image or document is NON_TEXT_PART_TOKENS held
+ * (and NON_TEXT_PART_ESTIMATE estimated), whether its bytes are inline or behind a URL (which
+ * the upstream fetches and bills as it would the bytes); an inline file that is no image (a PDF)
+ * is held by its bytes, at least the flat count.
  */
 export function messagesRequestTokens(request: CountTokensRequest, count: PromptCount = 'estimate'): number {
   const { max_tokens: _max, stream: _stream, stop_sequences: _stops, metadata: _metadata, ...prompt } = request as MessagesRequest;
   let media = 0;
-  const text = JSON.stringify(prompt, (key, value: unknown) => {
+  const text = JSON.stringify(prompt, function (this: unknown, key, value: unknown) {
     if (key !== 'source' || typeof value !== 'object' || value === null) return value;
+    const blockType = (this as { type?: unknown } | null)?.type;
+    if (blockType !== 'image' && blockType !== 'document') return value;
     const source = value as { type?: unknown; media_type?: unknown; data?: unknown };
-    if (source.type !== 'base64' || typeof source.data !== 'string') return value;
-    const image = typeof source.media_type === 'string' && source.media_type.startsWith('image/');
-    media += count === 'estimate' ? NON_TEXT_PART_ESTIMATE : image ? NON_TEXT_PART_TOKENS : Math.max(NON_TEXT_PART_TOKENS, source.data.length);
-    return { ...source, data: '' };
+    // A text document's source is its text, counted as a prompt's.
+    if (source.type === 'text' || source.type === 'content') return value;
+    const inline = source.type === 'base64' && typeof source.data === 'string' ? source.data : undefined;
+    const image = blockType === 'image' || (typeof source.media_type === 'string' && source.media_type.startsWith('image/'));
+    media += count === 'estimate' ? NON_TEXT_PART_ESTIMATE : inline === undefined || image ? NON_TEXT_PART_TOKENS : Math.max(NON_TEXT_PART_TOKENS, inline.length);
+    return { type: source.type };
   });
   return media + (count === 'hold' ? tokensAtMost(text) : estimateTokens(text));
 }
