@@ -86,7 +86,8 @@ async function* messagePieces(events: AsyncIterable<MessagesStreamEvent>, reques
     const completionTokens = tokensOfWeight(streamedWeight);
     const promptTokens = messagesPromptTokens(reported) || estimatedPrompt;
     // `type` first whatever the mapping gave: the door names the SSE event from the start of the JSON.
-    yield { data: JSON.stringify({ type: event.type, ...event }), usage: final ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
+    const { type, ...rest } = event;
+    yield { data: JSON.stringify({ type, ...rest }), usage: final ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
   }
   if (signal.aborted) throw clientCancelled();
 }
