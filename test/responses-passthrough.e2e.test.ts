@@ -156,6 +156,30 @@ describe('the Responses door on an openai channel whose upstream serves /v1/resp
     expect(said.indexOf('first answer')).toBeLessThan(said.indexOf('second question'));
   });
 
+  it('refuses what lies in the channel\'s shared account (a file, a vector store, a stored prompt, a conversation) and the priority tier with a 400 naming the field, and passes web_search through', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'searched' });
+    const model = uniqueModel();
+    await channel(mock, [model], { responses_api: true });
+    const { key } = await apiKey();
+    const { client } = recordingClient(`${stack.gateway.url}/v1`, key);
+    const refusals: [Record<string, unknown>, RegExp][] = [
+      [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-another-tenants' }] }] }, /^invalid input\[0\]\.content\[0\]\.file_id: is not served: a file belongs to the channel's OpenAI account, which every caller of this gateway shares/],
+      [{ tools: [{ type: 'file_search', vector_store_ids: ['vs_another_tenants'] }] }, /^invalid tools\[0\]\.type: is not served: a vector store belongs/],
+      [{ prompt: { id: 'pmpt_another_tenants' } }, /^invalid prompt: is not served: a stored prompt belongs/],
+      [{ conversation: 'conv_another_tenants' }, /^invalid conversation: is not served/],
+      [{ service_tier: 'priority' }, /^invalid service_tier: is not served: the priority tier costs more than the quota counts/],
+    ];
+    for (const [fields, message] of refusals) {
+      const refused = await client.responses.create({ model, input: 'hi', ...fields } as never).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((refused as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(message) });
+    }
+    expect(mock.requests).toHaveLength(0);
+    const searched = await client.responses.create({ model, input: 'news?', tools: [{ type: 'web_search' }], store: false });
+    expect(searched.output_text).toBe('searched');
+    expect(mock.requests.at(-1)!.body).toMatchObject({ tools: [{ type: 'web_search' }] });
+  });
+
   it('leaves a hosted tool out on a channel whose requests are translated (no provider behind a translation runs it), and answers', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({});
     const model = uniqueModel();

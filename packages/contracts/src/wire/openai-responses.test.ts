@@ -6,12 +6,10 @@ const body = (content: unknown) => responsesRequestSchema.parse({ model: 'm', ma
 const photo = `data:image/jpeg;base64,${'A'.repeat(800_000)}`;
 
 describe('a Responses request\'s hold and estimate', () => {
-  it('holds every image or file at least the flat count, given by URL or id as inline, not its reference\'s few bytes', () => {
+  it('holds every image or file at least the flat count, given by URL as inline, not its reference\'s few bytes', () => {
     for (const part of [
       { type: 'input_image', image_url: 'https://example.com/large.png' },
-      { type: 'input_image', file_id: 'file-abc' },
       { type: 'input_file', file_url: 'https://example.com/report.pdf' },
-      { type: 'input_file', file_id: 'file-abc' },
     ]) {
       const request = body([{ type: 'input_text', text: 'what is this?' }, part]);
       expect(responsesRequestTokens(request, 'hold')).toBeGreaterThanOrEqual(NON_TEXT_PART_TOKENS);
@@ -34,5 +32,28 @@ describe('a Responses request\'s hold and estimate', () => {
     const two = responsesRequestSchema.parse({ model: 'm', input: [{ type: 'function_call_output', call_id: 'c', output: [{ type: 'input_image', image_url: 'https://example.com/a.png' }, { type: 'input_image', image_url: 'https://example.com/b.png' }] }] });
     expect(responsesRequestTokens(two, 'hold') - responsesRequestTokens(one, 'hold')).toBeGreaterThanOrEqual(NON_TEXT_PART_TOKENS);
     expect(responsesRequestTokens(two) - responsesRequestTokens(one)).toBeGreaterThanOrEqual(NON_TEXT_PART_ESTIMATE - 10);
+  });
+});
+
+describe('what a Responses request may not reach', () => {
+  const refusal = (extra: Record<string, unknown>, input: unknown = 'hi') => {
+    const parsed = responsesRequestSchema.safeParse({ model: 'm', input, ...extra });
+    return parsed.success ? undefined : parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+  };
+
+  it('refuses what lies in the channel\'s shared account, or costs past the quota, naming the field and why', () => {
+    expect(refusal({ conversation: 'conv_123' })).toMatch(/^conversation: is not served: a conversation belongs to the channel's OpenAI account/);
+    expect(refusal({ prompt: { id: 'pmpt_1' } })).toMatch(/^prompt: is not served: a stored prompt belongs/);
+    expect(refusal({ service_tier: 'priority' })).toMatch(/^service_tier: is not served: the priority tier costs more than the quota counts/);
+    expect(refusal({ tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] })).toMatch(/tools\.0.*vector store belongs/);
+    expect(refusal({ tools: [{ type: 'code_interpreter', container: 'cntr_1' }] })).toMatch(/tools\.0.*container belongs/);
+    expect(refusal({}, [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }])).toMatch(/^input\.0\.content\.0\.file_id: is not served: a file belongs/);
+    expect(refusal({}, [{ role: 'user', content: [{ type: 'input_image', file_id: 'file-1' }] }])).toMatch(/file_id: is not served/);
+  });
+
+  it('takes what reaches nothing of the account: web search, a code interpreter in a new container, another tier, files by their bytes or URL', () => {
+    expect(refusal({ tools: [{ type: 'web_search' }, { type: 'web_search_preview' }, { type: 'code_interpreter', container: { type: 'auto' } }], service_tier: 'flex' })).toBeUndefined();
+    expect(refusal({ service_tier: 'auto' })).toBeUndefined();
+    expect(refusal({}, [{ role: 'user', content: [{ type: 'input_file', file_url: 'https://example.com/a.pdf' }, { type: 'input_image', image_url: 'https://example.com/a.png' }] }])).toBeUndefined();
   });
 });
