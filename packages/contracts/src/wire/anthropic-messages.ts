@@ -3,10 +3,12 @@
  * zod schema for the request, loose, so fields the gateway does not know yet (`output_config`, a
  * new beta's) pass through to an `anthropic` channel as they came; the reply and stream event
  * shapes; the worst case a request is held by. Anthropic's own bounds only where a mistake would
- * otherwise reach an upstream (max_tokens, roles, block types).
+ * otherwise reach an upstream (max_tokens, roles, block types); what reaches into the channel's
+ * shared account is refused (shared-account.ts).
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { ANTHROPIC_ACCOUNT, refusedField, refuseAnthropicAccountReach } from './shared-account.ts';
 import { QueueName } from '../queues.ts';
 import type { ModelOperation } from '../model-jobs.ts';
 import { estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
@@ -64,41 +66,6 @@ const toolChoice = z.looseObject({
 
 const system = z.union([z.string(), z.array(textBlock)], { error: 'must be a string or an array of text blocks' });
 
-/**
- * What reaches into the channel's Anthropic account, which every caller of the gateway shares
- * (its Files API files, its code-execution containers), or costs more than the quota counts (the
- * server tools Anthropic runs and bills per use, remote MCP servers), is refused with a reason:
- * passed through to an `anthropic` channel, one tenant would read another's files, or bill the
- * account past what it is charged. Tools the client runs (custom ones, `bash_*`, `text_editor_*`,
- * `computer_*`, `memory_*`) are taken.
- */
-const SHARED_ACCOUNT = "the channel's Anthropic account, which every caller of this gateway shares";
-const SERVER_TOOL = /^(web_search|web_fetch|code_execution|tool_search_tool|mcp_toolset)/;
-const refused = (reason: string) => z.never({ error: `is not served: ${reason}` }).optional();
-
-type Loose = Record<string, unknown>;
-
-function refuseSharedAccount(body: { messages?: unknown; tools?: unknown }, context: z.RefinementCtx): void {
-  const refuse = (path: (string | number)[], reason: string) => context.addIssue({ code: 'custom', path, message: `is not served: ${reason}` });
-  const blocks = (content: unknown, path: (string | number)[]) => {
-    if (!Array.isArray(content)) return;
-    content.forEach((block: Loose, at) => {
-      const source = block?.source as Loose | undefined;
-      if (source?.type === 'file') refuse([...path, at, 'source', 'type'], `a file belongs to ${SHARED_ACCOUNT}; send its bytes (base64) or a URL`);
-      if (block?.type === 'container_upload') refuse([...path, at, 'type'], `a file and its container belong to ${SHARED_ACCOUNT}`);
-      if (block?.type === 'tool_result') blocks(block.content, [...path, at, 'content']);
-    });
-  };
-  if (Array.isArray(body.messages)) body.messages.forEach((turn: Loose, at) => blocks(turn?.content, ['messages', at, 'content']));
-  if (Array.isArray(body.tools)) {
-    body.tools.forEach((tool: Loose, at) => {
-      if (typeof tool?.type === 'string' && SERVER_TOOL.test(tool.type)) {
-        refuse(['tools', at, 'type'], `${tool.type} is a server tool Anthropic runs and bills the channel's account for, at a price the quota does not count; offer a tool the client runs`);
-      }
-    });
-  }
-}
-
 /** What count_tokens and a message share: the conversation, without the output settings. */
 const conversationFields = {
   model: modelField,
@@ -107,8 +74,8 @@ const conversationFields = {
   tools: z.array(tool).optional(),
   tool_choice: toolChoice.optional(),
   thinking: z.looseObject({ type: z.string(), budget_tokens: z.number().int().min(0).optional() }).optional(),
-  container: refused(`a container belongs to ${SHARED_ACCOUNT}`),
-  mcp_servers: refused('a remote MCP server is called by Anthropic for the channel, at a cost the quota does not count; call it from the client as a tool'),
+  container: refusedField(`a container belongs to ${ANTHROPIC_ACCOUNT}`),
+  mcp_servers: refusedField('a remote MCP server is called by Anthropic for the channel, at a cost the quota does not count; call it from the client as a tool'),
 };
 
 export const messagesRequestSchema = z.looseObject({
@@ -120,10 +87,10 @@ export const messagesRequestSchema = z.looseObject({
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.number().int().min(0).optional(),
   metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
-}).superRefine(refuseSharedAccount);
+}).superRefine(refuseAnthropicAccountReach);
 export type MessagesRequest = z.infer<typeof messagesRequestSchema>;
 
-export const countTokensRequestSchema = z.looseObject(conversationFields).superRefine(refuseSharedAccount);
+export const countTokensRequestSchema = z.looseObject(conversationFields).superRefine(refuseAnthropicAccountReach);
 export type CountTokensRequest = z.infer<typeof countTokensRequestSchema>;
 
 /** The usage of a message, as Anthropic reports it: `input_tokens` is the prompt outside the cache. */

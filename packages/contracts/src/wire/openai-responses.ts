@@ -2,20 +2,13 @@
  * OpenAI's Responses wire format (`POST /v1/responses`): one zod schema for the request, loose,
  * so fields the gateway does not read yet pass validation (and are dropped by the translation,
  * docs/api.md); the reply object, its output items and usage; the stream event; the worst case a
- * request is held by. OpenAI's own bounds only where a mistake would otherwise reach an upstream.
+ * request is held by. OpenAI's own bounds only where a mistake would otherwise reach an upstream;
+ * what reaches into the channel's shared account is refused (shared-account.ts).
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { OPENAI_ACCOUNT, refusedField, refuseOpenAIAccountReach } from './shared-account.ts';
 import { AUDIO_CHARS_PER_TOKEN, CHAT_DEFAULT_MAX_TOKENS, estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
-
-/**
- * What reaches into the channel's OpenAI account (its files, vector stores, containers, stored
- * prompts and conversations), which every caller of the gateway shares, or costs more than the
- * quota counts, is refused with a reason: passed through to a `responses_api` channel, one
- * tenant would read another's, or bill the account past what it is charged.
- */
-const SHARED_ACCOUNT = "the channel's OpenAI account, which every caller of this gateway shares";
-const refused = (reason: string) => z.never({ error: `is not served: ${reason}` }).optional();
 
 const inputPart = z.looseObject({ type: z.string() });
 
@@ -83,37 +76,6 @@ const textFormat = z.discriminatedUnion('type', [
   }),
 ], { error: "must be {type: 'text'}, {type: 'json_object'} or {type: 'json_schema', name, schema}" });
 
-type Loose = Record<string, unknown>;
-
-/**
- * A part given by `file_id`, a `file_search` tool (its vector stores) and a `code_interpreter`
- * in a named container are refused where they stand (a union's own message would hide the
- * reason). Hosted tools that reach nothing of the account are taken: `web_search` costs a search
- * fee the quota does not count (docs/api.md), a `code_interpreter` in a new container (`auto`)
- * its container's.
- */
-function refuseSharedAccount(body: { input?: unknown; tools?: unknown }, context: z.RefinementCtx): void {
-  const refuse = (path: (string | number)[], reason: string) => context.addIssue({ code: 'custom', path, message: `is not served: ${reason}` });
-  const parts = (content: unknown, path: (string | number)[]) => {
-    if (!Array.isArray(content)) return;
-    content.forEach((part: Loose, at) => {
-      if (part?.file_id !== undefined) refuse([...path, at, 'file_id'], `a file belongs to ${SHARED_ACCOUNT}; send its bytes (file_data, or image_url as a data URL) or a URL`);
-    });
-  };
-  if (Array.isArray(body.input)) {
-    body.input.forEach((item: Loose, at) => {
-      parts(item?.content, ['input', at, 'content']);
-      parts(item?.output, ['input', at, 'output']);
-    });
-  }
-  if (Array.isArray(body.tools)) {
-    body.tools.forEach((tool: Loose, at) => {
-      if (tool?.type === 'file_search') refuse(['tools', at, 'type'], `a vector store belongs to ${SHARED_ACCOUNT}`);
-      if (tool?.type === 'code_interpreter' && typeof tool.container === 'string') refuse(['tools', at, 'container'], `a container belongs to ${SHARED_ACCOUNT}; give {"type": "auto"}`);
-    });
-  }
-}
-
 export const responsesRequestSchema = z.looseObject({
   model: modelField,
   input: z.union([z.string(), z.array(inputItem)], { error: 'must be a string or an array of input items' }).optional(),
@@ -133,10 +95,10 @@ export const responsesRequestSchema = z.looseObject({
   stream: z.boolean().nullable().optional(),
   background: z.boolean().nullable().optional(),
   previous_response_id: z.string().nullable().optional(),
-  conversation: refused(`a conversation belongs to ${SHARED_ACCOUNT}; continue with previous_response_id, which the gateway keeps per user`),
-  prompt: refused(`a stored prompt belongs to ${SHARED_ACCOUNT}; send its text as instructions`),
+  conversation: refusedField(`a conversation belongs to ${OPENAI_ACCOUNT}; continue with previous_response_id, which the gateway keeps per user`),
+  prompt: refusedField(`a stored prompt belongs to ${OPENAI_ACCOUNT}; send its text as instructions`),
   service_tier: z.string().nullable().refine((tier) => tier !== 'priority', 'is not served: the priority tier costs more than the quota counts').optional(),
-}).superRefine(refuseSharedAccount);
+}).superRefine(refuseOpenAIAccountReach);
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
 /**
