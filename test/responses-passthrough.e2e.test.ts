@@ -167,7 +167,7 @@ describe('the Responses door on an openai channel whose upstream serves /v1/resp
       [{ tools: [{ type: 'file_search', vector_store_ids: ['vs_another_tenants'] }] }, /^invalid tools\[0\]\.type: is not served: a vector store belongs/],
       [{ prompt: { id: 'pmpt_another_tenants' } }, /^invalid prompt: is not served: a stored prompt belongs/],
       [{ conversation: 'conv_another_tenants' }, /^invalid conversation: is not served/],
-      [{ service_tier: 'priority' }, /^invalid service_tier: is not served: the priority tier costs more than the quota counts/],
+      [{ service_tier: 'priority' }, /^invalid service_tier: must be "auto", "default" or "flex": a premium tier costs more than the quota counts/],
     ];
     for (const [fields, message] of refusals) {
       const refused = await client.responses.create({ model, input: 'hi', ...fields } as never).catch((error: unknown) => error);

@@ -44,7 +44,7 @@ describe('what a Responses request may not reach', () => {
   it('refuses what lies in the channel\'s shared account, or costs past the quota, naming the field and why', () => {
     expect(refusal({ conversation: 'conv_123' })).toMatch(/^conversation: is not served: a conversation belongs to the channel's OpenAI account/);
     expect(refusal({ prompt: { id: 'pmpt_1' } })).toMatch(/^prompt: is not served: a stored prompt belongs/);
-    expect(refusal({ service_tier: 'priority' })).toMatch(/^service_tier: is not served: the priority tier costs more than the quota counts/);
+    expect(refusal({ service_tier: 'priority' })).toMatch(/^service_tier: must be "auto", "default" or "flex": a premium tier costs more than the quota counts/);
     expect(refusal({ tools: [{ type: 'file_search', vector_store_ids: ['vs_1'] }] })).toMatch(/tools\.0.*vector store belongs/);
     expect(refusal({ tools: [{ type: 'code_interpreter', container: 'cntr_1' }] })).toMatch(/tools\.0.*container belongs/);
     expect(refusal({}, [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }])).toMatch(/^input\.0\.content\.0\.file_id: is not served: a file belongs/);

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
 import { OPENAI_ACCOUNT, refusedField, refuseOpenAIAccountReach } from './shared-account.ts';
 import { AUDIO_CHARS_PER_TOKEN, CHAT_DEFAULT_MAX_TOKENS, estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
 
@@ -97,8 +98,11 @@ export const responsesRequestSchema = z.looseObject({
   previous_response_id: z.string().nullable().optional(),
   conversation: refusedField(`a conversation belongs to ${OPENAI_ACCOUNT}; continue with previous_response_id, which the gateway keeps per user`),
   prompt: refusedField(`a stored prompt belongs to ${OPENAI_ACCOUNT}; send its text as instructions`),
-  service_tier: z.string().nullable().refine((tier) => tier !== 'priority', 'is not served: the priority tier costs more than the quota counts').optional(),
-}).superRefine(refuseOpenAIAccountReach);
+}).superRefine((body, context) => {
+  // A premium tier, or a priority at the upstream, as on every OpenAI route.
+  checkSchedulingFields(body, context);
+  refuseOpenAIAccountReach(body, context);
+});
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
 /**
