@@ -177,6 +177,23 @@ for (const [name, sdkAt] of SDKS) {
   });
 }
 
+describe('a gemini door on an anthropic channel', () => {
+  it('charges and logs the prompt cache\'s writes, which Gemini\'s usage has no field for, at the channel\'s cache_write_ratio', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.anthropic({ cacheUse: { read: 100, written: 200 }, text: 'Noted.' });
+    const model = uniqueModel();
+    await channel(mock, [model], { cache_read_ratio: 0.1, cache_write_ratio: 1.25 });
+    const { key } = await apiKey();
+    const id = requestId();
+    const answer = await postJson(`${stack.gateway.url}/v1beta/models/${model}:generateContent`, { contents: [{ role: 'user', parts: [{ text: 'Keep this note for later. '.repeat(80) }] }], generationConfig: { maxOutputTokens: 50 } }, { 'x-goog-api-key': key, 'x-request-id': id });
+    expect(answer.status).toBe(200);
+    const usage = answer.json.usageMetadata;
+    expect(Object.keys(usage)).not.toContain('cacheWriteTokens');
+    expect(usage.cachedContentTokenCount).toBe(100);
+    const charge = usage.promptTokenCount - 300 + (usage.totalTokenCount - usage.promptTokenCount) + Math.ceil(100 * 0.1 + 200 * 1.25);
+    expect(await loggedRow(stack, id)).toMatchObject({ cache_read_tokens: 100, cache_write_tokens: 200, quota: charge });
+  });
+});
+
 describe('Gemini-shaped errors', () => {
   it('a key out of quota is 429 RESOURCE_EXHAUSTED before any upstream call, as chat completions are refused', async ({ stack, upstream, channel, apiKey }) => {
     const model = uniqueModel();

@@ -165,6 +165,22 @@ describe('the Messages door on an anthropic channel', () => {
     await expect.poll(() => usedQuota(stack, key.id)).toBe(message.usage.input_tokens + message.usage.output_tokens);
   });
 
+  it('refuses a Files API file, a container, MCP servers and server tools in Anthropic\'s shape, naming the field and why, before any upstream call', async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic();
+    const model = uniqueModel();
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const fileDocument = await caught(client(key).messages.create({ model, max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: 'file_another_tenants' } } as never, { type: 'text', text: 'Summarise it.' }] }] }));
+    expect(fileDocument).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(fileDocument.error).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/^invalid messages\[0\]\.content\[0\]\.source\.type: is not served: a file belongs to the channel's Anthropic account, which every caller of this gateway shares/) } });
+    const search = await caught(client(key).messages.create({ model, max_tokens: 10, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'news?' }] }));
+    expect(search.error.error.message).toMatch(/^invalid tools\[0\]\.type: is not served: web_search_20250305 is a server tool/);
+    const container = await caught(client(key).messages.create({ model, max_tokens: 10, container: 'container_another_tenants', messages: [{ role: 'user', content: 'hi' }] } as never));
+    expect(container).toMatchObject({ status: 400 });
+    expect(container.error.error.message).toMatch(/^invalid container: is not served/);
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it('answers an upstream overload as 529 overloaded_error, and logs the request under its route', async ({ stack, upstream, channel, apiKey, client }) => {
     const mock = await upstream.anthropic({ status: 529 });
     const model = uniqueModel();

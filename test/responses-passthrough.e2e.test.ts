@@ -135,6 +135,51 @@ describe('the Responses door on an openai channel whose upstream serves /v1/resp
     expect(received.body).toMatchObject({ stream: true, tools: [{ type: 'web_search_preview' }], include: ['message.output_text.logprobs'], truncation: 'auto' });
   });
 
+  it('continues a stored response with the history the gateway rebuilt, never the gateway\'s previous_response_id, so the upstream sees each turn once', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'first answer' });
+    const model = uniqueModel();
+    await channel(mock, [model], { responses_api: true });
+    const { key } = await apiKey();
+    const { client } = recordingClient(`${stack.gateway.url}/v1`, key);
+    const first = await client.responses.create({ model, input: 'first question', store: true });
+    const second = await client.responses.create({ model, input: 'second question', previous_response_id: first.id, store: true });
+    expect(second.status).toBe('completed');
+
+    expect(mock.requests).toHaveLength(2);
+    const continued = mock.requests[1]!.body as Record<string, any>;
+    expect(continued).not.toHaveProperty('previous_response_id');
+    const said = JSON.stringify(continued.input);
+    // The first turn once (its question and its answer), then the new question.
+    expect(said.split('first question')).toHaveLength(2);
+    expect(said.split('first answer')).toHaveLength(2);
+    expect(said.indexOf('first question')).toBeLessThan(said.indexOf('first answer'));
+    expect(said.indexOf('first answer')).toBeLessThan(said.indexOf('second question'));
+  });
+
+  it('refuses what lies in the channel\'s shared account (a file, a vector store, a stored prompt, a conversation) and the priority tier with a 400 naming the field, and passes web_search through', async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'searched' });
+    const model = uniqueModel();
+    await channel(mock, [model], { responses_api: true });
+    const { key } = await apiKey();
+    const { client } = recordingClient(`${stack.gateway.url}/v1`, key);
+    const refusals: [Record<string, unknown>, RegExp][] = [
+      [{ input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-another-tenants' }] }] }, /^invalid input\[0\]\.content\[0\]\.file_id: is not served: a file belongs to the channel's OpenAI account, which every caller of this gateway shares/],
+      [{ tools: [{ type: 'file_search', vector_store_ids: ['vs_another_tenants'] }] }, /^invalid tools\[0\]\.type: is not served: a vector store belongs/],
+      [{ prompt: { id: 'pmpt_another_tenants' } }, /^invalid prompt: is not served: a stored prompt belongs/],
+      [{ conversation: 'conv_another_tenants' }, /^invalid conversation: is not served/],
+      [{ service_tier: 'priority' }, /^invalid service_tier: must be "auto", "default" or "flex": a premium tier costs more than the quota counts/],
+    ];
+    for (const [fields, message] of refusals) {
+      const refused = await client.responses.create({ model, input: 'hi', ...fields } as never).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((refused as InstanceType<typeof OpenAI.BadRequestError>).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(message) });
+    }
+    expect(mock.requests).toHaveLength(0);
+    const searched = await client.responses.create({ model, input: 'news?', tools: [{ type: 'web_search' }], store: false });
+    expect(searched.output_text).toBe('searched');
+    expect(mock.requests.at(-1)!.body).toMatchObject({ tools: [{ type: 'web_search' }] });
+  });
+
   it('leaves a hosted tool out on a channel whose requests are translated (no provider behind a translation runs it), and answers', async ({ stack, upstream, channel, apiKey }) => {
     const mock = await upstream.openai({});
     const model = uniqueModel();

@@ -245,6 +245,31 @@ describe('the Responses door on an anthropic channel', () => {
     await expect.poll(() => usedQuota(stack, key.id)).toBe(response.usage!.total_tokens);
   });
 
+  it('charges and logs the prompt cache\'s writes, which Responses\' usage has no field for, at the channel\'s cache_write_ratio, whole and streamed', async ({ stack, upstream, channel, apiKey, client }) => {
+    const mock = await upstream.anthropic({ cacheUse: { read: 100, written: 200 }, text: 'Noted.' });
+    const model = uniqueModel();
+    await channel(mock, [model], { cache_read_ratio: 0.1, cache_write_ratio: 1.25 });
+    const { key, id } = await apiKey();
+    const input = 'Keep this note for later. '.repeat(80);
+    const whole = await client(key).responses.create({ model, input, max_output_tokens: 50, store: false }, { headers: { 'x-request-id': `cache-write-${seq}-whole` } });
+    // The client sees Responses' own usage fields only.
+    expect(Object.keys(whole.usage!).sort()).toEqual(['input_tokens', 'input_tokens_details', 'output_tokens', 'output_tokens_details', 'total_tokens']);
+    expect(whole.usage!.input_tokens_details.cached_tokens).toBe(100);
+    const charge = (usage: { input_tokens: number; output_tokens: number }) => usage.input_tokens - 300 + usage.output_tokens + Math.ceil(100 * 0.1 + 200 * 1.25);
+    expect(await loggedRow(stack, `cache-write-${seq}-whole`)).toMatchObject({ route: '/v1/responses', cache_read_tokens: 100, cache_write_tokens: 200, quota: charge(whole.usage!) });
+
+    const streamed = await fetch(`${stack.gateway.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-request-id': `cache-write-${seq}-stream` },
+      body: JSON.stringify({ model, input, max_output_tokens: 50, store: false, stream: true }),
+    });
+    const events = await rawEvents(streamed);
+    const completed = events.at(-1)!.data.response;
+    expect(completed.usage).not.toHaveProperty('cache_write_tokens');
+    expect(await loggedRow(stack, `cache-write-${seq}-stream`)).toMatchObject({ cache_read_tokens: 100, cache_write_tokens: 200, quota: charge(completed.usage) });
+    await expect.poll(() => usedQuota(stack, id)).toBe(charge(whole.usage!) + charge(completed.usage));
+  });
+
   it('streams a tool call from Messages events, takes its output back, and reasons with a signature replayed', async ({ upstream, channel, apiKey, client }) => {
     const mock = await upstream.anthropic();
     const model = uniqueModel();

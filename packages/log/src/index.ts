@@ -1,6 +1,6 @@
 /**
  * @gateway/log owns logging: pino JSON lines (or pino-pretty's readable lines on a terminal),
- * with every secret-bearing field redacted (Authorization, x-goog-api-key, passwords, channel
+ * with every secret-bearing field redacted (Authorization, x-goog-api-key, x-api-key, passwords, channel
  * keys, tokens) wherever it appears.
  */
 import { createRequire } from 'node:module';
@@ -12,9 +12,13 @@ export type { Logger } from 'pino';
 export const redactedPaths = [
   'req.headers.authorization',
   'req.headers["x-goog-api-key"]',
+  'req.headers["x-api-key"]',
   'req.headers.cookie',
   'headers.authorization',
   'headers["x-goog-api-key"]',
+  'headers["x-api-key"]',
+  '["x-api-key"]',
+  '*["x-api-key"]',
   'authorization',
   'password',
   'key',

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultLogFormat } from './index.ts';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { defaultLogFormat, redactedPaths } from './index.ts';
 
 const wasTTY = process.stdout.isTTY;
 afterEach(() => {
@@ -89,5 +91,20 @@ describe('warnings only', () => {
     } finally {
       child.kill('SIGKILL');
     }
+  });
+});
+
+describe('a secret in a log line', () => {
+  it('is redacted in every header that carries an API key, Anthropic\'s x-api-key among them', () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk, _encoding, done) => { lines.push(String(chunk)); done(); } });
+    const logger = pino({ redact: { paths: redactedPaths, censor: '[redacted]' } }, sink);
+    logger.info({ req: { headers: { 'x-api-key': 'sk-ant-req-secret', authorization: 'Bearer sk-bearer-secret', 'x-goog-api-key': 'goog-secret', 'anthropic-version': '2023-06-01' } } }, 'request');
+    logger.info({ headers: { 'x-api-key': 'sk-ant-upstream-secret' } }, 'upstream call');
+    logger.info({ 'x-api-key': 'sk-ant-bare-secret', clientHeaders: { 'x-api-key': 'sk-ant-nested-secret' } }, 'job');
+    const text = lines.join('');
+    for (const secret of ['sk-ant-req-secret', 'sk-bearer-secret', 'goog-secret', 'sk-ant-upstream-secret', 'sk-ant-bare-secret', 'sk-ant-nested-secret']) expect(text).not.toContain(secret);
+    expect(text).toContain('2023-06-01');
+    expect(text.match(/\[redacted\]/g)).toHaveLength(6);
   });
 });

@@ -44,6 +44,11 @@ export interface MockAnthropicBehaviour {
    * the usage reports both. Otherwise both are 0.
    */
   promptCache?: boolean;
+  /**
+   * Report this prompt cache use on every reply whatever its marks, as a provider that caches by
+   * itself would (for a door that sets no marks); its counts come out of the prompt's.
+   */
+  cacheUse?: { read: number; written: number };
 }
 
 export interface MockAnthropicRequest {
@@ -174,7 +179,8 @@ export async function startMockAnthropicUpstream(initial: MockAnthropicBehaviour
   };
 
   const answer = async (res: ServerResponse, n: number, body: Record<string, unknown>, b: MockAnthropicBehaviour, gone: AbortSignal) => {
-    const plan = b.promptCache ? { ...planReply(body, b, n), cache: promptCache.use(body) } : planReply(body, b, n);
+    const cache = b.promptCache ? promptCache.use(body) : b.cacheUse;
+    const plan = cache ? { ...planReply(body, b, n), cache } : planReply(body, b, n);
     if (body.stream !== true) {
       res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_mock_${n}` }).end(JSON.stringify(wholeMessage(plan)));
       return;

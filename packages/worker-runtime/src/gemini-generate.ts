@@ -5,7 +5,7 @@
  * a stream is cut short before its last event, by an estimate: the prompt's tokens, and the
  * output's as the worker reads it from what came (seconds of audio, or text).
  */
-import { clientCancelled, type GeminiChatRequest, type GeminiContentRequest, type GeminiGenerateResponse, type GeminiUsageMetadata, type StreamEnd } from '@gateway/contracts';
+import { cacheWritesOf, clientCancelled, type GeminiChatRequest, type GeminiContentRequest, type GeminiGenerateResponse, type GeminiUsageMetadata, type StreamEnd } from '@gateway/contracts';
 import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from './model-relay.ts';
@@ -82,9 +82,12 @@ function estimatedUsage(promptTokenCount: number, candidatesTokenCount: number):
 /** Gemini's usage as the router records it: the charge is the total; the output counts thoughts too. */
 export function geminiUsage(usage: { promptTokenCount?: number; candidatesTokenCount?: number; thoughtsTokenCount?: number; cachedContentTokenCount?: number; totalTokenCount: number }): Usage {
   const read = usage.cachedContentTokenCount;
+  // Cache writes have no field in Gemini's usage: a translation carries them beside it.
+  const written = cacheWritesOf(usage);
   return {
     totalTokens: usage.totalTokenCount, promptTokens: usage.promptTokenCount, completionTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
     ...(typeof read === 'number' ? { cacheReadTokens: read } : {}),
+    ...(written !== undefined ? { cacheWriteTokens: written } : {}),
   };
 }
 

@@ -85,7 +85,9 @@ async function* messagePieces(events: AsyncIterable<MessagesStreamEvent>, reques
     }
     const completionTokens = tokensOfWeight(streamedWeight);
     const promptTokens = messagesPromptTokens(reported) || estimatedPrompt;
-    yield { data: JSON.stringify(event), usage: final ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
+    // `type` first whatever the mapping gave: the door names the SSE event from the start of the JSON.
+    const { type, ...rest } = event;
+    yield { data: JSON.stringify({ type, ...rest }), usage: final ?? { totalTokens: promptTokens + completionTokens, promptTokens, completionTokens } };
   }
   if (signal.aborted) throw clientCancelled();
 }

@@ -7,6 +7,7 @@
  * streamed so far, as for messages.ts.
  */
 import {
+  cacheWritesOf,
   clientCancelled,
   estimateTokens,
   responsesRequestTokens,
@@ -22,12 +23,17 @@ import { callUpstream, operationOn, streamUpstream } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from '@gateway/worker-runtime';
 
-/** Usage as the router records it, with the prompt cache's reads (`cached_tokens`) where the provider reported them. */
+/**
+ * Usage as the router records it, with the prompt cache's reads (`cached_tokens`) and writes (no
+ * wire field: carried beside it by a translation, `cacheWritesOf`) where the provider reported them.
+ */
 function usageOf(usage: ResponsesUsage): Usage {
   const read = (usage.input_tokens_details as { cached_tokens?: unknown } | undefined)?.cached_tokens;
+  const written = cacheWritesOf(usage);
   return {
     totalTokens: usage.input_tokens + usage.output_tokens, promptTokens: usage.input_tokens, completionTokens: usage.output_tokens,
     ...(typeof read === 'number' ? { cacheReadTokens: read } : {}),
+    ...(written !== undefined ? { cacheWriteTokens: written } : {}),
   };
 }
 

@@ -3,10 +3,12 @@
  * zod schema for the request, loose, so fields the gateway does not know yet (`output_config`, a
  * new beta's) pass through to an `anthropic` channel as they came; the reply and stream event
  * shapes; the worst case a request is held by. Anthropic's own bounds only where a mistake would
- * otherwise reach an upstream (max_tokens, roles, block types).
+ * otherwise reach an upstream (max_tokens, roles, block types); what reaches into the channel's
+ * shared account is refused (shared-account.ts).
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
+import { ANTHROPIC_ACCOUNT, refusedField, refuseAnthropicAccountReach } from './shared-account.ts';
 import { QueueName } from '../queues.ts';
 import type { ModelOperation } from '../model-jobs.ts';
 import { estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
@@ -72,6 +74,8 @@ const conversationFields = {
   tools: z.array(tool).optional(),
   tool_choice: toolChoice.optional(),
   thinking: z.looseObject({ type: z.string(), budget_tokens: z.number().int().min(0).optional() }).optional(),
+  container: refusedField(`a container belongs to ${ANTHROPIC_ACCOUNT}`),
+  mcp_servers: refusedField('a remote MCP server is called by Anthropic for the channel, at a cost the quota does not count; call it from the client as a tool'),
 };
 
 export const messagesRequestSchema = z.looseObject({
@@ -83,10 +87,10 @@ export const messagesRequestSchema = z.looseObject({
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.number().int().min(0).optional(),
   metadata: z.looseObject({ user_id: z.string().nullable().optional() }).optional(),
-});
+}).superRefine(refuseAnthropicAccountReach);
 export type MessagesRequest = z.infer<typeof messagesRequestSchema>;
 
-export const countTokensRequestSchema = z.looseObject(conversationFields);
+export const countTokensRequestSchema = z.looseObject(conversationFields).superRefine(refuseAnthropicAccountReach);
 export type CountTokensRequest = z.infer<typeof countTokensRequestSchema>;
 
 /** The usage of a message, as Anthropic reports it: `input_tokens` is the prompt outside the cache. */
@@ -120,20 +124,25 @@ export const messagesPromptTokens = (usage: Partial<MessagesUsage>) =>
 /**
  * A Messages request's prompt: the whole body but its output settings, counted for its hold (a
  * token a byte of its JSON) or, by default, as the estimate a charge falls back on, with media
- * by chat's rules (`worst-case-usage.ts`): an inline image is NON_TEXT_PART_TOKENS held (and
- * NON_TEXT_PART_ESTIMATE estimated), not its base64's bytes; any other inline file (a PDF) is
- * held by its bytes.
+ * by chat's rules (`worst-case-usage.ts`): every image or document is NON_TEXT_PART_TOKENS held
+ * (and NON_TEXT_PART_ESTIMATE estimated), whether its bytes are inline or behind a URL (which
+ * the upstream fetches and bills as it would the bytes); an inline file that is no image (a PDF)
+ * is held by its bytes, at least the flat count.
  */
 export function messagesRequestTokens(request: CountTokensRequest, count: PromptCount = 'estimate'): number {
   const { max_tokens: _max, stream: _stream, stop_sequences: _stops, metadata: _metadata, ...prompt } = request as MessagesRequest;
   let media = 0;
-  const text = JSON.stringify(prompt, (key, value: unknown) => {
+  const text = JSON.stringify(prompt, function (this: unknown, key, value: unknown) {
     if (key !== 'source' || typeof value !== 'object' || value === null) return value;
+    const blockType = (this as { type?: unknown } | null)?.type;
+    if (blockType !== 'image' && blockType !== 'document') return value;
     const source = value as { type?: unknown; media_type?: unknown; data?: unknown };
-    if (source.type !== 'base64' || typeof source.data !== 'string') return value;
-    const image = typeof source.media_type === 'string' && source.media_type.startsWith('image/');
-    media += count === 'estimate' ? NON_TEXT_PART_ESTIMATE : image ? NON_TEXT_PART_TOKENS : Math.max(NON_TEXT_PART_TOKENS, source.data.length);
-    return { ...source, data: '' };
+    // A text document's source is its text, counted as a prompt's.
+    if (source.type === 'text' || source.type === 'content') return value;
+    const inline = source.type === 'base64' && typeof source.data === 'string' ? source.data : undefined;
+    const image = blockType === 'image' || (typeof source.media_type === 'string' && source.media_type.startsWith('image/'));
+    media += count === 'estimate' ? NON_TEXT_PART_ESTIMATE : inline === undefined || image ? NON_TEXT_PART_TOKENS : Math.max(NON_TEXT_PART_TOKENS, inline.length);
+    return { type: source.type };
   });
   return media + (count === 'hold' ? tokensAtMost(text) : estimateTokens(text));
 }

@@ -2,11 +2,14 @@
  * OpenAI's Responses wire format (`POST /v1/responses`): one zod schema for the request, loose,
  * so fields the gateway does not read yet pass validation (and are dropped by the translation,
  * docs/api.md); the reply object, its output items and usage; the stream event; the worst case a
- * request is held by. OpenAI's own bounds only where a mistake would otherwise reach an upstream.
+ * request is held by. OpenAI's own bounds only where a mistake would otherwise reach an upstream;
+ * what reaches into the channel's shared account is refused (shared-account.ts).
  */
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
-import { CHAT_DEFAULT_MAX_TOKENS, estimateTokens, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
+import { checkSchedulingFields } from '../upstream-scheduling.ts';
+import { OPENAI_ACCOUNT, refusedField, refuseOpenAIAccountReach } from './shared-account.ts';
+import { AUDIO_CHARS_PER_TOKEN, CHAT_DEFAULT_MAX_TOKENS, estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
 
 const inputPart = z.looseObject({ type: z.string() });
 
@@ -93,6 +96,12 @@ export const responsesRequestSchema = z.looseObject({
   stream: z.boolean().nullable().optional(),
   background: z.boolean().nullable().optional(),
   previous_response_id: z.string().nullable().optional(),
+  conversation: refusedField(`a conversation belongs to ${OPENAI_ACCOUNT}; continue with previous_response_id, which the gateway keeps per user`),
+  prompt: refusedField(`a stored prompt belongs to ${OPENAI_ACCOUNT}; send its text as instructions`),
+}).superRefine((body, context) => {
+  // A premium tier, or a priority at the upstream, as on every OpenAI route.
+  checkSchedulingFields(body, context);
+  refuseOpenAIAccountReach(body, context);
 });
 export type ResponsesRequest = z.infer<typeof responsesRequestSchema>;
 
@@ -136,10 +145,47 @@ export interface ResponsesResponse {
 /** One stream event, its `type` first (the door writes it as the SSE `event:` line), numbered by `sequence_number`. */
 export type ResponsesStreamEvent = { type: string; sequence_number: number; [field: string]: unknown };
 
-/** The request's prompt (its input, instructions and tools), counted for its hold or as the estimate a charge falls back on. */
+/** The content parts that are no text: an image, a file or a sound, inline or by URL or id. */
+const NON_TEXT_PARTS = new Set(['input_image', 'input_file', 'input_audio']);
+
+type MediaPart = { type: string; image_url?: unknown; file_data?: unknown; input_audio?: { data?: unknown } };
+
+/**
+ * A part that is no text, as chat's rule holds it (`worst-case-usage.ts`): an inline image at the
+ * flat count, a sound's data at a token every AUDIO_CHARS_PER_TOKEN characters, an inline file (a
+ * PDF) at a token a character, the rest of its JSON at a token a byte, and at least
+ * NON_TEXT_PART_TOKENS, so that an image or file given by URL or id is held as one the upstream
+ * will fetch and bill.
+ */
+function heldMediaPart(part: MediaPart): number {
+  let media = 0;
+  const rest: Record<string, unknown> = { ...part };
+  if (typeof part.image_url === 'string' && /^data:image\//i.test(part.image_url)) rest.image_url = '';
+  if (typeof part.file_data === 'string') {
+    media += part.file_data.length;
+    rest.file_data = '';
+  }
+  if (typeof part.input_audio?.data === 'string') {
+    media += Math.ceil(part.input_audio.data.length / AUDIO_CHARS_PER_TOKEN);
+    rest.input_audio = { ...part.input_audio, data: '' };
+  }
+  return Math.max(NON_TEXT_PART_TOKENS, media + tokensAtMost(JSON.stringify(rest)));
+}
+
+/**
+ * The request's prompt (its input, instructions and tools), counted for its hold or as the
+ * estimate a charge falls back on: text at a token a byte of its JSON (held) or by its text
+ * (estimated), each image, file or sound part by `heldMediaPart` (held) or NON_TEXT_PART_ESTIMATE
+ * (estimated), wherever it sits (a message's content, a function call's output).
+ */
 export function responsesRequestTokens(request: ResponsesRequest, count: PromptCount = 'estimate'): number {
-  const text = JSON.stringify([request.instructions ?? '', request.input ?? '', request.tools ?? [], request.text ?? null]);
-  return count === 'hold' ? tokensAtMost(text) : estimateTokens(text);
+  let media = 0;
+  const text = JSON.stringify([request.instructions ?? '', request.input ?? '', request.tools ?? [], request.text ?? null], (_key, value: unknown) => {
+    if (typeof value !== 'object' || value === null || !NON_TEXT_PARTS.has((value as { type?: unknown }).type as string)) return value;
+    media += count === 'hold' ? heldMediaPart(value as MediaPart) : NON_TEXT_PART_ESTIMATE;
+    return undefined;
+  });
+  return media + (count === 'hold' ? tokensAtMost(text) : estimateTokens(text));
 }
 
 /** The prompt and the most output (`max_output_tokens`, or chat's default where the client set none). */

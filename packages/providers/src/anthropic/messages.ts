@@ -29,10 +29,11 @@ export const messages: OperationMapping<MessagesRequest, MessagesResponse, Messa
     if (typeof event.type !== 'string') throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event without a type' });
     if (event.type === 'error') throw errorInPlaceOfReply(event);
     if (event.type === 'message_start' && typeof event.message === 'object' && event.message !== null) {
-      return { ...event, type: event.type, message: { ...event.message, model: request.model } };
+      return { type: event.type, ...event, message: { ...event.message, model: request.model } };
     }
-    // `type` first: the door writes it as the event's name from the start of its JSON.
-    return { ...event, type: event.type };
+    // `type` first, wherever the upstream put it (a spread keeps a key where it was): the door
+    // writes it as the event's name from the start of its JSON.
+    return { type: event.type, ...event };
   },
   streamEnd: { name: 'message_stop', isLast: (event) => event.type === 'message_stop' },
 };

@@ -12,6 +12,11 @@ describe('the Responses door passed through to an upstream of the Responses API'
     expect(responses.toUpstream(request, 'upstream-model', true)).toMatchObject({ stream: true });
   });
 
+  it('leaves previous_response_id behind: the input already holds the conversation the gateway rebuilt, and the id is the gateway\'s', () => {
+    const sent = responses.toUpstream({ ...request, previous_response_id: 'resp_gateway_1' }, 'upstream-model', false);
+    expect(sent).not.toHaveProperty('previous_response_id');
+  });
+
   it('gives back the upstream\'s events as they came, type and number first, the response under the client\'s model', () => {
     const event = responses.fromEvent({ response: { id: 'resp_1', model: 'upstream-model', usage: null }, sequence_number: 0, type: 'response.created' }, request, {});
     expect(JSON.stringify(event)).toBe('{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","model":"client-model","usage":null}}');

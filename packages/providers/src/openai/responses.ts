@@ -5,6 +5,7 @@
  * them, and its events come back as it sent them. Only the model is the channel's, and the
  * reply's and each event's model the client's. `background` stays behind: the gateway runs a
  * background response itself (its own queues, its own store), the upstream answers it at once.
+ * So does `previous_response_id`: the ids are the gateway's, and the input carries the history.
  *
  * A failure the upstream reports inside its answer (a 200 whose response `failed`, a stream's
  * `error` or `response.failed` event) is an `UpstreamError`, so a failure before the first event
@@ -29,7 +30,10 @@ function asClients(raw: unknown, request: ResponsesRequest): ResponsesResponse {
 
 export const responses: OperationMapping<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent> = {
   toUpstream: (request, upstreamModel, stream) => {
-    const { background: _runByTheGateway, ...sent } = request;
+    // The input already holds the conversation a previous_response_id continues (the gateway
+    // rebuilt it from its own store): sent too, the upstream would bill the history twice, or 404
+    // on an id it never issued.
+    const { background: _runByTheGateway, previous_response_id: _rebuilt, ...sent } = request;
     // `stream` as the client wrote it, unless the gateway streams what the client did not ask to (a background run).
     return { ...sent, model: upstreamModel, ...(stream || sent.stream !== undefined ? { stream } : {}) };
   },

@@ -4,7 +4,7 @@
  * so a client that sends the call back pairs its response by id; usage in Gemini's fields.
  * Dropped: redacted thinking (Gemini has no part that holds it).
  */
-import { promptTokensOf, type ConversationPart, type ConversationReply, type ConversationUsage, type GeminiChatRequest, type GeminiGenerateResponse, type StopReason } from '@gateway/contracts';
+import { promptTokensOf, withCacheWrites, type ConversationPart, type ConversationReply, type ConversationUsage, type GeminiChatRequest, type GeminiGenerateResponse, type StopReason } from '@gateway/contracts';
 
 export type GeminiResponsePart = Record<string, unknown>;
 
@@ -34,13 +34,15 @@ export function usageMetadataOf(usage: Partial<ConversationUsage>): GeminiGenera
   const promptTokenCount = promptTokensOf({ inputTokens: usage.inputTokens ?? 0, outputTokens: output, ...usage });
   if (promptTokenCount === 0 && output === 0) return undefined;
   const thoughts = usage.reasoningTokens;
-  return {
+  const wire = {
     promptTokenCount,
     candidatesTokenCount: Math.max(0, output - (thoughts ?? 0)),
     totalTokenCount: promptTokenCount + output,
     ...(usage.cacheReadTokens !== undefined ? { cachedContentTokenCount: usage.cacheReadTokens } : {}),
     ...(thoughts !== undefined ? { thoughtsTokenCount: thoughts } : {}),
   };
+  // Gemini's usage has no field for cache writes: carried beside the wire's, for the charge and the log.
+  return withCacheWrites(wire, usage.cacheWriteTokens);
 }
 
 /** One candidate's response, as a whole reply or one stream event carries it. */

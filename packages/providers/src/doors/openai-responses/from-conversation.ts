@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   promptTokensOf,
+  withCacheWrites,
   type ConversationPart,
   type ConversationReply,
   type ConversationUsage,
@@ -23,13 +24,15 @@ export const newItemId = (prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'rs') => `${pr
 export function responsesUsageOf(usage: Partial<ConversationUsage>): ResponsesUsage {
   const input = promptTokensOf({ inputTokens: usage.inputTokens ?? 0, outputTokens: 0, ...usage });
   const output = usage.outputTokens ?? 0;
-  return {
+  const wire: ResponsesUsage = {
     input_tokens: input,
     input_tokens_details: { cached_tokens: usage.cacheReadTokens ?? 0 },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: input + output,
   };
+  // Responses has no field for cache writes: carried beside the wire's, for the charge and the log.
+  return withCacheWrites(wire, usage.cacheWriteTokens);
 }
 
 export const messageItem = (id: string, text: string, status = 'completed'): ResponsesOutputItem => ({
