@@ -14,6 +14,11 @@ const it = stackTest();
 
 let key: string;
 
+// Gemini's door serves every model (an openai channel's chat through generateContent), so its list names them all, aliases included.
+const every = ['models/davinci', 'models/gpt-a', 'models/gpt-b', 'models/gpt-tagged', 'models/tts-1', 'models/tts-2', 'models/tts-3'];
+const methods = ['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents'];
+
+
 const openai = (stack: Stack, apiKey: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey, maxRetries: 0 });
 /** The SDK's current major, which calls `/v1` by default. */
 const gemini = (stack: Stack, apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: stack.gateway.url } });
@@ -86,25 +91,26 @@ describe('GET /v1/models through the openai SDK', () => {
 });
 
 describe('GET /v1beta/models through the @google/genai SDK', () => {
-  it("lists the gemini channels' models in Gemini's shape, page by page", async ({ stack }) => {
-    expect(await geminiNames(stack, key)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
-    expect(await geminiNames(stack, key, 2)).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
-    const raw = await fetch(`${stack.gateway.url}/v1beta/models?pageSize=2`, { headers: { 'x-goog-api-key': key } });
+  it("lists every model the key may use in Gemini's shape, page by page, whatever its channel's type", async ({ stack }) => {
+    expect(await geminiNames(stack, key)).toEqual(every);
+    expect(await geminiNames(stack, key, 2)).toEqual(every);
+    const raw = await fetch(`${stack.gateway.url}/v1beta/models?pageSize=2&pageToken=2`, { headers: { 'x-goog-api-key': key } });
     expect(await raw.json()).toEqual({
       models: [
-        { name: 'models/tts-1', displayName: 'tts-1', supportedGenerationMethods: ['generateContent', 'streamGenerateContent'] },
-        { name: 'models/tts-2', displayName: 'tts-2', supportedGenerationMethods: ['generateContent', 'streamGenerateContent'] },
+        { name: 'models/gpt-b', displayName: 'gpt-b', supportedGenerationMethods: methods },
+        { name: 'models/gpt-tagged', displayName: 'gpt-tagged', supportedGenerationMethods: methods },
       ],
-      nextPageToken: '2',
+      nextPageToken: '4',
     });
   });
 
   it('gets one model, and answers 404 NOT_FOUND for one the key cannot use', async ({ stack, apiKey }) => {
     expect(await gemini(stack, key).models.get({ model: 'tts-2' })).toMatchObject({ name: 'models/tts-2', displayName: 'tts-2' });
     expect(await gemini(stack, key).models.get({ model: 'models/tts-3' })).toMatchObject({ name: 'models/tts-3' });
+    expect(await gemini(stack, key).models.get({ model: 'gpt-a' })).toMatchObject({ name: 'models/gpt-a' });
     const { key: limited } = await apiKey({ models: ['tts-1'] });
     expect(await geminiNames(stack, limited)).toEqual(['models/tts-1']);
-    for (const [asKey, missing] of [[key, 'gpt-a'], [limited, 'tts-2']] as const) {
+    for (const [asKey, missing] of [[key, 'gpt-off'], [key, 'gpt-vip'], [limited, 'tts-2']] as const) {
       const error = await gemini(stack, asKey).models.get({ model: missing }).catch((e: unknown) => e);
       expect(error, missing).toBeInstanceOf(ApiError);
       expect((error as ApiError).status).toBe(404);
@@ -126,7 +132,7 @@ describe('GET /v1beta/models through @google/genai 2.x (the major before, which 
     const old = new GoogleGenAI2({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url } });
     const names: string[] = [];
     for await (const model of await old.models.list()) names.push(model.name!);
-    expect(names).toEqual(['models/tts-1', 'models/tts-2', 'models/tts-3']);
+    expect(names).toEqual(every);
     expect((await old.models.get({ model: 'tts-2' })).name).toBe('models/tts-2');
   });
 

@@ -2,8 +2,8 @@
  * The model lists, which most clients call first: `GET /v1/models[/{model}]` in OpenAI's format
  * and `GET /v1beta/models[/{model}]` in Gemini's. One route pair, two thin format adapters, each
  * registered by its wire format's plugin (so authenticated as the model operations are); each
- * lists only what the key may use (its `models`, its user's group, enabled channels of that wire
- * format, aliases included).
+ * lists only what the key may use (its `models`, its user's group, enabled channels whose type
+ * serves one of the format's operations, aliases included).
  */
 import type { FastifyInstance } from 'fastify';
 import { GatewayError, modelNotFound, notFound, type ChannelType } from '@gateway/contracts';
@@ -45,8 +45,20 @@ function openaiSchemas() {
   return { list: object({ object: string, data: { type: 'array', items: model } }), one: model };
 }
 
+/**
+ * Gemini's methods the gateway serves, each with the operation behind it: a model is listed with
+ * the methods one of its channels' types serves (a chat model on an `openai` or `anthropic`
+ * channel is reached through `generateContent` as a `gemini` channel's is).
+ */
+const GEMINI_METHODS = [
+  { methods: ['generateContent', 'streamGenerateContent'], types: channelTypesFor('geminiChat').concat(channelTypesFor('generateContent')) },
+  { methods: ['embedContent', 'batchEmbedContents'], types: channelTypesFor('embedContent') },
+] as const;
+
 const geminiModel = (m: ServedModel) => ({
-  name: `models/${m.id}`, displayName: m.id, supportedGenerationMethods: ['generateContent', 'streamGenerateContent'],
+  name: `models/${m.id}`,
+  displayName: m.id,
+  supportedGenerationMethods: GEMINI_METHODS.filter(({ types }) => m.types.some((type) => types.includes(type))).flatMap(({ methods }) => methods),
 });
 
 /** Gemini pages its list: `pageSize` (default 50, at most 1000) and an opaque `pageToken`. */
@@ -58,7 +70,7 @@ function geminiPage(models: ServedModel[], query: Query) {
 }
 
 export const geminiModels = (version: 'v1' | 'v1beta'): ModelListFormat => ({
-  types: ['gemini'],
+  types: [...new Set(GEMINI_METHODS.flatMap(({ types }) => types))].sort(),
   list: geminiPage,
   one: geminiModel,
   notFound: (model) => notFound(`models/${model} is not found for API version ${version}`),
