@@ -182,6 +182,8 @@ export class BatchFeed {
     // Another batch of the user's may have filled the cap before this one was taken.
     if (status === 'in_progress') await this.checkStorage();
     let exhausted = false;
+    /** The last line this feed was given: the next are after it (`BatchRuns.nextLines`). */
+    let sentUpTo = 0;
     let checkedAt = Date.now();
     let sweptAt = Date.now();
     let flushedAt = Date.now();
@@ -200,9 +202,10 @@ export class BatchFeed {
         // lines, and the channel's slots stay fed from the three quarters still in flight.
         const free = deps.window - this.inFlight.size;
         if (!ending && !exhausted && (free >= Math.max(1, deps.window >> 2) || (free > 0 && this.inFlight.size === 0))) {
-          const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size, deps.runner);
+          const lines = await deps.runs.nextLines(this.batch.id, deps.window - this.inFlight.size, deps.runner, sentUpTo);
           if (lines.length === 0) exhausted = true;
           for (const line of lines) this.send(line);
+          sentUpTo = lines.at(-1)?.line ?? sentUpTo;
         }
         if (!this.flushing && this.results.length > 0 && (now - flushedAt >= FLUSH_EVERY_MS || this.results.length >= 256)) {
           this.flushing = this.flush().finally(() => {
