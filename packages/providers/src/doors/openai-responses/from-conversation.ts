@@ -17,7 +17,7 @@ import {
   type ResponsesResponse,
   type ResponsesUsage,
 } from '@gateway/contracts';
-import { customToolNames } from './offered-tools.ts';
+import { callShapes, type CallShape } from './offered-tools.ts';
 
 export const newItemId = (prefix: 'resp' | 'msg' | 'fc' | 'ctc' | 'rs') => `${prefix}_${randomBytes(16).toString('hex')}`;
 
@@ -40,8 +40,8 @@ export const messageItem = (id: string, text: string, status = 'completed'): Res
 });
 
 /** A custom tool's call: the string its function's `input` argument held. */
-export const customToolCallItem = (id: string, callId: string, name: string, input: string, status = 'completed'): ResponsesOutputItem => ({
-  id, type: 'custom_tool_call', status, call_id: callId, name, input,
+export const customToolCallItem = (id: string, callId: string, name: string, input: string, status = 'completed', namespace?: string): ResponsesOutputItem => ({
+  id, type: 'custom_tool_call', status, call_id: callId, ...(namespace === undefined ? {} : { namespace }), name, input,
 });
 
 /** A custom tool's input from its function's arguments (JSON), the raw text where they are no `{input}`. */
@@ -58,15 +58,15 @@ export function customInput(args: string | Record<string, unknown>): string {
   return typeof input === 'string' ? input : typeof args === 'string' ? args : JSON.stringify(args);
 }
 
-export const functionCallItem = (id: string, callId: string, name: string, args: string, status = 'completed'): ResponsesOutputItem => ({
-  id, type: 'function_call', status, call_id: callId, name, arguments: args,
+export const functionCallItem = (id: string, callId: string, name: string, args: string, status = 'completed', namespace?: string): ResponsesOutputItem => ({
+  id, type: 'function_call', status, call_id: callId, ...(namespace === undefined ? {} : { namespace }), name, arguments: args,
 });
 
 export const reasoningItem = (id: string, text: string, signature?: string): ResponsesOutputItem => ({
   id, type: 'reasoning', summary: text ? [{ type: 'summary_text', text }] : [], ...(signature ? { encrypted_content: signature } : {}),
 });
 
-function outputOf(parts: ConversationPart[], custom: Set<string>): ResponsesOutputItem[] {
+function outputOf(parts: ConversationPart[], shapes: Map<string, CallShape>): ResponsesOutputItem[] {
   const output: ResponsesOutputItem[] = [];
   let text: string[] | undefined;
   for (const part of parts) {
@@ -80,8 +80,9 @@ function outputOf(parts: ConversationPart[], custom: Set<string>): ResponsesOutp
       continue;
     }
     text = undefined;
-    if (part.type === 'tool_use' && custom.has(part.name)) output.push(customToolCallItem(newItemId('ctc'), part.id, part.name, customInput(part.input)));
-    else if (part.type === 'tool_use') output.push(functionCallItem(newItemId('fc'), part.id, part.name, JSON.stringify(part.input)));
+    const shape = part.type === 'tool_use' ? shapes.get(part.name) : undefined;
+    if (part.type === 'tool_use' && shape?.custom) output.push(customToolCallItem(newItemId('ctc'), part.id, part.name, customInput(part.input), 'completed', shape.namespace));
+    else if (part.type === 'tool_use') output.push(functionCallItem(newItemId('fc'), part.id, part.name, JSON.stringify(part.input), 'completed', shape?.namespace));
     else if (part.type === 'thinking') output.push(reasoningItem(newItemId('rs'), part.thinking, part.signature));
     else if (part.type === 'redacted_thinking') output.push(reasoningItem(newItemId('rs'), '', part.data));
   }
@@ -132,5 +133,5 @@ export function finished(response: ResponsesResponse, output: ResponsesOutputIte
 
 export function conversationToResponse(reply: ConversationReply, request: ResponsesRequest): ResponsesResponse {
   const skeleton = responseSkeleton(request, newItemId('resp'), Math.floor(Date.now() / 1000));
-  return finished(skeleton, outputOf(reply.parts, customToolNames(request)), reply.stopReason, reply.usage);
+  return finished(skeleton, outputOf(reply.parts, callShapes(request)), reply.stopReason, reply.usage);
 }

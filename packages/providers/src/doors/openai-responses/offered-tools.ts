@@ -10,10 +10,11 @@ import type { ResponsesRequest } from '@gateway/contracts';
 
 type Loose = Record<string, unknown>;
 
-/** A function or custom tool, and where it stood in the request (for errors). */
+/** A function or custom tool, where it stood in the request (for errors), and the namespace it is in. */
 export interface OfferedTool {
   tool: Loose & { type: 'function' | 'custom' };
   path: string;
+  namespace?: string;
 }
 
 const callable = (tool: Loose): tool is OfferedTool['tool'] => tool.type === 'function' || tool.type === 'custom';
@@ -24,9 +25,20 @@ export function offeredTools(request: ResponsesRequest): OfferedTool[] {
     if (callable(loose)) return [{ tool: loose, path: `tools[${at}]` }];
     if (loose.type !== 'namespace') return [];
     const inner = Array.isArray(loose.tools) ? (loose.tools as Loose[]) : [];
-    return inner.flatMap((member, i) => (callable(member) ? [{ tool: member, path: `tools[${at}].tools[${i}]` }] : []));
+    return inner.flatMap((member, i) => (callable(member) ? [{ tool: member, path: `tools[${at}].tools[${i}]`, namespace: String(loose.name) }] : []));
   });
 }
 
-/** The names of the offered custom tools: their calls are custom_tool_call items. */
-export const customToolNames = (request: ResponsesRequest) => new Set(offeredTools(request).filter(({ tool }) => tool.type === 'custom').map(({ tool }) => String(tool.name)));
+/**
+ * How a call of each offered tool goes back to the client, by the tool's name: a custom tool's
+ * as a `custom_tool_call` item, a namespace's member's with its `namespace` (OpenAI's
+ * `function_call.namespace`), which Codex needs to find the tool it offered there.
+ */
+export interface CallShape {
+  custom: boolean;
+  namespace?: string;
+}
+
+export function callShapes(request: ResponsesRequest): Map<string, CallShape> {
+  return new Map(offeredTools(request).map(({ tool, namespace }) => [String(tool.name), { custom: tool.type === 'custom', ...(namespace === undefined ? {} : { namespace }) }]));
+}

@@ -182,3 +182,42 @@ describe('a custom (freeform) tool, as Codex\'s apply_patch, through chat comple
     expect(events[5]).toMatchObject({ item: { type: 'custom_tool_call', status: 'completed', input: '*** Begin Patch' } });
   });
 });
+
+describe("a call of a namespace's tool", () => {
+  const chat = openai.responses.mapping;
+  const body = request({
+    stream: true,
+    tools: [
+      { type: 'function', name: 'exec_command', parameters: { type: 'object', properties: {} } },
+      { type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents', tools: [{ type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: {} } }, { type: 'custom', name: 'run_script' }] },
+    ] as ResponsesRequest['tools'],
+  });
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ id: 'c1', choices: [{ index: 0, delta, finish_reason: finish }] });
+
+  it('comes back with its namespace, whole and streamed, as Codex looks its tool up by both; a tool of no namespace has none', () => {
+    const reply = chat.fromReply({ id: 'c1', choices: [{ finish_reason: 'tool_calls', message: { content: null, tool_calls: [
+      { id: 'call_1', function: { name: 'spawn_agent', arguments: '{}' } },
+      { id: 'call_2', function: { name: 'run_script', arguments: '{"input":"ls"}' } },
+      { id: 'call_3', function: { name: 'exec_command', arguments: '{}' } },
+    ] } }] }, body);
+    expect(reply.output).toEqual([
+      { id: expect.stringMatching(/^fc_/), type: 'function_call', status: 'completed', call_id: 'call_1', namespace: 'multi_agent_v1', name: 'spawn_agent', arguments: '{}' },
+      { id: expect.stringMatching(/^ctc_/), type: 'custom_tool_call', status: 'completed', call_id: 'call_2', namespace: 'multi_agent_v1', name: 'run_script', input: 'ls' },
+      { id: expect.stringMatching(/^fc_/), type: 'function_call', status: 'completed', call_id: 'call_3', name: 'exec_command', arguments: '{}' },
+    ]);
+    const state: Record<string, unknown> = {};
+    const events: ResponsesStreamEvent[] = [];
+    for (const raw of [
+      chunk({ role: 'assistant', content: null }),
+      chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'spawn_agent', arguments: '{}' } }] }),
+      chunk({}, 'tool_calls'),
+      { id: 'c1', choices: [], usage: { prompt_tokens: 5, completion_tokens: 4 } },
+    ]) {
+      const mapped = chat.fromEvent(raw, body, state);
+      events.push(...(Array.isArray(mapped) ? mapped : mapped ? [mapped] : []));
+    }
+    events.push(...chat.finish!(body, state));
+    expect(events.find((e) => e.type === 'response.output_item.added')).toMatchObject({ item: { type: 'function_call', namespace: 'multi_agent_v1', name: 'spawn_agent' } });
+    expect(events.find((e) => e.type === 'response.output_item.done')).toMatchObject({ item: { type: 'function_call', namespace: 'multi_agent_v1', name: 'spawn_agent', arguments: '{}' } });
+  });
+});

@@ -12,17 +12,17 @@
 import type { ConversationEvent, ConversationUsage, ResponsesOutputItem, ResponsesRequest, ResponsesResponse, ResponsesStreamEvent, StopReason } from '@gateway/contracts';
 import type { DoorStreamEncoder } from '../door.ts';
 import { customInput, customToolCallItem, finished, functionCallItem, messageItem, newItemId, reasoningItem, responseSkeleton } from './from-conversation.ts';
-import { customToolNames } from './offered-tools.ts';
+import { callShapes } from './offered-tools.ts';
 
 type Open =
   | { kind: 'text'; id: string; text: string }
   | { kind: 'reasoning'; id: string; text: string; signature: string }
-  | { kind: 'tool'; id: string; call: number; callId: string; name: string; args: string; custom: boolean };
+  | { kind: 'tool'; id: string; call: number; callId: string; name: string; args: string; custom: boolean; namespace?: string };
 
 export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<ResponsesStreamEvent> {
   const response: ResponsesResponse = responseSkeleton(request, newItemId('resp'), Math.floor(Date.now() / 1000));
   const output: ResponsesOutputItem[] = [];
-  const custom = customToolNames(request);
+  const shapes = callShapes(request);
   let sequence = 0;
   let started = false;
   let open: Open | undefined;
@@ -58,11 +58,11 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
       // A custom tool's input is a string inside the function's JSON arguments: given whole once they are complete.
       const input = customInput(was.args || '{}');
       events.push(event('response.custom_tool_call_input.delta', { ...place, delta: input }), event('response.custom_tool_call_input.done', { ...place, input }));
-      item = customToolCallItem(was.id, was.callId, was.name, input);
+      item = customToolCallItem(was.id, was.callId, was.name, input, 'completed', was.namespace);
     } else {
       const args = was.args || '{}';
       events.push(event('response.function_call_arguments.done', { ...place, name: was.name, arguments: args }));
-      item = functionCallItem(was.id, was.callId, was.name, args);
+      item = functionCallItem(was.id, was.callId, was.name, args, 'completed', was.namespace);
     }
     events.push(event('response.output_item.done', { output_index: place.output_index, item }));
     output.push(item);
@@ -82,7 +82,7 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
     } else if (next.kind === 'reasoning') {
       events.push(event('response.output_item.added', { output_index: place.output_index, item: reasoningItem(next.id, '') }));
     } else {
-      const item = next.custom ? customToolCallItem(next.id, next.callId, next.name, '', 'in_progress') : functionCallItem(next.id, next.callId, next.name, '', 'in_progress');
+      const item = next.custom ? customToolCallItem(next.id, next.callId, next.name, '', 'in_progress', next.namespace) : functionCallItem(next.id, next.callId, next.name, '', 'in_progress', next.namespace);
       events.push(event('response.output_item.added', { output_index: place.output_index, item }));
     }
     return events;
@@ -122,8 +122,11 @@ export function responsesEncoder(request: ResponsesRequest): DoorStreamEncoder<R
         case 'signature':
           if (open?.kind === 'reasoning') open.signature += next.signature;
           return [];
-        case 'tool-call-start':
-          return openItem({ kind: 'tool', id: newItemId(custom.has(next.name) ? 'ctc' : 'fc'), call: next.call, callId: next.id, name: next.name, args: '', custom: custom.has(next.name) });
+        case 'tool-call-start': {
+          const shape = shapes.get(next.name);
+          const custom = shape?.custom ?? false;
+          return openItem({ kind: 'tool', id: newItemId(custom ? 'ctc' : 'fc'), call: next.call, callId: next.id, name: next.name, args: '', custom, namespace: shape?.namespace });
+        }
         case 'tool-args-delta':
           // Arguments of a call other than the open one (interleaved calls) are not written: the open one's only.
           if (open?.kind !== 'tool' || open.call !== next.call || next.json === '') return [];
