@@ -21,6 +21,7 @@ export * from './wire/openai-chat.ts';
 export * from './wire/openai-embeddings.ts';
 export * from './wire/openai-speech.ts';
 export * from './wire/openai-batch.ts';
+export * from './model-endpoints.ts';
 export * from './wire/anthropic-messages.ts';
 export * from './wire/openai-responses.ts';
 export * from './conversation/index.ts';

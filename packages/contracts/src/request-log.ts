@@ -4,6 +4,7 @@
  * whichever process ended the request; never a key, a channel key or (unless LOG_CONTENT_CHARS
  * asks for it) a prompt or a reply.
  */
+import { routeOfOperation } from './model-endpoints.ts';
 
 /** One channel a request tried, in order. */
 export interface RequestAttempt {
@@ -81,22 +82,6 @@ export interface RequestLogRow {
   /** On a refusal's row for a key the gateway does not know: its mask and a short hash, never the key; `*` for many. */
   credential?: string;
 }
-
-/** The route each model operation is served on, as the log names it. */
-export const routeOfOperation: Record<string, string> = {
-  completions: '/v1/completions',
-  chat: '/v1/chat/completions',
-  embeddings: '/v1/embeddings',
-  speech: '/v1/audio/speech',
-  messages: '/v1/messages',
-  countTokens: '/v1/messages/count_tokens',
-  responses: '/v1/responses',
-  generateContent: '/v1beta/models/{model}:generateContent',
-  geminiChat: '/v1beta/models/{model}:generateContent',
-  streamGenerateContent: '/v1beta/models/{model}:streamGenerateContent',
-  embedContent: '/v1beta/models/{model}:embedContent',
-  batchEmbedContents: '/v1beta/models/{model}:batchEmbedContents',
-};
 
 /**
  * The route a model job's payload came by: its operation, or for a payload without one the

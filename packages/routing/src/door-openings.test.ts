@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { conversationKey } from './conversation-key.ts';
-import { geminiOpening, messagesOpening, responsesOpening } from './door-openings.ts';
+import { geminiOpening, messagesOpening, openingOfOperation, responsesOpening } from './door-openings.ts';
 import type { ConversationSource } from './conversation-key.ts';
 
 const keyOf = (opening: Pick<ConversationSource, 'opening' | 'openingOnly'>) => conversationKey({ tokenId: 7, model: 'm', ...opening });
@@ -46,5 +46,21 @@ describe('geminiOpening', () => {
     expect(keyOf(later)).toBe(keyOf(first));
     expect(keyOf(geminiOpening({ systemInstruction, contents: [{ role: 'user', parts: [{ text: 'Lisbon?' }] } as never] }))).toBe(keyOf(first));
     expect(keyOf(geminiOpening({ contents: [{ parts: [{ text: 'Lisbon?' }] } as never] }))).not.toBe(keyOf(first));
+  });
+});
+
+describe('openingOfOperation', () => {
+  const session = { 'x-session-id': 's1' };
+  const turnOf = (operation: keyof typeof openingOfOperation, request: unknown, headers?: Record<string, string>) => {
+    const opening = openingOfOperation[operation];
+    return opening && conversationKey({ tokenId: 7, model: 'm', headers, ...opening(request) });
+  };
+
+  it('names a chat by its opening, a completion by its session header alone, an embedding never', () => {
+    const chat = { messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }] };
+    expect(turnOf('chat', chat)).toBe(turnOf('chat', { messages: [...chat.messages, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'more' }] }));
+    expect(turnOf('completions', { prompt: 'hi' })).toBeUndefined();
+    expect(turnOf('completions', { prompt: 'hi' }, session)).toBe(turnOf('completions', { prompt: 'other' }, session));
+    for (const operation of ['embeddings', 'countTokens', 'speech', 'embedContent'] as const) expect(openingOfOperation[operation]).toBeUndefined();
   });
 });

@@ -3,7 +3,8 @@
  * system prompt and its turns up to and including the first user turn, which every later turn
  * of the conversation repeats as it grows (`chatOpening` is the chat completions door's).
  */
-import type { ConversationSource } from './conversation-key.ts';
+import type { ChatRequest, GeminiChatRequest, MessagesRequest, ModelOperation } from '@gateway/contracts';
+import { chatOpening, type ConversationSource } from './conversation-key.ts';
 
 type Opening = Pick<ConversationSource, 'opening' | 'openingOnly'>;
 
@@ -54,3 +55,17 @@ export function geminiOpening(request: { systemInstruction?: unknown; contents: 
   const turns = request.contents.slice(0, firstUser + 1).map((content) => (content.role ? content : { role: 'user', ...content }));
   return { ...openingOf(request.systemInstruction, turns, firstUser), openingOnly: firstUser === request.contents.length - 1 };
 }
+
+/**
+ * The opening of each operation's request, for `conversationOf`. A completion has none: its
+ * turns are one conversation by their session header alone (a prompt has no fixed opening). An
+ * operation not named here is never a conversation's turn (embeddings, token counts, speech).
+ * The Responses door's (`responsesOpening`) is its own route's, beside the key of the response
+ * a request continues.
+ */
+export const openingOfOperation: Partial<Record<ModelOperation, (request: unknown) => Opening>> = {
+  completions: () => ({}),
+  chat: (request) => chatOpening((request as ChatRequest).messages),
+  messages: (request) => messagesOpening(request as MessagesRequest),
+  geminiChat: (request) => geminiOpening(request as GeminiChatRequest),
+};

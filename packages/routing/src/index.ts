@@ -22,6 +22,6 @@ export { LeaseQueue, type ChannelSlot, type LeaseQueueOptions, type LeaseWait } 
 export { backoffMs, RetryAfterWindows } from './back-pressure.ts';
 export { routingKeys } from './routing-keys.ts';
 export { conversationOf, conversationKey, chatOpening, sessionIdOf, SESSION_HEADERS, type ConversationSource } from './conversation-key.ts';
-export { geminiOpening, messagesOpening, responsesOpening } from './door-openings.ts';
+export { geminiOpening, messagesOpening, openingOfOperation, responsesOpening } from './door-openings.ts';
 export { planStickiness, preferFirst, stickyOutcome, type MoveReason, type StickyOutcome, type StickyPlan } from './sticky-choice.ts';
 export { StickyChannels, type StickyChannelsOptions } from './sticky-channels.ts';

@@ -9,8 +9,6 @@
 import { z } from 'zod';
 import { modelField } from '../validation.ts';
 import { ANTHROPIC_ACCOUNT, refusedField, refuseAnthropicAccountReach } from './shared-account.ts';
-import { QueueName } from '../queues.ts';
-import type { ModelOperation } from '../model-jobs.ts';
 import { estimateTokens, NON_TEXT_PART_ESTIMATE, NON_TEXT_PART_TOKENS, tokensAtMost, type PromptCount } from '../worst-case-usage.ts';
 
 const cacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.string().optional() }).nullable().optional();
@@ -151,35 +149,3 @@ export function messagesRequestTokens(request: CountTokensRequest, count: Prompt
 export function messagesWorstCase(request: MessagesRequest): number {
   return messagesRequestTokens(request, 'hold') + request.max_tokens;
 }
-
-/**
- * An endpoint of Anthropic's door, as its route runs it (the OpenAI endpoints' table's shape,
- * `openai-batch.ts`): its queue, its operation, its body schema (which gives a valid body back as
- * it came), its worst case and whether it streams.
- */
-export interface AnthropicEndpoint {
-  queue: QueueName;
-  operation: Extract<ModelOperation, 'messages' | 'countTokens'>;
-  schema: z.ZodType<{ model: string; stream?: boolean }>;
-  worstCase(body: unknown): number;
-  streams: boolean;
-}
-
-/** Every endpoint of Anthropic's door, by path: one entry an endpoint. */
-export const anthropicEndpoints = {
-  '/v1/messages': {
-    queue: QueueName.completion,
-    operation: 'messages',
-    schema: messagesRequestSchema,
-    worstCase: (body) => messagesWorstCase(body as MessagesRequest),
-    streams: true,
-  },
-  // Never charged; held as its prompt, so a key out of quota is refused here as everywhere.
-  '/v1/messages/count_tokens': {
-    queue: QueueName.completion,
-    operation: 'countTokens',
-    schema: countTokensRequestSchema,
-    worstCase: (body) => messagesRequestTokens(body as CountTokensRequest, 'hold'),
-    streams: false,
-  },
-} satisfies Record<string, AnthropicEndpoint>;

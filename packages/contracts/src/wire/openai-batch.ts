@@ -1,76 +1,10 @@
 /**
- * The OpenAI Files and Batch APIs' wire objects, and the model endpoints a batch may name: each
- * with its queue, the schema of a line's body (the very schema the live route validates with)
- * and its worst case, so a batch line is checked and held exactly like a live request.
+ * The OpenAI Files and Batch APIs' wire objects. The model endpoints a batch may name, each with
+ * its queue, its line's schema and its worst case, are the endpoint table's (`batchEndpoints`,
+ * model-endpoints.ts), so a batch line is checked and held exactly like a live request.
  */
 import { z } from 'zod';
-import { QueueName } from '../queues.ts';
-import type { ModelOperation } from '../model-jobs.ts';
-import { chatRequestSchema } from './openai-chat.ts';
-import { completionRequestSchema } from './openai-completion.ts';
-import { embeddingRequestSchema } from './openai-embeddings.ts';
-import { chatWorstCase, completionWorstCase, embeddingWorstCase } from '../worst-case-usage.ts';
-import { responsesBatchLineSchema, responsesWorstCase, type ResponsesRequest } from './openai-responses.ts';
-
-/**
- * An OpenAI model endpoint, as its live route and a batch line both run it: its queue, the
- * operation its job asks for, its body schema and the most quota a request may use.
- */
-export interface OpenAIEndpoint {
-  queue: QueueName;
-  operation: Extract<ModelOperation, 'completions' | 'chat' | 'embeddings'>;
-  /**
-   * A body's schema. It gives a valid body back as it came (loose objects, no defaults, no
-   * transforms: openai-endpoints.test.ts), so the body's JSON as received may stand for the
-   * parsed value in its job.
-   */
-  schema: z.ZodType<{ model: string; stream?: boolean | null }>;
-  worstCase(body: unknown): number;
-  /** Whether `stream: true` is served (as server-sent events). */
-  streams: boolean;
-}
-
-/** Every OpenAI model endpoint, by path: one entry an endpoint, for the routes and for batches. */
-export const openaiEndpoints = {
-  '/v1/completions': {
-    queue: QueueName.completion,
-    operation: 'completions',
-    schema: completionRequestSchema,
-    worstCase: (body) => completionWorstCase(body as z.infer<typeof completionRequestSchema>),
-    streams: true,
-  },
-  '/v1/chat/completions': {
-    queue: QueueName.completion,
-    operation: 'chat',
-    schema: chatRequestSchema,
-    worstCase: (body) => chatWorstCase(body as z.infer<typeof chatRequestSchema>),
-    streams: true,
-  },
-  '/v1/embeddings': {
-    queue: QueueName.completion,
-    operation: 'embeddings',
-    schema: embeddingRequestSchema,
-    worstCase: (body) => embeddingWorstCase(body as z.infer<typeof embeddingRequestSchema>),
-    streams: false,
-  },
-} satisfies Record<string, OpenAIEndpoint>;
-
-/** A model endpoint a batch may run: an OpenAI one, or the Responses door (its own route, responses.ts in the gateway). */
-export interface BatchEndpoint extends Omit<OpenAIEndpoint, 'operation'> {
-  operation: OpenAIEndpoint['operation'] | 'responses';
-}
-
-/** The model endpoints a batch may run: every OpenAI one, and /v1/responses with lines that stand alone. */
-export const batchEndpoints: Record<string, BatchEndpoint> = {
-  ...openaiEndpoints,
-  '/v1/responses': {
-    queue: QueueName.completion,
-    operation: 'responses',
-    schema: responsesBatchLineSchema,
-    worstCase: (body) => responsesWorstCase(body as ResponsesRequest),
-    streams: true,
-  },
-};
+import { batchEndpoints } from '../model-endpoints.ts';
 
 /**
  * Text stored in PostgreSQL that must come back exactly as it was sent (a line's custom_id,

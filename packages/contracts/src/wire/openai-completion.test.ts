@@ -3,7 +3,7 @@ import { parseOrThrow } from '../validation.ts';
 import { completionRequestSchema } from './openai-completion.ts';
 import { OUTPUT_LENGTH_FIELDS } from '../output-length.ts';
 import { chatRequestSchema } from './openai-chat.ts';
-import { batchEndpoints } from './openai-batch.ts';
+import { batchEndpoints } from '../model-endpoints.ts';
 
 const parse = (body: unknown) => parseOrThrow(completionRequestSchema, body);
 const paramOf = (body: unknown) => {

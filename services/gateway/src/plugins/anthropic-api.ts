@@ -10,7 +10,8 @@ import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { anthropicFormat, useErrorFormat } from '../error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { anthropicMessagesRoutes } from '../routes/anthropic-messages.ts';
+import { anthropicDoor } from '../routes/anthropic-door.ts';
+import { modelEndpointRoutes } from '../routes/model-endpoint-route.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
 export async function anthropicApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
@@ -23,6 +24,6 @@ export async function anthropicApi(app: FastifyInstance, options: ModelApiOption
     routes.addHook('onRequest', apiKeyHook(options.apiKeys, { anthropicHeader: true }));
     logRefusals(routes, options.refusals);
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
-    anthropicMessagesRoutes(routes, options);
+    modelEndpointRoutes(routes, options, 'anthropic', anthropicDoor);
   });
 }

@@ -14,7 +14,7 @@ import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { geminiFormat, useErrorFormat } from '../error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { generateContentRoutes } from '../routes/generate-content.ts';
+import { geminiModelRoutes } from '../routes/gemini-door.ts';
 import { geminiModels, modelListRoutes } from '../routes/model-lists.ts';
 import type { ModelApiOptions } from './model-api-options.ts';
 
@@ -26,7 +26,7 @@ export async function geminiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('onRequest', apiKeyHook(options.apiKeys, { googleHeader: true }));
     logRefusals(routes, options.refusals);
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
-    generateContentRoutes(routes, options);
+    geminiModelRoutes(routes, options);
     modelListRoutes(routes, geminiModels(options.version), options.catalog, besideOpenAI ? { wire: 'gemini' } : undefined);
   });
 }

@@ -8,8 +8,8 @@ import { bodyBudgetHook } from '../admission/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { openaiModelRoutes } from '../routes/openai-models.ts';
-import { openaiSpeechRoutes } from '../routes/openai-speech.ts';
+import { modelEndpointRoutes } from '../routes/model-endpoint-route.ts';
+import { openaiDoor } from '../routes/openai-door.ts';
 import { openaiResponsesRoutes } from '../routes/openai-responses.ts';
 import { storedResponseRoutes } from '../routes/stored-responses.ts';
 import { BackgroundRuns } from '../responses/background-runs.ts';
@@ -38,8 +38,8 @@ export async function openaiApi(app: FastifyInstance, options: ModelApiOptions &
     routes.addHook('onRequest', apiKeyHook(options.apiKeys));
     logRefusals(routes, options.refusals);
     routes.addHook('preParsing', bodyBudgetHook(options.bodyBudget));
-    openaiModelRoutes(routes, options);
-    openaiSpeechRoutes(routes, options);
+    // Every OpenAI entry of the endpoint table, /v1/responses on a route of its own.
+    modelEndpointRoutes(routes, options, 'openai', openaiDoor);
     openaiResponsesRoutes(routes, options, {
       store: responseStore,
       background,

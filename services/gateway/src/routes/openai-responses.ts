@@ -13,11 +13,12 @@
 import type { FastifyInstance } from 'fastify';
 import { callerOf } from '@gateway/admission';
 import { conversationOf, responsesOpening } from '@gateway/routing';
-import { badRequest, insufficientQuota, parseOrThrow, QueueName, responsesRequestSchema, responsesWorstCase, type ResponsesRequest } from '@gateway/contracts';
+import { badRequest, insufficientQuota, modelEndpoints, parseOrThrow, type ResponsesRequest } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { admissionGate, relayModelJob } from '../model-relay.ts';
+import { relayModelJob } from '../model-relay.ts';
+import { modelRouteOptions } from './model-endpoint-route.ts';
 import { responsesEventStream } from '../responses/responses-event-stream.ts';
 import { followEvents } from '../responses/event-follower.ts';
 import { relayOptionsOf, type ModelApiOptions } from '../plugins/model-api-options.ts';
@@ -50,10 +51,13 @@ function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefine
   return store;
 }
 
+/** Its schema, worst case and queue are its entry's in the endpoint table. */
+const endpoint = modelEndpoints.responses;
+
 export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOptions, responses: ResponsesRouteOptions): void {
-  app.post('/responses', { bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) }, async (request, reply) => {
+  app.post(endpoint.paths[0]!.replace(/^\/v1/, ''), modelRouteOptions(options), async (request, reply) => {
     const holder = keyHolderOf(request);
-    parseOrThrow(responsesRequestSchema, request.body);
+    parseOrThrow(endpoint.schema, request.body);
     // Validated, then taken as the client wrote it: the schema changes no value, and its keys in
     // the client's order let a channel that passes the request through send it as it came.
     const body = request.body as ResponsesRequest;
@@ -83,10 +87,10 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
     return relayModelJob(request, reply, {
       ...relayOptionsOf(options),
-      queue: QueueName.completion,
+      queue: endpoint.queue,
       payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: whole },
       holder,
-      worstCase: responsesWorstCase(whole),
+      worstCase: endpoint.worstCase(whole),
       stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
       // The body as it came, unless a previous response's conversation was put before its input.
       requestJson: whole === body && !run ? request.jsonBytes ?? undefined : undefined,
