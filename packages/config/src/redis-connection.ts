@@ -7,11 +7,6 @@ export interface ConnectionOptions {
   /** Blocking readers and BullMQ workers must wait forever for Redis; commands of a request must not. */
   blocking?: boolean;
   /**
-   * The commands of one event-loop turn go out in one write (ioredis's auto-pipelining). Default:
-   * on, unless `blocking` (a blocking command would hold back what is pipelined behind it).
-   */
-  pipelined?: boolean;
-  /**
    * Fail commands at once while Redis is unreachable instead of queueing them until it is back
    * (the gateway: a request gets a quick 503, not a hang until its time-out).
    */
@@ -19,10 +14,10 @@ export interface ConnectionOptions {
 }
 
 /** The settings of one server's connection (also each cluster node's). */
-function serverOptions({ name, blocking = false, pipelined = !blocking, failFast = false }: ConnectionOptions): RedisOptions {
+function serverOptions({ name, blocking = false, failFast = false }: ConnectionOptions): RedisOptions {
   return {
     connectionName: name,
-    enableAutoPipelining: pipelined,
+    enableAutoPipelining: !blocking,
     maxRetriesPerRequest: blocking ? null : 2,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
     enableReadyCheck: true,

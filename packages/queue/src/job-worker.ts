@@ -171,10 +171,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   // A connection given is its owner's to close (a model worker's router writes its charges on it after this closes).
   const ownsRedis = options.redis === undefined;
   const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
-  // BullMQ's scripts of the jobs a lane runs at once (fetch, complete, lock) go out a turn's in one
-  // write: they are most of a worker's writes to Redis. The copy BullMQ makes of it for its
-  // blocking fetch carries nothing else, so nothing waits behind that.
-  const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true, pipelined: true });
+  const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
   const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
   await cancels.start();
   const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs, retryForMs: options.replyRetryMs });
@@ -427,7 +424,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const connections: Redis[] = [];
   const laneConcurrency = Math.ceil(perShard / lanesPerShard);
   for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
-    const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true, pipelined: true });
+    const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
     connections.push(connection);
     // Jobs waiting for room elsewhere hold none of the lane's concurrency (`LaneGate`).
     const worker: GatedWorker<QueuedEnvelope<P>> = new GatedWorker<QueuedEnvelope<P>>(options.queue, (job) => process(worker.gate, job), {
