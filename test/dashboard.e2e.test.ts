@@ -173,10 +173,11 @@ describe('jobs already finished', () => {
           }
           return datas;
         };
-        await expect.poll(async () => (await kept()).filter((data) => data.length >= 400), { timeout: 10_000 }).toEqual([]);
-        const datas = await kept();
-        for (const data of datas) expect(data).not.toMatch(/private words|replyTo|hold|scrypt\$|enc:v1|[0-9a-f]{64}|sk-upstream/);
-        expect(datas.length).toBeGreaterThanOrEqual(8);
+        // Polled as a whole: a job of a test before may reach the completed set only now, on a
+        // loaded machine, and is made small a moment after. One that stays whole fails here.
+        const whole = /private words|replyTo|hold|scrypt\$|enc:v1|[0-9a-f]{64}|sk-upstream/;
+        await expect.poll(async () => (await kept()).filter((data) => data.length >= 400 || whole.test(data)), { timeout: 10_000 }).toEqual([]);
+        expect((await kept()).length).toBeGreaterThanOrEqual(8);
       } finally {
         redis.disconnect();
       }
