@@ -102,6 +102,12 @@ export const configSchema = z.object({
    */
   BODY_BUDGET_PER_KEY_BYTES: integer(32 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   BODY_BUDGET_PER_USER_BYTES: integer(64 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
+  /**
+   * How long a gateway's or batch worker's lease on a slice of a user's body budget counts in
+   * Redis unless renewed (each process renews its leases every third of it): how long a killed
+   * process's bodies keep counting against its users.
+   */
+  BODY_LEASE_TTL_MS: integer(30_000, 3_000, 600_000),
   INTAKE_PER_USER: integer(8, 0, 100_000),
   BODY_BUDGET_BYTES: integer(256 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
   /**

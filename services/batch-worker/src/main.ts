@@ -31,7 +31,7 @@ await changes.start();
 
 const runs = new BatchRuns(database);
 // A user's batches hold at most three quarters of its body budget, leaving the rest to its live requests.
-const bodies = { budget: new UserBodyBudget(redis, `batch-worker-${randomUUID()}`), limit: Math.floor((config.BODY_BUDGET_PER_USER_BYTES * 3) / 4) };
+const bodies = { budget: new UserBodyBudget(redis, `batch-worker-${randomUUID()}`, { leaseTtlMs: config.BODY_LEASE_TTL_MS }), limit: Math.floor((config.BODY_BUDGET_PER_USER_BYTES * 3) / 4) };
 const runner = new BatchRunner({
   runs,
   maxBatches: config.BATCH_WORKER_BATCHES,

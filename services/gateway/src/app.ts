@@ -250,7 +250,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   });
   app.register(async (models) => {
     // The user's share of BODY_BUDGET_PER_USER_BYTES, counted with every gateway's and batch worker's.
-    const userBodies = new UserBodyBudget(deps.redis, `gateway-${randomUUID()}`);
+    const userBodies = new UserBodyBudget(deps.redis, `gateway-${randomUUID()}`, { leaseTtlMs: deps.bodyBudget.userLeaseTtlMs });
     models.addHook('onClose', () => userBodies.close());
     const modelApi = {
       jobs: deps.jobs,

@@ -79,7 +79,7 @@ const gateway = buildGateway({
   clientStallTimeoutMs: config.CLIENT_STALL_TIMEOUT_MS,
   responseBufferBytes: config.RESPONSE_BUFFER_BYTES,
   unreadBodyBytesPerSecond: config.UNREAD_BODY_BYTES_PER_SECOND,
-  bodyBudget: { perKeyBytes: config.BODY_BUDGET_PER_KEY_BYTES, perUserBytes: config.BODY_BUDGET_PER_USER_BYTES, totalBytes: config.BODY_BUDGET_BYTES, defaultBodyLimit: config.BODY_LIMIT_BYTES },
+  bodyBudget: { perKeyBytes: config.BODY_BUDGET_PER_KEY_BYTES, perUserBytes: config.BODY_BUDGET_PER_USER_BYTES, totalBytes: config.BODY_BUDGET_BYTES, userLeaseTtlMs: config.BODY_LEASE_TTL_MS, defaultBodyLimit: config.BODY_LIMIT_BYTES },
   cipher: new ChannelKeyCipher(secretKey, config.SECRET_KEY_PREVIOUS),
   loginThrottle: {
     failuresPerUser: config.LOGIN_FAILURES_PER_USER,

@@ -28,6 +28,8 @@ export interface BodyBudgetOptions {
   perUserBytes: number;
   /** Body bytes all keys together may have in flight on this gateway (BODY_BUDGET_BYTES). */
   totalBytes: number;
+  /** How long this gateway's lease on a slice of a user's budget counts unless renewed (BODY_LEASE_TTL_MS). */
+  userLeaseTtlMs?: number;
   /** What a body without a Content-Length takes until it ends, on a route without a limit of its own. */
   defaultBodyLimit: number;
 }
