@@ -9,7 +9,7 @@
  * (Google's searches), is refused with a reason.
  */
 import { z } from 'zod';
-import { camelizeFields, type FieldTree, type GeminiGenerateRequest } from './gemini-generate.ts';
+import { camelizeFields, samplingFields, type FieldTree, type GeminiGenerateRequest } from './gemini-generate.ts';
 
 const looseRecord = z.record(z.string(), z.unknown());
 const SHARED_PROJECT = "the channel's project, which every caller of this gateway shares";
@@ -65,22 +65,9 @@ export const geminiTool = z.strictObject({
 });
 
 export const geminiChatGenerationConfig = z.strictObject({
-  temperature: z.number().optional(),
-  topP: z.number().optional(),
-  topK: z.number().optional(),
+  ...samplingFields,
   candidateCount: z.number().int().positive().max(8).optional(),
-  maxOutputTokens: z.number().int().positive().optional(),
-  stopSequences: z.array(z.string()).optional(),
-  responseLogprobs: z.boolean().optional(),
-  logprobs: z.number().int().optional(),
-  presencePenalty: z.number().optional(),
-  frequencyPenalty: z.number().optional(),
-  seed: z.number().int().optional(),
-  responseMimeType: z.string().optional(),
-  responseSchema: z.unknown().optional(),
-  responseJsonSchema: z.unknown().optional(),
   responseModalities: z.array(z.string()).optional(),
-  mediaResolution: z.string().optional(),
   thinkingConfig: z.looseObject({ includeThoughts: z.boolean().optional(), thinkingBudget: z.number().int().optional(), thinkingLevel: z.string().optional() }).optional(),
   imageConfig: looseRecord.optional(),
   enableEnhancedCivicAnswers: z.boolean().optional(),

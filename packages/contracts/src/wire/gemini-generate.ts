@@ -90,16 +90,14 @@ const modality = z
 
 const looseRecord = z.record(z.string(), z.unknown());
 
-export const geminiGenerationConfig = z.strictObject({
-  responseModalities: z
-    .array(modality, whenMissing('speech generation needs ["AUDIO"]'))
-    .refine((modalities) => modalities.includes('AUDIO'), 'must contain "AUDIO" for speech generation'),
-  speechConfig: geminiSpeechConfig,
-  // Passed through to the upstream; Gemini itself judges their values.
+/**
+ * The generation settings Gemini's speech and chat requests share, passed through to the
+ * upstream as they came (Gemini itself judges their values).
+ */
+export const samplingFields = {
   temperature: z.number().optional(),
   topP: z.number().optional(),
   topK: z.number().optional(),
-  candidateCount: z.number().int().positive().optional(),
   maxOutputTokens: z.number().int().positive().optional(),
   stopSequences: z.array(z.string()).optional(),
   responseLogprobs: z.boolean().optional(),
@@ -111,6 +109,14 @@ export const geminiGenerationConfig = z.strictObject({
   responseSchema: z.unknown().optional(),
   responseJsonSchema: z.unknown().optional(),
   mediaResolution: z.string().optional(),
+};
+export const geminiGenerationConfig = z.strictObject({
+  responseModalities: z
+    .array(modality, whenMissing('speech generation needs ["AUDIO"]'))
+    .refine((modalities) => modalities.includes('AUDIO'), 'must contain "AUDIO" for speech generation'),
+  speechConfig: geminiSpeechConfig,
+  ...samplingFields,
+  candidateCount: z.number().int().positive().optional(),
   thinkingConfig: looseRecord.optional(),
   audioTranscriptionConfig: looseRecord.optional(),
   imageConfig: looseRecord.optional(),
