@@ -13,6 +13,7 @@ import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gat
 import { forbidClusterNodes, redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
+import { startTracing } from '@gateway/tracing';
 import { requestLogRow, type ModelPayload } from './request-log-row.ts';
 
 export interface ModelWorkerSpec<P extends ModelPayload> {
@@ -24,6 +25,8 @@ export interface ModelWorkerSpec<P extends ModelPayload> {
 }
 
 export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSpec<P>): Promise<void> {
+  // First: the spans of everything after it go to the provider it registers (when OTEL_* asks for one).
+  const tracing = await startTracing(spec.service);
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
@@ -90,6 +93,7 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     await requestLog?.close(); // and the log rows
     http?.close();
     redis.disconnect();
+    await tracing.shutdown(); // the spans still buffered
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
   flushLogs();
