@@ -47,9 +47,11 @@ async function exporterNamed(name: string, env: Env): Promise<SpanExporter> {
 /**
  * Starts tracing for `serviceName` (which `OTEL_SERVICE_NAME` overrides), first thing in a
  * service's main: the global tracer provider, W3C trace context propagation, and an
- * asynchronous-context manager so a span started inside another is its child.
+ * asynchronous-context manager so a span started inside another is its child. Reads the
+ * process's environment, as the SDK and its exporters do.
  */
-export async function startTracing(serviceName: string, env: Env = process.env): Promise<Tracing> {
+export async function startTracing(serviceName: string): Promise<Tracing> {
+  const env = process.env;
   const names = tracesExporters(env);
   if (names.length === 0) return OFF;
   const [{ NodeTracerProvider }, { BatchSpanProcessor }, { resourceFromAttributes, envDetector, detectResources }, { ATTR_SERVICE_NAME }] = await Promise.all([

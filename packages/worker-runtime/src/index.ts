@@ -15,6 +15,7 @@ import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
 import { startTracing } from '@gateway/tracing';
 import { requestLogRow, type ModelPayload } from './request-log-row.ts';
+import { describedAsGenAi } from './gen-ai-job-span.ts';
 
 export interface ModelWorkerSpec<P extends ModelPayload> {
   service: string;
@@ -75,7 +76,7 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     waitingPerSlot: config.QUEUE_WAITING_PER_SLOT,
     replyCoalesceMs: config.REPLY_COALESCE_MS,
     shards: config.QUEUE_SHARDS,
-    handler: spec.handler({ router }),
+    handler: describedAsGenAi(spec.handler({ router })),
     // A job nobody waits for gives its hold on the quota back at once, uncharged.
     onJobDropped: (payload) => void router.ledger.settle(payload.caller),
     onJobDone: countJobs(metrics, spec.queue),

@@ -1,0 +1,46 @@
+/**
+ * What the OTLP exporters send, as a real receiver decodes it (@gateway/testkit's, which the
+ * end-to-end traces test reads): both of OTLP/HTTP's encodings, a parent and its child with
+ * their ids, kinds, attributes and status.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { startOtlpReceiver, type OtlpReceiver } from '@gateway/testkit';
+
+let receiver: OtlpReceiver;
+beforeAll(async () => void (receiver = await startOtlpReceiver()));
+afterAll(() => receiver.close());
+
+describe.each([
+  ['protobuf', (url: string): SpanExporter => new ProtobufExporter({ url })],
+  ['json', (url: string): SpanExporter => new JsonExporter({ url })],
+] as const)('an OTLP/HTTP export in %s', (encoding, exporterAt) => {
+  it('arrives whole: the trace, its parent and child, their attributes and status', async () => {
+    const provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': `export-${encoding}` }),
+      spanProcessors: [new SimpleSpanProcessor(exporterAt(`${receiver.url}/v1/traces`))],
+    });
+    const tracer = provider.getTracer('test');
+    const parent = tracer.startSpan('POST /v1/chat/completions', { kind: SpanKind.SERVER, attributes: { 'http.response.status_code': 200 } });
+    const child = tracer.startSpan('chat gpt-x', { kind: SpanKind.CLIENT, attributes: { 'gen_ai.request.model': 'gpt-x', 'gen_ai.usage.input_tokens': 12 } }, trace.setSpan(ROOT_CONTEXT, parent));
+    child.setStatus({ code: SpanStatusCode.ERROR, message: '500' });
+    child.end();
+    parent.end();
+    await provider.forceFlush();
+    await provider.shutdown();
+
+    const { traceId, spanId } = parent.spanContext();
+    const spans = receiver.trace(traceId);
+    expect(receiver.requests[encoding]).toBeGreaterThan(0);
+    expect(spans.map((span) => span.name).sort()).toEqual(['POST /v1/chat/completions', 'chat gpt-x']);
+    const [server, client] = [spans.find((s) => s.kind === 2)!, spans.find((s) => s.kind === 3)!];
+    expect(server).toMatchObject({ service: `export-${encoding}`, spanId, attributes: { 'http.response.status_code': 200 } });
+    expect(server.parentSpanId).toBeUndefined();
+    expect(client).toMatchObject({ parentSpanId: spanId, attributes: { 'gen_ai.request.model': 'gpt-x', 'gen_ai.usage.input_tokens': 12 }, status: { code: 2, message: '500' } });
+    expect(client.endNs).toBeGreaterThanOrEqual(client.startNs);
+  });
+});
