@@ -126,7 +126,8 @@ async function bodyOf(request: IncomingMessage): Promise<Buffer> {
   return request.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** Starts a receiver on `port` (OTLP/HTTP's default is 4318; rejects when it is taken), or a free one. */
+export async function startOtlpReceiver(options: { port?: number } = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const requests = { protobuf: 0, json: 0 };
   const server = createServer((request, response) => {
@@ -142,8 +143,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       response.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : '');
     }, () => response.writeHead(400).end());
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const port = options.port ?? await freePort();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     spans,

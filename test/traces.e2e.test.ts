@@ -1,0 +1,183 @@
+/**
+ * OpenTelemetry traces (issue 43), end to end: the gateway and the completion worker as real
+ * processes export over OTLP/HTTP (protobuf, the default) to a real receiver, and a request made
+ * through the openai SDK is one trace across the hop, whole, streamed and failed over, its id in
+ * the request log. A second stack with no OTEL_* variable exports nothing.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, describe, expect } from 'vitest';
+import OpenAI from 'openai';
+import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
+import { startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
+
+const receiver = await startOtlpReceiver();
+afterAll(() => receiver.close());
+
+const it = stackTest({
+  database: true,
+  workers: ['completion-worker'],
+  // Spans leave each process within 100 ms of their end (the batch processor's delay).
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000' },
+});
+
+const SERVER = 2;
+const CLIENT = 3;
+const PRODUCER = 4;
+const CONSUMER = 5;
+const ERROR = 2;
+
+let seq = 0;
+const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });
+
+/** A client's own trace context: a new trace id, and the span the gateway's server span continues. */
+function clientTrace() {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
+}
+
+/** The trace's spans, once the worker's processing span (ended last of the worker's) and the gateway's server span have come. */
+async function traceOf(traceId: string): Promise<ReceivedSpan[]> {
+  await expect.poll(() => {
+    const spans = receiver.trace(traceId);
+    return spans.some((s) => s.kind === SERVER) && spans.some((s) => s.kind === CONSUMER);
+  }, { timeout: 15_000, interval: 100 }).toBe(true);
+  return receiver.trace(traceId);
+}
+
+const one = (spans: ReceivedSpan[], name: string) => {
+  const found = spans.filter((s) => s.name === name);
+  expect(found, name).toHaveLength(1);
+  return found[0]!;
+};
+
+/** What every traced request has: the gateway's spans under the client's, the worker's under the enqueue. */
+function expectTheHop(spans: ReceivedSpan[], clientSpanId: string, model: string) {
+  const server = spans.find((s) => s.kind === SERVER)!;
+  expect(server).toMatchObject({
+    service: 'gateway', name: 'POST /v1/chat/completions', parentSpanId: clientSpanId,
+    attributes: { 'http.response.status_code': 200, 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model },
+  });
+  const admission = one(spans, 'admission');
+  const enqueue = one(spans, 'enqueue');
+  const waiting = one(spans, 'wait for reply');
+  for (const span of [admission, enqueue, waiting]) expect(span).toMatchObject({ service: 'gateway', parentSpanId: server.spanId });
+  expect(enqueue.kind).toBe(PRODUCER);
+  const processing = one(spans, 'process completion');
+  expect(processing).toMatchObject({ service: 'completion-worker', kind: CONSUMER, parentSpanId: enqueue.spanId });
+  expect(one(spans, 'wait completion')).toMatchObject({ service: 'completion-worker', parentSpanId: enqueue.spanId });
+  // A wait for a channel's slot before each attempt (none of them long: no channel is full here).
+  const slotWaits = spans.filter((s) => s.name === 'channel slot wait');
+  expect(slotWaits.length).toBeGreaterThan(0);
+  for (const wait of slotWaits) expect(wait.parentSpanId).toBe(processing.spanId);
+  expect(one(spans, 'reply').parentSpanId).toBe(processing.spanId);
+  return { server, processing };
+}
+
+/** Nothing of the request's content, nor its key, in any span. */
+function expectNoSecrets(spans: ReceivedSpan[], ...secrets: string[]) {
+  const text = JSON.stringify(spans, (_k, v) => (typeof v === 'bigint' ? String(v) : v));
+  for (const secret of secrets) expect(text).not.toContain(secret);
+}
+
+describe('traces across the hop', () => {
+  it('a chat request sent with a traceparent is one trace from the gateway to the upstream, with its GenAI attributes, and its log row names it', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `trace-${++seq}`;
+    const mock = await upstream.openai({ text: 'the traced reply' });
+    const made = await channel(mock, [model]);
+    const { key } = await apiKey();
+    const { traceId, spanId, traceparent } = clientTrace();
+    const requestId = randomUUID();
+
+    const reply = await client(stack, key).chat.completions.create(
+      { model, messages: [{ role: 'user', content: 'a secret prompt' }] },
+      { headers: { traceparent, 'x-request-id': requestId } },
+    );
+    expect(reply.choices[0]!.message.content).toBe('the traced reply');
+
+    const spans = await traceOf(traceId);
+    const { processing } = expectTheHop(spans, spanId, model);
+    expect(processing.attributes).toMatchObject({
+      'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model, 'gen_ai.response.model': model,
+      'gen_ai.usage.input_tokens': reply.usage!.prompt_tokens, 'gen_ai.usage.output_tokens': reply.usage!.completion_tokens,
+    });
+    const attempt = one(spans, `chat ${model}`);
+    expect(attempt).toMatchObject({
+      service: 'completion-worker', kind: CLIENT, parentSpanId: processing.spanId, status: { code: 0 },
+      attributes: {
+        'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': model, 'gen_ai.response.model': model,
+        'gen_ai.usage.input_tokens': reply.usage!.prompt_tokens, 'gen_ai.usage.output_tokens': reply.usage!.completion_tokens,
+        'gateway.channel.id': made.id,
+      },
+    });
+    expect(attempt.attributes['gateway.upstream.first_byte_ms']).toBeGreaterThanOrEqual(0);
+    expectNoSecrets(spans, 'a secret prompt', 'the traced reply', key);
+
+    const row = await loggedRow(stack, requestId);
+    expect(row.trace_id).toBe(traceId);
+    const byTrace = (await stack.admin('GET', `/api/log/?trace_id=${traceId}`)).body.data.items;
+    expect(byTrace.map((r: any) => r.request_id)).toEqual([requestId]);
+  });
+
+  it('a streamed request is one trace too, its attempt ended with its usage', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `trace-${++seq}`;
+    const mock = await upstream.openai({ text: 'one two three' });
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const { traceId, spanId, traceparent } = clientTrace();
+
+    const stream = await client(stack, key).chat.completions.create(
+      { model, messages: [{ role: 'user', content: 'stream it' }], stream: true, stream_options: { include_usage: true } },
+      { headers: { traceparent } },
+    );
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      usage = chunk.usage ?? usage;
+    }
+    expect(text).toBe('one two three');
+
+    const spans = await traceOf(traceId);
+    expectTheHop(spans, spanId, model);
+    expect(one(spans, `chat ${model}`).attributes).toMatchObject({ 'gen_ai.usage.output_tokens': usage!.completion_tokens });
+  });
+
+  it('a failover is two attempt spans under the job, the first failed with its status', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `trace-${++seq}`;
+    const failing = await upstream.openai({ status: 500 });
+    const good = await upstream.openai({ text: 'from the second' });
+    const bad = await channel(failing, [model], { priority: 10 });
+    const fine = await channel(good, [model], { priority: 0 });
+    const { key } = await apiKey();
+    const { traceId, spanId, traceparent } = clientTrace();
+
+    const reply = await client(stack, key).chat.completions.create({ model, messages: [{ role: 'user', content: 'fail over' }] }, { headers: { traceparent } });
+    expect(reply.choices[0]!.message.content).toBe('from the second');
+
+    const spans = await traceOf(traceId);
+    const { processing } = expectTheHop(spans, spanId, model);
+    const attempts = spans.filter((s) => s.name === `chat ${model}`).sort((a, b) => Number(a.attributes['gateway.attempt']) - Number(b.attributes['gateway.attempt']));
+    expect(attempts).toHaveLength(2);
+    for (const attempt of attempts) expect(attempt.parentSpanId).toBe(processing.spanId);
+    expect(attempts[0]).toMatchObject({
+      status: { code: ERROR }, attributes: { 'gateway.channel.id': bad.id, 'http.response.status_code': 500, 'error.type': '500' },
+    });
+    expect(attempts[1]).toMatchObject({ status: { code: 0 }, attributes: { 'gateway.channel.id': fine.id } });
+    expect(attempts[1]!.startNs).toBeGreaterThanOrEqual(attempts[0]!.endNs);
+    // Each attempt waited for its channel's slot.
+    expect(spans.filter((s) => s.name === 'channel slot wait')).toHaveLength(2);
+  });
+
+  it('a request refused by its worker is a failed trace, its status the client\'s', async ({ stack, apiKey }) => {
+    const { key } = await apiKey();
+    const { traceId, traceparent } = clientTrace();
+    const failed = await client(stack, key).chat.completions.create({ model: `no-such-model-${++seq}`, messages: [{ role: 'user', content: 'hi' }] }, { headers: { traceparent } }).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(OpenAI.NotFoundError);
+
+    const spans = await traceOf(traceId);
+    const server = spans.find((s) => s.kind === SERVER)!;
+    expect(server).toMatchObject({ status: { code: ERROR }, attributes: { 'http.response.status_code': 404 } });
+    expect(spans.find((s) => s.kind === CONSUMER)!.status.code).toBe(ERROR);
+  });
+});
