@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
-import { startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
+import { OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
 
 const receiver = await startOtlpReceiver();
 afterAll(() => receiver.close());
@@ -20,11 +20,8 @@ const it = stackTest({
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000' },
 });
 
-const SERVER = 2;
-const CLIENT = 3;
-const PRODUCER = 4;
-const CONSUMER = 5;
-const ERROR = 2;
+const { server: SERVER, client: CLIENT, producer: PRODUCER, consumer: CONSUMER } = OTLP_KIND;
+const ERROR = OTLP_STATUS.error;
 
 let seq = 0;
 const client = (stack: Stack, key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 30_000 });

@@ -11,6 +11,10 @@ import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import { freePort } from '@gateway/config';
 
+/** OTLP's SpanKind and status codes, as a received span has them. */
+export const OTLP_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+export const OTLP_STATUS = { unset: 0, ok: 1, error: 2 } as const;
+
 /** One span as received, with its process's `service.name`. */
 export interface ReceivedSpan {
   service: string;
@@ -19,12 +23,12 @@ export interface ReceivedSpan {
   /** Unset for a trace's root span. */
   parentSpanId?: string;
   name: string;
-  /** OTLP's SpanKind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
+  /** OTLP's SpanKind (`OTLP_KIND`). */
   kind: number;
   startNs: bigint;
   endNs: bigint;
   attributes: Record<string, string | number | boolean>;
-  /** OTLP's status code: 0 unset, 1 ok, 2 error. */
+  /** OTLP's status code (`OTLP_STATUS`). */
   status: { code: number; message?: string };
 }
 

@@ -9,7 +9,7 @@ import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@op
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { startOtlpReceiver, type OtlpReceiver } from '@gateway/testkit';
+import { OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type OtlpReceiver } from '@gateway/testkit';
 
 let receiver: OtlpReceiver;
 beforeAll(async () => void (receiver = await startOtlpReceiver()));
@@ -37,10 +37,10 @@ describe.each([
     const spans = receiver.trace(traceId);
     expect(receiver.requests[encoding]).toBeGreaterThan(0);
     expect(spans.map((span) => span.name).sort()).toEqual(['POST /v1/chat/completions', 'chat gpt-x']);
-    const [server, client] = [spans.find((s) => s.kind === 2)!, spans.find((s) => s.kind === 3)!];
+    const [server, client] = [spans.find((s) => s.kind === OTLP_KIND.server)!, spans.find((s) => s.kind === OTLP_KIND.client)!];
     expect(server).toMatchObject({ service: `export-${encoding}`, spanId, attributes: { 'http.response.status_code': 200 } });
     expect(server.parentSpanId).toBeUndefined();
-    expect(client).toMatchObject({ parentSpanId: spanId, attributes: { 'gen_ai.request.model': 'gpt-x', 'gen_ai.usage.input_tokens': 12 }, status: { code: 2, message: '500' } });
+    expect(client).toMatchObject({ parentSpanId: spanId, attributes: { 'gen_ai.request.model': 'gpt-x', 'gen_ai.usage.input_tokens': 12 }, status: { code: OTLP_STATUS.error, message: '500' } });
     expect(client.endNs).toBeGreaterThanOrEqual(client.startNs);
   });
 });
