@@ -2,22 +2,25 @@
  * OpenTelemetry traces (issue 43), end to end: the gateway and the completion worker as real
  * processes export over OTLP/HTTP (protobuf, the default) to a real receiver, and a request made
  * through the openai SDK is one trace across the hop, whole, streamed and failed over, its id in
- * the request log. A second stack with no OTEL_* variable exports nothing.
+ * the request log and the console's record of it. test/traces-off.e2e.test.ts: with no OTEL_*
+ * variable nothing is exported.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect } from 'vitest';
 import OpenAI from 'openai';
+import { chromium } from 'playwright-core';
 import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
-import { OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
+import { CHROMIUM_ARGS, findChromium, OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
 
 const receiver = await startOtlpReceiver();
+const ADMIN_PASSWORD = 'root-password-for-traces';
 afterAll(() => receiver.close());
 
 const it = stackTest({
   database: true,
   workers: ['completion-worker'],
   // Spans leave each process within 100 ms of their end (the batch processor's delay).
-  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000' },
+  env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000', ADMIN_PASSWORD },
 });
 
 const { server: SERVER, client: CLIENT, producer: PRODUCER, consumer: CONSUMER } = OTLP_KIND;
@@ -59,6 +62,7 @@ function expectTheHop(spans: ReceivedSpan[], clientSpanId: string, model: string
   const enqueue = one(spans, 'enqueue');
   const waiting = one(spans, 'wait for reply');
   for (const span of [admission, enqueue, waiting]) expect(span).toMatchObject({ service: 'gateway', parentSpanId: server.spanId });
+  expect(server.startNs).toBeLessThanOrEqual(admission.startNs);
   expect(enqueue.kind).toBe(PRODUCER);
   const processing = one(spans, 'process completion');
   expect(processing).toMatchObject({ service: 'completion-worker', kind: CONSUMER, parentSpanId: enqueue.spanId });
@@ -69,6 +73,25 @@ function expectTheHop(spans: ReceivedSpan[], clientSpanId: string, model: string
   for (const wait of slotWaits) expect(wait.parentSpanId).toBe(processing.spanId);
   expect(one(spans, 'reply').parentSpanId).toBe(processing.spanId);
   return { server, processing };
+}
+
+/** The trace id the console's record of a request shows, an administrator signed in and searching by its request id. */
+async function consoleTraceOf(stack: Stack, requestId: string): Promise<string | null> {
+  const browser = await chromium.launch({ executablePath: (await findChromium()).executablePath, args: [...CHROMIUM_ARGS] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${stack.gateway.url}/admin`);
+    await page.fill('#username', 'root');
+    await page.fill('#password', ADMIN_PASSWORD);
+    await page.click('button[type=submit]');
+    await page.getByRole('link', { name: 'Request log' }).click();
+    await page.fill('input[name=request_id]', requestId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator(`tr[data-request="${requestId}"]`).click();
+    return await page.locator('aside.entry-detail [data-field=trace_id]').textContent();
+  } finally {
+    await browser.close();
+  }
 }
 
 /** Nothing of the request's content, nor its key, in any span. */
@@ -114,6 +137,7 @@ describe('traces across the hop', () => {
     expect(row.trace_id).toBe(traceId);
     const byTrace = (await stack.admin('GET', `/api/log/?trace_id=${traceId}`)).body.data.items;
     expect(byTrace.map((r: any) => r.request_id)).toEqual([requestId]);
+    await expect(consoleTraceOf(stack, requestId)).resolves.toBe(traceId);
   });
 
   it('a streamed request is one trace too, its attempt ended with its usage', async ({ stack, upstream, channel, apiKey }) => {

@@ -198,7 +198,7 @@ const stoppedError = () => overloaded('the gateway stopped before this answer wa
  * which aborts the worker's upstream call.
  */
 export async function relayModelJob<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
-  const spans = new RelaySpans(request, options.payload, modelOf(options.payload));
+  const spans = new RelaySpans(request, reply, options.payload, modelOf(options.payload));
   try {
     const answered = await relayTraced(request, reply, options, spans);
     spans.end(reply.statusCode);

@@ -6,7 +6,7 @@
  * operation are put in them, after the GenAI conventions; never the body, a key or a user's name.
  * With tracing off, every one is the API's no-op span.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GEN_AI, SpanKind, contextOf, endSpan, genAiOperationOf, trace, traceIdOf, traceparentOf, tracer, type Context, type Span } from '@gateway/tracing';
 import type { GatewayError } from '@gateway/contracts';
 
@@ -20,11 +20,13 @@ export class RelaySpans {
   /** A stream's failure after its first chunk: the client had a 200, then an error event. */
   private broken?: GatewayError;
 
-  constructor(request: FastifyRequest, payload: { operation?: string }, model: string) {
+  constructor(request: FastifyRequest, reply: FastifyReply, payload: { operation?: string }, model: string) {
     const route = request.routeOptions.url ?? request.url;
     const operation = genAiOperationOf(payload.operation);
     this.server = tracer.startSpan(`${request.method} ${route}`, {
       kind: SpanKind.SERVER,
+      // From the request's arrival (Fastify's clock of it), its body's reading and validation included.
+      startTime: Date.now() - reply.elapsedTime,
       attributes: { 'http.request.method': request.method, 'http.route': route, [GEN_AI.operation]: operation, [GEN_AI.requestModel]: model },
     }, contextOf(request.headers.traceparent));
     this.context = trace.setSpan(contextOf(request.headers.traceparent), this.server);
