@@ -23,13 +23,14 @@ export class RelaySpans {
   constructor(request: FastifyRequest, reply: FastifyReply, payload: { operation?: string }, model: string) {
     const route = request.routeOptions.url ?? request.url;
     const operation = genAiOperationOf(payload.operation);
+    const parent = contextOf(request.headers.traceparent);
     this.server = tracer.startSpan(`${request.method} ${route}`, {
       kind: SpanKind.SERVER,
       // From the request's arrival (Fastify's clock of it), its body's reading and validation included.
       startTime: Date.now() - reply.elapsedTime,
       attributes: { 'http.request.method': request.method, 'http.route': route, [GEN_AI.operation]: operation, [GEN_AI.requestModel]: model },
-    }, contextOf(request.headers.traceparent));
-    this.context = trace.setSpan(contextOf(request.headers.traceparent), this.server);
+    }, parent);
+    this.context = trace.setSpan(parent, this.server);
     this.traceId = traceIdOf(this.server);
   }
 
