@@ -1,13 +1,14 @@
 /**
- * OpenTelemetry traces (issue 43), end to end: the gateway and the completion worker as real
- * processes export over OTLP/HTTP (protobuf, the default) to a real receiver, and a request made
- * through the openai SDK is one trace across the hop, whole, streamed and failed over, its id in
+ * OpenTelemetry traces (issue 43), end to end: the gateway, the completion worker and the batch
+ * worker as real processes export over OTLP/HTTP (protobuf, the default) to a real receiver, and
+ * a request made through the openai SDK is one trace across the hop, whole, streamed, failed over
+ * and as a batch line, its id in
  * the request log and the console's record of it. test/traces-off.e2e.test.ts: with no OTEL_*
  * variable nothing is exported.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect } from 'vitest';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import { chromium } from 'playwright-core';
 import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 import { CHROMIUM_ARGS, findChromium, OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type ReceivedSpan, type Stack } from '@gateway/testkit';
@@ -18,7 +19,7 @@ afterAll(() => receiver.close());
 
 const it = stackTest({
   database: true,
-  workers: ['completion-worker'],
+  workers: ['completion-worker', 'batch-worker'],
   // Spans leave each process within 100 ms of their end (the batch processor's delay).
   env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', CHANNEL_FAILURES_BEFORE_COOLDOWN: '1000', ADMIN_PASSWORD },
 });
@@ -36,11 +37,11 @@ function clientTrace() {
   return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` };
 }
 
-/** The trace's spans, once the worker's processing span (ended last of the worker's) and the gateway's server span have come. */
-async function traceOf(traceId: string): Promise<ReceivedSpan[]> {
+/** The trace's spans, once the worker's processing span (ended last of the worker's) and the root's (the gateway's server span, or a batch line's) have come. */
+async function traceOf(traceId: string, rootKind: number = SERVER): Promise<ReceivedSpan[]> {
   await expect.poll(() => {
     const spans = receiver.trace(traceId);
-    return spans.some((s) => s.kind === SERVER) && spans.some((s) => s.kind === CONSUMER);
+    return spans.some((s) => s.kind === rootKind) && spans.some((s) => s.kind === CONSUMER);
   }, { timeout: 15_000, interval: 100 }).toBe(true);
   return receiver.trace(traceId);
 }
@@ -200,5 +201,31 @@ describe('traces across the hop', () => {
     const server = spans.find((s) => s.kind === SERVER)!;
     expect(server).toMatchObject({ status: { code: ERROR }, attributes: { 'http.response.status_code': 404 } });
     expect(spans.find((s) => s.kind === CONSUMER)!.status.code).toBe(ERROR);
+  });
+
+  it('a batch line is a trace of its own, from the batch worker to the upstream, its log row naming it', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `trace-${++seq}`;
+    const mock = await upstream.openai({ text: 'a batch answer' });
+    await channel(mock, [model]);
+    const { key } = await apiKey();
+    const openai = client(stack, key);
+    const body = { custom_id: 'only', method: 'POST', url: '/v1/chat/completions', body: { model, messages: [{ role: 'user', content: 'a batch prompt' }] } };
+    const file = await openai.files.create({ file: await toFile(Buffer.from(`${JSON.stringify(body)}\n`), 'batch.jsonl'), purpose: 'batch' });
+    const batch = await openai.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    await expect.poll(async () => (await openai.batches.retrieve(batch.id)).status, { timeout: 30_000, interval: 200 }).toBe('completed');
+
+    let line: ReceivedSpan | undefined;
+    await expect.poll(() => (line = receiver.spans.find((s) => s.name === 'batch line' && s.attributes['gateway.batch.id'] === batch.id)), { timeout: 15_000, interval: 100 }).toBeDefined();
+    expect(line).toMatchObject({ service: 'batch-worker', kind: PRODUCER, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model, 'gateway.batch.line': expect.any(Number) } });
+    expect(line!.parentSpanId).toBeUndefined();
+    const spans = await traceOf(line!.traceId, PRODUCER);
+    const processing = one(spans, 'process completion');
+    expect(processing).toMatchObject({ service: 'completion-worker', parentSpanId: line!.spanId, attributes: { 'gen_ai.response.model': model } });
+    expect(one(spans, `chat ${model}`).parentSpanId).toBe(processing.spanId);
+    expectNoSecrets(spans, 'a batch prompt', 'a batch answer', key);
+
+    // The worker writes its row in batches, off the reply path.
+    await expect.poll(async () => (await stack.admin('GET', `/api/log/?batch_id=${batch.id}`)).body.data.items.map((row: any) => row.trace_id), { timeout: 15_000, interval: 250 })
+      .toEqual([line!.traceId]);
   });
 });
