@@ -1,14 +1,16 @@
 /**
- * A real OTLP/HTTP trace receiver, as a collector would be: `POST /v1/traces` with an
+ * A real OTLP trace receiver, as a collector would be. Over HTTP: `POST /v1/traces` with an
  * ExportTraceServiceRequest in either of OTLP's encodings, protobuf (`application/x-protobuf`,
  * decoded with protobufjs from the proto definitions of the fields read here) or JSON
  * (`application/json`: ids in hex, enums as numbers, 64-bit integers as strings or numbers),
- * gzip'd or not. It answers 200 with an empty ExportTraceServiceResponse in the request's
- * encoding, and keeps every span, flattened, for a test to read.
+ * gzip'd or not, answered 200 with an empty ExportTraceServiceResponse in the request's
+ * encoding. Over gRPC when asked: TraceService's Export, the same protobuf. It keeps every span,
+ * flattened, for a test to read.
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
+import { Server, ServerCredentials, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import { freePort } from '@gateway/config';
 
 /** OTLP's SpanKind and status codes, as a received span has them. */
@@ -35,12 +37,14 @@ export interface ReceivedSpan {
 export interface OtlpReceiver {
   /** The base endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`); the exporters add `/v1/traces`. */
   url: string;
+  /** The gRPC endpoint, when started with `grpc` (`OTEL_EXPORTER_OTLP_ENDPOINT` with `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`). */
+  grpcUrl?: string;
   /** Every span received so far, in arrival order. */
   readonly spans: ReceivedSpan[];
   /** The spans of one trace. */
   trace(traceId: string): ReceivedSpan[];
-  /** Export requests received, by encoding. */
-  readonly requests: { protobuf: number; json: number };
+  /** Export requests received, by encoding (gRPC's counted apart). */
+  readonly requests: { protobuf: number; json: number; grpc: number };
   close(): Promise<void>;
 }
 
@@ -130,10 +134,41 @@ async function bodyOf(request: IncomingMessage): Promise<Buffer> {
   return request.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body;
 }
 
-/** Starts a receiver on `port` (OTLP/HTTP's default is 4318; rejects when it is taken), or a free one. */
-export async function startOtlpReceiver(options: { port?: number } = {}): Promise<OtlpReceiver> {
+/** TraceService as OTLP's gRPC defines it: one unary call, the request's protobuf in, an empty response out. */
+const TRACE_SERVICE: ServiceDefinition = {
+  Export: {
+    path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: (value: Buffer) => value,
+    requestDeserialize: (bytes: Buffer) => bytes,
+    responseSerialize: () => Buffer.alloc(0),
+    responseDeserialize: () => ({}),
+  },
+};
+
+/** Starts a gRPC server for TraceService on a free port; resolves with it and its endpoint. */
+async function startGrpc(received: (body: Buffer) => void): Promise<{ server: Server; url: string }> {
+  const server = new Server();
+  server.addService(TRACE_SERVICE, {
+    Export: (call: ServerUnaryCall<Buffer, unknown>, callback: sendUnaryData<unknown>) => {
+      received(call.request);
+      callback(null, {});
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+  });
+  return { server, url: `http://127.0.0.1:${port}` };
+}
+
+/**
+ * Starts a receiver on `port` (OTLP/HTTP's default is 4318; rejects when it is taken), or a
+ * free one; with `grpc`, a gRPC one beside it.
+ */
+export async function startOtlpReceiver(options: { port?: number; grpc?: boolean } = {}): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
-  const requests = { protobuf: 0, json: 0 };
+  const requests = { protobuf: 0, json: 0, grpc: 0 };
   const server = createServer((request, response) => {
     if (request.method !== 'POST' || request.url !== '/v1/traces') {
       response.writeHead(404).end();
@@ -152,11 +187,21 @@ export async function startOtlpReceiver(options: { port?: number } = {}): Promis
     server.once('error', reject);
     server.listen(port, '127.0.0.1', resolve);
   });
+  const grpc = options.grpc
+    ? await startGrpc((body) => {
+      spans.push(...spansOf(protobufAsJson(body)));
+      requests.grpc++;
+    })
+    : undefined;
   return {
     url: `http://127.0.0.1:${port}`,
+    ...(grpc ? { grpcUrl: grpc.url } : {}),
     spans,
     requests,
     trace: (traceId) => spans.filter((span) => span.traceId === traceId),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => {
+      grpc?.server.forceShutdown();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }

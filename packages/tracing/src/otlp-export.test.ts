@@ -1,6 +1,6 @@
 /**
  * What the OTLP exporters send, as a real receiver decodes it (@gateway/testkit's, which the
- * end-to-end traces test reads): both of OTLP/HTTP's encodings, a parent and its child with
+ * end-to-end traces test reads): both of OTLP/HTTP's encodings and gRPC, a parent and its child with
  * their ids, kinds, attributes and status.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,20 +9,22 @@ import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@op
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLP_KIND, OTLP_STATUS, startOtlpReceiver, type OtlpReceiver } from '@gateway/testkit';
 
 let receiver: OtlpReceiver;
-beforeAll(async () => void (receiver = await startOtlpReceiver()));
+beforeAll(async () => void (receiver = await startOtlpReceiver({ grpc: true })));
 afterAll(() => receiver.close());
 
 describe.each([
-  ['protobuf', (url: string): SpanExporter => new ProtobufExporter({ url })],
-  ['json', (url: string): SpanExporter => new JsonExporter({ url })],
-] as const)('an OTLP/HTTP export in %s', (encoding, exporterAt) => {
+  ['protobuf', (): SpanExporter => new ProtobufExporter({ url: `${receiver.url}/v1/traces` })],
+  ['json', (): SpanExporter => new JsonExporter({ url: `${receiver.url}/v1/traces` })],
+  ['grpc', (): SpanExporter => new GrpcExporter({ url: receiver.grpcUrl })],
+] as const)('an OTLP export over %s', (encoding, exporter) => {
   it('arrives whole: the trace, its parent and child, their attributes and status', async () => {
     const provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ 'service.name': `export-${encoding}` }),
-      spanProcessors: [new SimpleSpanProcessor(exporterAt(`${receiver.url}/v1/traces`))],
+      spanProcessors: [new SimpleSpanProcessor(exporter())],
     });
     const tracer = provider.getTracer('test');
     const parent = tracer.startSpan('POST /v1/chat/completions', { kind: SpanKind.SERVER, attributes: { 'http.response.status_code': 200 } });
