@@ -26,6 +26,11 @@ export interface JobEnvelope<P> {
    * so a remover that did not admit the job gives it back without reading a payload beside it.
    */
   hold?: string;
+  /**
+   * The W3C traceparent of its sender's span (tracing on, the request sampled or not): the
+   * worker's spans are its children, one trace across the hop. Ids and a flag, nothing secret.
+   */
+  traceparent?: string;
   payload: P;
 }
 

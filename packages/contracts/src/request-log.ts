@@ -81,6 +81,8 @@ export interface RequestLogRow {
   client_ip?: string;
   /** On a refusal's row for a key the gateway does not know: its mask and a short hash, never the key; `*` for many. */
   credential?: string;
+  /** The id of the request's OpenTelemetry trace (32 hex digits), when tracing is on and it was sampled. */
+  trace_id?: string;
 }
 
 /**

@@ -58,13 +58,14 @@ function where(filters: Filters & { only_user?: number }): { sql: string; params
   if (filters.failed !== undefined) clauses.push(filters.failed ? 'status >= 400' : 'status < 400');
   if (filters.request_id !== undefined) add('request_id = ?', filters.request_id);
   if (filters.batch_id !== undefined) add('batch_id = ?', filters.batch_id);
+  if (filters.trace_id !== undefined) add('trace_id = ?', filters.trace_id);
   return { sql: clauses.length ? `WHERE ${clauses.join(' AND ')}` : '', params };
 }
 
 const ENTRY_COLUMNS = `extract(epoch from created_at)::float8 AS created_at, job_id, request_id, user_id, token_id, token_name, route, model,
   upstream_model, channel_id, attempts, status, error_code, error_message, priority, batch_id, streamed, prompt_tokens,
   completion_tokens, total_tokens, quota, queue_ms, slot_ms, first_byte_ms, upstream_ms, total_ms, prompt, reply, count, client_ip, credential,
-  cache_read_tokens, cache_write_tokens, sticky`;
+  cache_read_tokens, cache_write_tokens, sticky, trace_id`;
 
 /** Nulls left out, as the writer left them out. */
 function entryOf(row: Record<string, unknown>): RequestLogEntry {

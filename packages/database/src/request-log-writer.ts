@@ -31,7 +31,7 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
   ['prompt_tokens', 'int4'], ['completion_tokens', 'int4'], ['total_tokens', 'int4'], ['quota', 'int4'],
   ['queue_ms', 'int4'], ['slot_ms', 'int4'], ['first_byte_ms', 'int4'], ['upstream_ms', 'int4'],
   ['total_ms', 'int4'], ['prompt', 'text'], ['reply', 'text'], ['count', 'int4'], ['client_ip', 'text'], ['credential', 'text'],
-  ['cache_read_tokens', 'int4'], ['cache_write_tokens', 'int4'], ['sticky', 'text'],
+  ['cache_read_tokens', 'int4'], ['cache_write_tokens', 'int4'], ['sticky', 'text'], ['trace_id', 'text'],
 ];
 
 /** A row's key: one row per request (its job). */

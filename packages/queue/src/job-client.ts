@@ -46,6 +46,8 @@ interface RequestBase {
   tenant?: Tenant;
   /** Its hold on its caller's quota, kept in the job's envelope (`JobEnvelope.hold`). */
   hold?: string;
+  /** The sender's span as a W3C traceparent (`JobEnvelope.traceparent`); unset with tracing off. */
+  traceparent?: string;
   /**
    * Called when the job will never run: it could not be enqueued, or was removed while it waited
    * (`removed` then says how: a job a worker took once has freed its fair place already).
@@ -251,6 +253,7 @@ export class JobClient {
       ...(options.priority ? { priority: options.priority } : {}),
       ...(options.tenant ? { tenant: options.tenant } : {}),
       ...(options.hold ? { hold: options.hold } : {}),
+      ...(options.traceparent ? { traceparent: options.traceparent } : {}),
     };
     const flow = options.onChunk && this.withFlowControl(jobId, options.onChunk, options.windowChars);
     const reply = this.inbox.expect(jobId, flow?.onChunk);

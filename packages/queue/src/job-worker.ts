@@ -1,5 +1,6 @@
 import type { Job, Worker } from 'bullmq';
 import { GatewayError, overloaded, timedOut, withdrawn, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
+import { endJobSpan, inJobSpan, startJobSpan, startReplySpan, type JobSpan } from './job-spans.ts';
 import type { RedisTarget } from '@gateway/config';
 import type { Logger } from '@gateway/log';
 import { CancelListener, Withdrawn } from './cancel-listener.ts';
@@ -101,6 +102,8 @@ export interface JobEnd<P> {
   priority?: number;
   /** The handler's `facts` (empty for a job dropped unrun). */
   facts: Record<string, unknown>;
+  /** The id of the job's trace, when it was sampled (tracing on). */
+  traceId?: string;
 }
 
 export interface JobWorkerOptions<P> {
@@ -201,7 +204,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const running = new Set<AbortController>();
 
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
-  const run = async (gate: LaneGate, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
+  const run = async (gate: LaneGate, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>, span: JobSpan): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
     running.add(controller);
     /** Characters of stream chunks sent, for the credit window. */
     let sent = 0;
@@ -218,7 +221,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     // A logger of the job's own only when the handler logs (a child logger per job is not free).
     let log: Logger | undefined;
     try {
-      const value = await options.handler({
+      const value = await inJobSpan(span, () => options.handler({
         jobId,
         requestId: envelope.requestId,
         payload: envelope.payload,
@@ -240,10 +243,11 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
           return (log ??= options.log.child(fields));
         },
         facts,
-      });
+      }));
       // Retried to the deadline: given up, the request would time out while its usage is charged,
       // and a batch line would be sent again, run and charged a second time.
-      await replies.result(envelope.replyTo, jobId, value, envelope.deadline);
+      const replying = startReplySpan(span);
+      await replies.result(envelope.replyTo, jobId, value, envelope.deadline).finally(() => replying.end());
       return { outcome: 'ok', result: value };
     } catch (error) {
       const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
@@ -386,9 +390,9 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const processEnvelope = async (gate: LaneGate, controller: AbortController, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
     const fields = { reqId: envelope.requestId, jobId };
     const startedAt = Date.now();
-    const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown) => options.onJobEnd?.({
+    const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown, traceId?: string) => options.onJobEnd?.({
       jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, result, queuedAt: job.timestamp, startedAt,
-      endedAt: Date.now(), stream: envelope.stream === true, priority: envelope.priority, facts,
+      endedAt: Date.now(), stream: envelope.stream === true, priority: envelope.priority, facts, traceId,
     });
     const dropped = await whyDrop(envelope);
     if (dropped) {
@@ -403,13 +407,15 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     const facts: Record<string, unknown> = {};
     // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
     let result: { outcome: JobOutcome; error?: GatewayError; result?: unknown } = { outcome: 'error' };
+    const span = startJobSpan(options.queue, jobId, envelope, job.timestamp);
     try {
-      result = await run(gate, controller, jobId, envelope, fields, facts);
+      result = await run(gate, controller, jobId, envelope, fields, facts, span);
     } finally {
+      endJobSpan(span, result.outcome, result.error?.code);
       finished++;
       const seconds = (performance.now() - started) / 1000;
       options.onJobDone?.(result.outcome, seconds);
-      ended(result.outcome, facts, result.error, result.result);
+      ended(result.outcome, facts, result.error, result.result, span.traceId);
       options.log.info({ ...fields, queue: options.queue, outcome: result.outcome, ms: Math.round(seconds * 1000) }, 'job');
     }
   };

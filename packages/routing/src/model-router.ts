@@ -10,6 +10,7 @@ import { decideOnFailure, exhaustedError, rateLimitedError } from './failure-pol
 import type { LeaseQueue } from './lease-queue.ts';
 import { buildRouterParts, startRouterParts, type RouterParts, type RouterPartsOptions } from './router-parts.ts';
 import { attemptOf, type RouteRecord } from './route-record.ts';
+import { endAttemptSpan, startAttemptSpan, startSlotWaitSpan } from './route-spans.ts';
 import { planStickiness, preferFirst, stickyOutcome, type StickyOutcome, type StickyPlan } from './sticky-choice.ts';
 import type { StickyChannels } from './sticky-channels.ts';
 import type { UsageLedger, Usage } from './usage-ledger.ts';
@@ -21,6 +22,8 @@ export interface ModelRequest {
   types: readonly ChannelType[];
   /** The model name the client asked for. */
   model: string;
+  /** The job's operation (`ModelOperation`; unset: a completion), named on its attempts' spans. */
+  operation?: string;
   /** Aborted when nobody waits for the answer any more. */
   signal: AbortSignal;
   /** Epoch ms after which nobody waits for the answer. */
@@ -204,13 +207,14 @@ export class ModelRouter {
     const ready = await this.readyChannels(request, attempts);
     if (!ready) return undefined;
       const waitStarted = performance.now();
+      const slotWait = startSlotWaitSpan();
       const { channel, lease } = await this.leaseQueue.acquire(
         preferFirst(channelOrder(ready, (id) => this.health.isCoolingDown(id, request.caller.userId)), attempts.preferred),
         {
           signal: request.signal, deadline: request.deadline, batch: isBatchRank(request.priority),
           tenant: { userId: request.caller.userId, tokenId: request.caller.tokenId }, idle: request.idle,
         },
-      );
+      ).finally(() => slotWait.end());
       if (request.record) request.record.slotMs += performance.now() - waitStarted;
       if (attempts.restingUntil(channel.id, Date.now()) > Date.now()) {
         // It answered 429 to another request while this one waited for its lease.
@@ -289,6 +293,7 @@ export class ModelRouter {
       timeoutMs: Math.max(1, Math.min(this.channelTimeoutMs(channel), request.deadline - Date.now())),
       signal: request.signal,
     };
+    const span = startAttemptSpan(request.operation, channel, target.upstreamModel, target.attempt);
     const record = request.record;
     const noteAttempt = (error?: UpstreamError) => {
       if (!record) return;
@@ -315,6 +320,7 @@ export class ModelRouter {
       succeed: (usage) => {
         end('succeeded');
         noteAttempt();
+        endAttemptSpan(span, { firstByteMs: firstByteMs ?? performance.now() - started, usage, upstreamModel: target.upstreamModel });
         this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000);
         this.health.noteSuccess(channel.id, request.caller.userId);
         if (attempts.sticky) void this.sticky.remember(request.caller.conversation!, channel.id);
@@ -325,7 +331,9 @@ export class ModelRouter {
         // Whatever the upstream said (a 4xx body may be relayed) loses the channel's key here,
         // whichever provider or code path raised it.
         const error = thrown instanceof UpstreamError ? withoutSecrets(thrown, target.key) : thrown;
-        noteAttempt(error instanceof UpstreamError ? error : new UpstreamError({ kind: request.signal.aborted ? 'cancelled' : 'protocol', message: (error as Error)?.message ?? String(error) }));
+        const failure = error instanceof UpstreamError ? error : new UpstreamError({ kind: request.signal.aborted ? 'cancelled' : 'protocol', message: (error as Error)?.message ?? String(error) });
+        noteAttempt(failure);
+        endAttemptSpan(span, { firstByteMs, usage, upstreamModel: target.upstreamModel, error: failure });
         if (error instanceof UpstreamError && error.kind !== 'cancelled') {
           this.settings.observer.upstreamCall?.(channel.id, (performance.now() - started) / 1000, error.status ? String(error.status) : error.kind);
         }
@@ -345,7 +353,9 @@ export class ModelRouter {
         await this.afterFailure(request, channel, error, attempts);
       },
       abandon: () => {
-        if (state === 'pending') end('failed');
+        if (state !== 'pending') return;
+        end('failed');
+        endAttemptSpan(span, { firstByteMs, upstreamModel: target.upstreamModel, error: new UpstreamError({ kind: 'cancelled', message: 'abandoned' }) });
       },
     };
   }

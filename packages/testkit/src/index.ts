@@ -37,3 +37,4 @@ export { findChromium, CHROMIUM_ARGS, type FoundChromium } from './chromium.ts';
 export { postJson, caught, type HttpAnswer } from './http-client.ts';
 export { clientAt, type AddressedClient } from './client-address.ts';
 export { startBodyFlood, type Flood, type FloodAnswer } from './body-flood.ts';
+export { startOtlpReceiver, OTLP_KIND, OTLP_STATUS, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.ts';

@@ -13,7 +13,9 @@ import { createRedis, startJobWorker, waitForRedis, type JobHandler } from '@gat
 import { forbidClusterNodes, redisAddresses, setAddressPolicy, setUpstreamLimits } from '@gateway/providers';
 import { ModelRouter } from '@gateway/routing';
 import { ChannelKeyCipher, isEncryptedKey } from '@gateway/store';
+import { startTracing } from '@gateway/tracing';
 import { requestLogRow, type ModelPayload } from './request-log-row.ts';
+import { describedAsGenAi } from './gen-ai-job-span.ts';
 
 export interface ModelWorkerSpec<P extends ModelPayload> {
   service: string;
@@ -24,6 +26,8 @@ export interface ModelWorkerSpec<P extends ModelPayload> {
 }
 
 export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSpec<P>): Promise<void> {
+  // First: the spans of everything after it go to the provider it registers (when OTEL_* asks for one).
+  const tracing = await startTracing(spec.service);
   const config = loadServiceConfig(spec.service);
   // Only the workers that call upstreams decrypt channel keys.
   setUpstreamLimits({ maxReplyBytes: config.UPSTREAM_MAX_REPLY_BYTES, maxEventBytes: config.UPSTREAM_MAX_EVENT_BYTES });
@@ -72,7 +76,7 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     waitingPerSlot: config.QUEUE_WAITING_PER_SLOT,
     replyCoalesceMs: config.REPLY_COALESCE_MS,
     shards: config.QUEUE_SHARDS,
-    handler: spec.handler({ router }),
+    handler: describedAsGenAi(spec.handler({ router })),
     // A job nobody waits for gives its hold on the quota back at once, uncharged.
     onJobDropped: (payload) => void router.ledger.settle(payload.caller),
     onJobDone: countJobs(metrics, spec.queue),
@@ -90,6 +94,7 @@ export async function runModelWorker<P extends ModelPayload>(spec: ModelWorkerSp
     await requestLog?.close(); // and the log rows
     http?.close();
     redis.disconnect();
+    await tracing.shutdown(); // the spans still buffered
   }, config.SHUTDOWN_TIMEOUT_MS, log);
   log.info({ concurrency, metricsPort: config.METRICS_PORT || undefined }, 'ready');
   flushLogs();

@@ -17,6 +17,9 @@ export interface ModelPayload {
   request: object;
 }
 
+/** The model the client asked for: a Gemini job names it apart, the others in their request. */
+export const requestedModel = (payload: ModelPayload): string => payload.model ?? (payload.request as { model?: string }).model ?? '';
+
 const STATUS_OF = { ok: 200, cancelled: CLIENT_CLOSED_STATUS, expired: 504, error: 500 } as const;
 
 /** The job's text, cut: the prompt from its request, the reply from its whole result. */
@@ -36,7 +39,7 @@ export function requestLogRow(end: JobEnd<ModelPayload>, options: { contentChars
     token_id: caller.tokenId,
     token_name: caller.tokenName ?? '',
     route: routeOfPayload(end.payload),
-    model: end.payload.model ?? (end.payload.request as { model?: string }).model ?? '',
+    model: requestedModel(end.payload),
     upstream_model: record?.upstreamModel,
     channel_id: record?.channelId,
     attempts: record?.attempts ?? [],
@@ -59,6 +62,7 @@ export function requestLogRow(end: JobEnd<ModelPayload>, options: { contentChars
     first_byte_ms: record?.firstByteMs === undefined ? undefined : Math.round(record.firstByteMs),
     upstream_ms: record?.attempts.length ? Math.round(record.upstreamMs) : undefined,
     total_ms: Math.max(0, end.endedAt - end.queuedAt),
+    trace_id: end.traceId,
     ...(options.contentChars > 0 ? { prompt: cut(end.payload.request, options.contentChars), reply: end.stream ? undefined : cut(end.result, options.contentChars) } : {}),
   };
 }

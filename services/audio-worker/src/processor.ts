@@ -27,7 +27,7 @@ export function audioJobHandler(deps: AudioWorkerDeps) {
   return async (context: JobContext<AudioJobPayload>): Promise<GeminiGenerateResponse | StreamEnd | SpeechEnd> => {
     // Validated by the ingress: the envelope is the contract, not checked a second time.
     const payload = context.payload;
-    const common = { caller: payload.caller, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log, record: routeRecordIn(context.facts), idle: context.idle };
+    const common = { caller: payload.caller, operation: payload.operation, signal: context.signal, deadline: context.deadline, priority: context.priority, log: context.log, record: routeRecordIn(context.facts), idle: context.idle };
     if (payload.operation === 'speech') {
       const speech = payload.request;
       return relayModelJob(deps.router, { ...common, types: channelTypesFor('speech'), model: speech.model }, context, (target) => openSpeech(target, speech), () => promptUsage(speechPromptTokens(speech)));

@@ -5,7 +5,9 @@ import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission, type UserBo
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchEnd, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
+import { GEN_AI, endSpan, traceparentOf } from '@gateway/tracing';
 import { validateLines } from './validate-lines.ts';
+import { startLineSpan } from './line-span.ts';
 
 export interface BatchFeedDeps {
   /** The batch worker's lease holder id: lines are taken and retried only under its lease. */
@@ -335,6 +337,7 @@ export class BatchFeed {
     const { line } = entry;
     const endpoint = batchEndpoints[this.batch.endpoint]!;
     const requestId = randomUUID();
+    const span = startLineSpan(this.batch.id, line.line, endpoint.operation);
     let heldBytes = 0;
     try {
       heldBytes = await this.holdBody(entry);
@@ -343,6 +346,7 @@ export class BatchFeed {
       const deadline = Date.now() + deps.lineTimeoutMs;
       // Validated when the batch was: stored as the schema gave it.
       const request = JSON.parse(line.body) as { model: string };
+      span.setAttribute(GEN_AI.requestModel, request.model);
       let holder: KeyHolder;
       let admitted;
       for (;;) {
@@ -381,10 +385,14 @@ export class BatchFeed {
         hold: admitted.hold,
         onUnrun: admitted.unrun,
         payloadChars: line.body.length,
+        traceparent: traceparentOf(span),
       });
+      span.end();
       this.done(entry, { line: line.line, statusCode: 200, requestId, response: text, error: null });
     } catch (error) {
-      this.failed(entry, asGatewayError(error), requestId);
+      const failure = asGatewayError(error);
+      endSpan(span, failure.code);
+      this.failed(entry, failure, requestId);
     } finally {
       // Its job has ended (or was never added): its payload has left Redis. A line left running
       // for the batch's next holder is counted again by that holder, which follows it.

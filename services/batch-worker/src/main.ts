@@ -3,12 +3,15 @@ import { KeyRateLimit, ModelAdmission, UserBodyBudget } from '@gateway/admission
 import { loadServiceConfig, onShutdown } from '@gateway/config';
 import { BatchRuns, createDatabase, migrate } from '@gateway/database';
 import { createLogger, flushLogs } from '@gateway/log';
+import { startTracing } from '@gateway/tracing';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
 import { createStore, InvalidationFeed, QuotaHolds, touchesCallers } from '@gateway/store';
 import { BatchKeys } from './batch-keys.ts';
 import { BatchRunner } from './batch-runner.ts';
 
+// First: the spans of everything after it go to the provider it registers (when OTEL_* asks for one).
+const tracing = await startTracing('batch-worker');
 const config = loadServiceConfig('batch-worker');
 const log = createLogger('batch-worker', config.LOG_LEVEL, config.LOG_FORMAT);
 if (!config.DATABASE_URL) {
@@ -67,6 +70,7 @@ onShutdown(async () => {
   changes.close();
   http?.close();
   redis.disconnect();
+  await tracing.shutdown(); // the spans still buffered
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 log.info({ runner: runner.id, window: config.BATCH_WINDOW, batches: config.BATCH_WORKER_BATCHES }, 'ready');
 flushLogs();

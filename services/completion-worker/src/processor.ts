@@ -54,6 +54,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
       // count_tokens goes to any channel that serves messages: an anthropic one counts, another is estimated.
       types: channelTypesFor(operation === 'countTokens' ? 'messages' : operation),
       model: 'model' in payload ? payload.model : payload.request.model,
+      operation,
       signal: context.signal,
       deadline: context.deadline,
       priority: context.priority,

@@ -10,6 +10,10 @@ import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
 import { DOWNLOAD_CONNECTIONS, UPLOAD_CONNECTIONS } from './routes/files.ts';
 import { buildGateway } from './app.ts';
 import { RefusalLog } from './refusals/refusal-log.ts';
+import { startTracing } from '@gateway/tracing';
+
+// First: the spans of everything after it go to the provider it registers (when OTEL_* asks for one).
+const tracing = await startTracing('gateway');
 
 const config = loadServiceConfig('gateway');
 const secretKey = requireSecretKey(config, 'gateway');
@@ -129,6 +133,7 @@ onShutdown(async (_signal, deadline) => {
   await uploads?.end();
   await downloads?.end();
   redis.disconnect();
+  await tracing.shutdown(); // the spans still buffered
 }, config.SHUTDOWN_TIMEOUT_MS, log);
 
 log.info({ port, host: config.HOST, ingressId }, 'ready');

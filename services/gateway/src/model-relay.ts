@@ -17,6 +17,8 @@ import { keyHolderOf } from './auth/request-auth.ts';
 import type { ErrorFormat } from './error-formats.ts';
 import type { FairTurns } from './admission/fair-turns.ts';
 import type { IntakeWindow } from './admission/intake-window.ts';
+import { RelaySpans } from './relay-spans.ts';
+import { endSpan, type Span } from '@gateway/tracing';
 
 /**
  * A stream's credit window, in characters, for a buffer cap of `responseBufferBytes`: a
@@ -107,13 +109,16 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   settle?: (whole?: string) => Promise<void>;
 }
 
+/** The model the client asked for: a Gemini payload names it apart, the others in their request. */
+const modelOf = (payload: RelayedPayload): string => payload.model ?? (payload.request as { model?: string }).model ?? '';
+
 /**
  * The row of a request that never ran on a worker (a worker writes the row of every job it
  * takes): refused by admission, never queued, or removed from its queue unrun.
  */
-function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, failure: GatewayError, priority: 'interactive' | 'batch'): void {
+function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, failure: GatewayError, priority: 'interactive' | 'batch', traceId: string | undefined): void {
   const { caller } = options.payload;
-  const model = options.payload.model ?? (options.payload.request as { model?: string }).model ?? '';
+  const model = modelOf(options.payload);
   const clientGone = failure.code === 'cancelled';
   options.requestLog?.record({
     created_at: arrivedAt,
@@ -135,6 +140,7 @@ function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: Mo
     total_tokens: 0,
     quota: 0,
     total_ms: Date.now() - arrivedAt,
+    trace_id: traceId,
   });
 }
 
@@ -142,11 +148,11 @@ function logUnrun<P extends RelayedPayload>(request: FastifyRequest, options: Mo
  * A request refused before it became a job: its row is the refusal log's (refusal-hooks.ts),
  * sampled; one whose client left meanwhile was refused nothing, and has a row of its own (499).
  */
-function logIfLeft<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, error: unknown, priority: 'interactive' | 'batch'): void {
+function logIfLeft<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, jobId: string, arrivedAt: number, error: unknown, priority: 'interactive' | 'batch', traceId: string | undefined): void {
   const failure = GatewayError.from(error);
   if (failure.code !== 'cancelled') return;
   request.loggedAsJob = true;
-  logUnrun(request, options, jobId, arrivedAt, failure, priority);
+  logUnrun(request, options, jobId, arrivedAt, failure, priority, traceId);
 }
 
 async function settled<P extends RelayedPayload>(request: FastifyRequest, options: ModelRelayOptions<P>, whole?: string): Promise<void> {
@@ -192,14 +198,31 @@ const stoppedError = () => overloaded('the gateway stopped before this answer wa
  * which aborts the worker's upstream call.
  */
 export async function relayModelJob<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
+  const spans = new RelaySpans(request, reply, options.payload, modelOf(options.payload));
+  try {
+    const answered = await relayTraced(request, reply, options, spans);
+    spans.end(reply.statusCode);
+    return answered;
+  } catch (error) {
+    const failure = GatewayError.from(error);
+    spans.end(failure.code === 'cancelled' ? CLIENT_CLOSED_STATUS : failure.status, failure);
+    throw error;
+  }
+}
+
+/** `relayModelJob` within its spans. */
+async function relayTraced<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>, spans: RelaySpans): Promise<unknown> {
   const { holder } = options;
   const arrivedAt = Date.now();
   // The request's own id, its job's: its request log row's key (a client's X-Request-Id may repeat).
   const jobId = randomUUID();
   // Redis waits (a cluster failing over) count against the request's time-out, admission's too.
   const deadline = arrivedAt + options.timeoutMs;
+  // Admission's span: from here to admitted (relayAdmitted), or refused.
+  const admission = spans.admission();
   const refused = (error: unknown): never => {
-    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority);
+    endSpan(admission, GatewayError.from(error).code);
+    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority, spans.traceId);
     throw error;
   };
   // X-Priority may lower the key's priority, never raise it; any other value is a 400.
@@ -214,7 +237,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
     ? await options.intake.enter(`${holder.userId}:${priority}`, clientGoneSignal(request), deadline).catch(refused)
     : undefined;
   try {
-    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, priority, leaveIntake });
+    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission });
   } finally {
     leaveIntake?.();
   }
@@ -223,7 +246,9 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
 /** `relayModelJob` once the request has its place in the intake window. */
 async function relayAdmitted<P extends RelayedPayload>(
   request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>,
-  { jobId, arrivedAt, deadline, priority, leaveIntake }: { jobId: string; arrivedAt: number; deadline: number; priority: 'interactive' | 'batch'; leaveIntake?: () => void },
+  { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission }: {
+    jobId: string; arrivedAt: number; deadline: number; priority: 'interactive' | 'batch'; leaveIntake?: () => void; spans: RelaySpans; admission: Span;
+  },
 ): Promise<unknown> {
   const { holder } = options;
   const admitting = options.admission.admit(priority, holder, options.queue, options.worstCase, deadline);
@@ -231,9 +256,11 @@ async function relayAdmitted<P extends RelayedPayload>(
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
     void admitting.then((late) => late.unrun(), () => {});
-    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority);
+    endSpan(admission, GatewayError.from(error).code);
+    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority, spans.traceId);
     throw error;
   });
+  admission.end();
   // From here its row is the job's: its worker's, or logUnrun's if it never runs.
   request.loggedAsJob = true;
   // The job's failure as the client saw it, for the row of a job removed unrun.
@@ -241,6 +268,7 @@ async function relayAdmitted<P extends RelayedPayload>(
   // The priority the request runs at, which X-Priority may have lowered but never raised.
   reply.header('x-priority', admitted.batch ? 'batch' : 'interactive');
   const payload: P = admitted.hold ? { ...options.payload, caller: { ...options.payload.caller, hold: admitted.hold } } : options.payload;
+  const enqueuing = spans.enqueue();
   const enqueue = {
     requestId: request.id,
     jobId,
@@ -252,11 +280,15 @@ async function relayAdmitted<P extends RelayedPayload>(
     priority: admitted.priority,
     tenant: { userId: holder.userId, tokenId: holder.tokenId, listed: admitted.listed },
     hold: admitted.hold,
-    onQueued: leaveIntake,
+    traceparent: enqueuing.traceparent,
+    onQueued: () => {
+      enqueuing.queued();
+      leaveIntake?.();
+    },
     onUnrun: (removed?: RemovedJob) => {
       admitted.unrun(removed);
       // Told from the client's failure path, which may not have run yet when the add itself failed.
-      setImmediate(() => logUnrun(request, options, jobId, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive'));
+      setImmediate(() => logUnrun(request, options, jobId, arrivedAt, failure ?? overloaded('the request could not be queued'), admitted.batch ? 'batch' : 'interactive', spans.traceId));
     },
   };
   const format = options.stream;
@@ -330,6 +362,7 @@ async function relayAdmitted<P extends RelayedPayload>(
   } catch (error) {
     failure = cutReason(request) === STOPPED ? stoppedError() : GatewayError.from(error);
     if (!started) throw failure;
+    spans.brokeOff(failure);
     const last = format.error(failure);
     // What the stream announced is kept as it ended (a stored response, failed), before the client reads its end.
     await settled(request, options);

@@ -261,6 +261,8 @@ const logFilters = {
   failed: z.enum(['true', 'false']).transform((v) => v === 'true').optional(),
   request_id: z.string().min(1).max(128).optional(),
   batch_id: z.string().min(1).max(128).optional(),
+  /** A trace's id (32 hex digits), as a tracing system shows it: its request's row. */
+  trace_id: z.string().regex(/^[0-9a-f]{32}$/).optional(),
 };
 export const listLogsQuery = z.strictObject({ ...pageQuery, ...logFilters });
 export const logStatQuery = z.strictObject({

@@ -226,7 +226,7 @@ const DETAIL_FIELDS = [
   ['prompt_tokens', 'Prompt tokens'], ['completion_tokens', 'Completion tokens'], ['total_tokens', 'Total tokens'],
   ['cache_read_tokens', 'Prompt cache read'], ['cache_write_tokens', 'Prompt cache written'], ['sticky', 'Conversation channel'], ['quota', 'Quota charged'],
   ['queue_ms', 'In the queue'], ['slot_ms', 'Waiting for a channel slot'], ['first_byte_ms', 'Upstream first byte'], ['upstream_ms', 'Upstream'], ['total_ms', 'Total'],
-  ['count', 'Requests counted'], ['client_ip', 'Client address'], ['credential', 'Unknown key'],
+  ['count', 'Requests counted'], ['client_ip', 'Client address'], ['credential', 'Unknown key'], ['trace_id', 'Trace'],
   ['prompt', 'Prompt'], ['reply', 'Reply'],
 ];
 
