@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, log
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, log, traces
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_DOOR_ROUNDS=3 npm run bench       # rounds of the doors' streamed rows (chat, Responses, Messages in turn)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
@@ -24,7 +24,7 @@ import os from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { configSchema } from '@gateway/config';
-import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startService, type ServiceProcess } from '@gateway/testkit';
+import { freePort, repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startOtlpReceiver, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb, type BatchRun } from './batch.ts';
 import { percentile } from './stats.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
@@ -39,7 +39,7 @@ const burstUpstreamMs = 20;
 /** Bursts the two-tenant part pools its steady tenant's latencies over (BENCH_TENANT_ROUNDS). */
 const tenantRounds = Number(process.env.BENCH_TENANT_ROUNDS ?? 3);
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,log').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,log,traces').split(','));
 const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
@@ -766,6 +766,51 @@ try {
       });
     }
     figures.requestLog = { on, off };
+  }
+
+  if (parts.has('traces')) {
+    // What tracing costs a request: the same requests at c=16 through a gateway and a completion
+    // worker started afresh for each setting, one after another: tracing off (no OTEL_*), every
+    // trace sampled, and 1% sampled, exporting OTLP over HTTP (protobuf, the default) to a
+    // receiver in this process, whose CPU is the collector's and is not counted.
+    const receiver = await startOtlpReceiver();
+    const settings: [string, Record<string, string>][] = [
+      ['tracing off', {}],
+      ['traces sampled 100%', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' }],
+      ['traces sampled 1%', { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' }],
+    ];
+    const measured: { path: string; result: LoadResult; cpu: (readonly [string, number])[]; spans: number }[] = [];
+    try {
+      for (const [path, tracing] of settings) {
+        // Whatever gateway and completion worker run now (the log part may have restarted them) leave first.
+        await Promise.all(services.filter((s) => s.name === 'gateway' || s.name === 'completion-worker').map((s) => s.stop()));
+        progress(`tracing: ${path}, restarting the gateway and the completion worker…`);
+        const workerNow = await startService('completion-worker', { ...env, ...tracing }, 20_000, quiet);
+        const gatewayNow = await startService('gateway', { ...env, ...tracing }, 20_000, quiet);
+        services.push(workerNow, gatewayNow);
+        const at = { ...through('bench-model'), url: `${gatewayNow.url}/v1/completions` };
+        await load({ ...at, connections: 16, amount: 2000 }).done; // warm-up
+        await new Promise((r) => setTimeout(r, 1000));
+        const spansBefore = receiver.spans.length;
+        const processes: [string, number][] = [['gateway', gatewayNow.child.pid!], ['completion-worker', workerNow.child.pid!], ...redisPids];
+        const cpuBefore = processes.map(([, pid]) => cpuMs(pid));
+        progress(`tracing: ${path}, ${costRequests} requests at concurrency 16…`);
+        const result = await load({ ...at, connections: 16, amount: costRequests }).done;
+        await new Promise((r) => setTimeout(r, 6000)); // the SDK's batch exports (every 5 s) are counted
+        measured.push({ path, result, cpu: processes.map(([name, pid], i) => [name, (cpuMs(pid) - cpuBefore[i]!) / costRequests] as const), spans: (receiver.spans.length - spansBefore) / costRequests });
+      }
+    } finally {
+      await receiver.close();
+    }
+    const off = measured[0]!;
+    const totalOf = (m: typeof off) => m.cpu.reduce((sum, [, ms]) => sum + ms, 0);
+    for (const m of measured) {
+      rows.push({
+        scenario: `tracing's cost (${costRequests} at c=16)`, path: m.path, 'req/s': m.result.rps, 'p50 ms': m.result.p50, 'p99 ms': m.result.p99, errors: m.result.non2xx + m.result.errors,
+        note: `CPU ms/request: ${m.cpu.map(([name, ms]) => `${name} ${ms.toFixed(3)}`).join(', ')} (${totalOf(m).toFixed(3)} together${m === off ? '' : `, ${(100 * totalOf(m) / totalOf(off)).toFixed(0)}% of off`}); ${m.spans.toFixed(1)} spans exported a request`,
+      });
+    }
+    figures.traces = measured;
   }
 
   const round = (value: unknown, digits: number) => (typeof value === 'number' ? Number(value.toFixed(digits)) : value);
