@@ -1,3 +1,4 @@
+import type { Queue } from 'bullmq';
 import type { QueuedEnvelope } from '@gateway/contracts';
 
 /**
@@ -56,4 +57,18 @@ function whatWasAsked(payload: Record<string, unknown>): Record<string, string> 
     ...(typeof payload.operation === 'string' ? { operation: payload.operation } : {}),
     ...(model !== undefined ? { model } : {}),
   };
+}
+
+/**
+ * Makes small the finished jobs a worker killed outright left whole: one ended in the moment
+ * between its end and the write that makes it small. Run as a worker starts, on each shard of its
+ * queue (a few thousand reads at most: the sets are trimmed to KEPT_COMPLETED and KEPT_FAILED).
+ * A finished job's data has no reply address; one that still has it was left whole. Returns how
+ * many it made small.
+ */
+export async function shrinkLeftWhole(queue: Queue): Promise<number> {
+  const jobs = await queue.getJobs(['completed', 'failed'], 0, Math.max(KEPT_COMPLETED.count, KEPT_FAILED.count) - 1);
+  const whole = jobs.filter((job) => job && (job.data as Partial<QueuedEnvelope<unknown>> | undefined)?.replyTo !== undefined);
+  await Promise.all(whole.map((job) => job.updateData(finishedJobData(job.data as QueuedEnvelope<unknown>))));
+  return whole.length;
 }

@@ -1,4 +1,4 @@
-import type { Job, Worker } from 'bullmq';
+import { Queue, type Job, type Worker } from 'bullmq';
 import { GatewayError, overloaded, timedOut, withdrawn, type JobEnvelope, type QueuedEnvelope, type QueueName } from '@gateway/contracts';
 import { endJobSpan, inJobSpan, startJobSpan, startReplySpan, type JobSpan } from './job-spans.ts';
 import type { RedisTarget } from '@gateway/config';
@@ -16,7 +16,7 @@ import { GatedWorker, type Admission, type LaneGate } from './lane-gate.ts';
 import { CutByIngress, DeadlinePassed, WorkerStopping } from './job-cut-reasons.ts';
 import { ReplySender } from './reply-sender.ts';
 import { dropPayload, takePayload } from './payload-beside.ts';
-import { finishedJobData, keptWhenFailed, keptWhenFinished } from './finished-jobs.ts';
+import { finishedJobData, keptWhenFailed, keptWhenFinished, shrinkLeftWhole } from './finished-jobs.ts';
 
 /**
  * Most jobs one BullMQ Worker (lane) runs at once by default; higher concurrency opens more
@@ -426,6 +426,16 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
   const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
   const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
+  /**
+   * The writes that make a finished job kept on the board small (its payload and reply address
+   * gone): a stop waits for them before it closes their connections, where a job that ended just
+   * before a stop stayed whole in Redis, its payload kept with it.
+   */
+  const shrinking = new Set<Promise<unknown>>();
+  const makeSmall = (write: Promise<unknown>) => {
+    const settled = write.catch(() => {}).finally(() => shrinking.delete(settled));
+    shrinking.add(settled);
+  };
   const lanes: GatedWorker<QueuedEnvelope<P>>[] = [];
   const connections: Redis[] = [];
   const laneConcurrency = Math.ceil(perShard / lanesPerShard);
@@ -450,7 +460,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     worker.on('completed', (job) => {
       const queued = job.data;
       if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
-      if (keptWhenFinished(job.opts)) void job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+      if (keptWhenFinished(job.opts)) makeSmall(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
     });
     // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
     // failed by the worker that next takes it, without a run. Its sender is told so at once
@@ -471,12 +481,22 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       void endedUnrun(job, failure).finally(() => {
         if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
         // Kept on the board without its payload (finished-jobs.ts); after the reply, which needs its address.
-        if (keptWhenFailed(job.opts)) void job.updateData(finishedJobData(queued) as QueuedEnvelope<P>).catch(() => {});
+        if (keptWhenFailed(job.opts)) makeSmall(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
       });
     });
     lanes.push(worker);
   }
   const worker = lanes[0]!;
+  // What a worker killed outright left whole on the board is made small (finished-jobs.ts).
+  void Promise.all(prefixes.map(async (prefix) => {
+    const queue = new Queue(options.queue, { connection: redis, prefix });
+    try {
+      const shrunk = await shrinkLeftWhole(queue);
+      if (shrunk > 0) options.log.info({ queue: options.queue, jobs: shrunk }, 'finished jobs a stopped worker had left whole made small');
+    } finally {
+      await queue.close();
+    }
+  })).catch((error: unknown) => options.log.warn({ err: error, queue: options.queue }, 'finished jobs left whole not made small yet (Redis unavailable); the next start tries again'));
   // Seen by the operations console and the metrics as one process serving the queue.
   const registration = registerWorker(redis, options.queue, { lanes: lanes.length, concurrency: laneConcurrency * lanes.length });
 
@@ -491,6 +511,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       }, Math.max(0, deadline - Date.now()));
       await Promise.all(lanes.map((lane) => lane.close()));
       clearTimeout(cut);
+      await Promise.all(shrinking);
       await registration.stop();
       clearInterval(flushTimer);
       if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});
