@@ -237,7 +237,7 @@ async function relayTraced<P extends RelayedPayload>(request: FastifyRequest, re
     ? await options.intake.enter(`${holder.userId}:${priority}`, clientGoneSignal(request), deadline).catch(refused)
     : undefined;
   try {
-    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission });
+    return await relayAdmitted(request, reply, options, { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission, refused });
   } finally {
     leaveIntake?.();
   }
@@ -246,8 +246,10 @@ async function relayTraced<P extends RelayedPayload>(request: FastifyRequest, re
 /** `relayModelJob` once the request has its place in the intake window. */
 async function relayAdmitted<P extends RelayedPayload>(
   request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>,
-  { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission }: {
+  { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission, refused }: {
     jobId: string; arrivedAt: number; deadline: number; priority: 'interactive' | 'batch'; leaveIntake?: () => void; spans: RelaySpans; admission: Span;
+    /** Ends admission's span as refused, logs a client that left meanwhile, and throws. */
+    refused: (error: unknown) => never;
   },
 ): Promise<unknown> {
   const { holder } = options;
@@ -256,9 +258,7 @@ async function relayAdmitted<P extends RelayedPayload>(
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {
     void admitting.then((late) => late.unrun(), () => {});
-    endSpan(admission, GatewayError.from(error).code);
-    logIfLeft(request, options, jobId, arrivedAt, error, holder.priority, spans.traceId);
-    throw error;
+    return refused(error);
   });
   admission.end();
   // From here its row is the job's: its worker's, or logUnrun's if it never runs.
