@@ -56,6 +56,9 @@ export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): P
     password: PASSWORD,
     persistent: options.persistent ?? true,
     createPostgresUser: userInfo().uid === 0,
+    // Whatever the shell's LANG or LC_ALL names: a locale the machine has not generated (a
+    // de_DE.UTF-8 on a machine with only C) failed initdb, and so `npm start` and every test.
+    initdbFlags: ['--no-locale', '--encoding=UTF8'],
     // One listening address, no Unix socket in a shared folder.
     postgresFlags: Object.entries({ listen_addresses: '127.0.0.1', unix_socket_directories: '', ...options.settings }).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: options.onLog ?? (() => {}),
