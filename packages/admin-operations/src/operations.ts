@@ -7,11 +7,12 @@ import type { z } from 'zod';
 import type { Actor } from '@gateway/contracts';
 import { channelOperations } from './channels.ts';
 import type { AdminOperation, MinRole } from './operation.ts';
+import { priceOperations } from './prices.ts';
 import { sessionOperations } from './sessions.ts';
 import { tokenOperations } from './tokens.ts';
 import { userOperations } from './users.ts';
 
-export const adminOperations = { ...userOperations, ...channelOperations, ...tokenOperations, ...sessionOperations };
+export const adminOperations = { ...userOperations, ...channelOperations, ...tokenOperations, ...sessionOperations, ...priceOperations };
 
 export type AdminOperationName = keyof typeof adminOperations;
 

@@ -30,3 +30,4 @@ export { redactUpstreamText, redactUpstreamBody, replySecretForms, secretForms, 
 export * from './worst-case-usage.ts';
 export * from './gemini-worst-case.ts';
 export * from './request-log.ts';
+export * from './money/index.ts';

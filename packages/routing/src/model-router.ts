@@ -1,4 +1,4 @@
-import { clientCancelled, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { clientCancelled, costOf, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
@@ -156,6 +156,7 @@ export class ModelRouter {
   async close(): Promise<void> {
     this.leases.close();
     this.parts.feed.close();
+    this.parts.prices.close();
     await this.ledger.close();
   }
 
@@ -437,8 +438,15 @@ export class ModelRouter {
   private charge(request: ModelRequest, channel: Channel, reported: Usage | undefined, ms: number, healthy = true): void {
     // Cached prompt tokens at the channel's ratios (cache-pricing.ts): the log's quota is the charge.
     const usage = chargedUsage(reported ?? { totalTokens: 0 }, channel);
-    this.ledger.charge({ caller: request.caller, channelId: channel.id, usage, responseTimeMs: ms, healthy });
-    if (request.record) request.record.usage = usage;
+    // In money, at the model's price on this channel (price-store.ts), from the usage as reported.
+    const prices = this.parts.prices.current;
+    const priced = prices.priceOf(request.model, channel.id);
+    const cost = priced && costOf(reported ?? { totalTokens: 0 }, priced.price, prices.groupRatio(request.caller.group));
+    this.ledger.charge({ caller: request.caller, channelId: channel.id, usage, cost, responseTimeMs: ms, healthy });
+    if (request.record) {
+      request.record.usage = usage;
+      request.record.cost = cost;
+    }
     this.settings.observer.usage?.(usage.totalTokens);
   }
 }

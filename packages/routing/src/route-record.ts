@@ -20,6 +20,8 @@ export interface RouteRecord {
   firstByteMs?: number;
   /** What was charged to the key, the user and the channel. */
   usage?: Usage;
+  /** What it cost, in nano-dollars (`costOf`); unset when its model has no price. */
+  cost?: number;
   /** For a request of a conversation: whether it went back to the channel of the last turn, or why not. */
   sticky?: StickyOutcome;
 }

@@ -1,6 +1,6 @@
 import type { RedisClient as Redis } from '@gateway/config';
 import type { Logger } from '@gateway/log';
-import { ChannelStore, InvalidationFeed, touchesCallers, touchesChannels } from '@gateway/store';
+import { ChannelStore, InvalidationFeed, PriceBook, touchesCallers, touchesChannels } from '@gateway/store';
 import { ChannelCache } from './channel-cache.ts';
 import { ChannelHealth, type ChannelHealthOptions } from './channel-health.ts';
 import { ChannelLeases } from './channel-leases.ts';
@@ -23,6 +23,8 @@ export interface RouterParts {
   leaseQueue: LeaseQueue;
   /** The channel of each conversation's last turn, shared across processes. */
   sticky: StickyChannels;
+  /** The price table, for each request's cost, kept fresh by the feed. */
+  prices: PriceBook;
   /** Channel and health changes announced by other processes. */
   feed: InvalidationFeed;
   /** The subscriber connection the feed and lease releases arrive on. */
@@ -82,11 +84,13 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
     else health.hear(message);
   });
   const sticky = new StickyChannels(redis, { ttlMs: options.stickyTtlMs, openingTtlMs: options.stickyOpeningTtlMs });
-  return { channels, health, ledger, leases, leaseQueue, sticky, feed, subscriber };
+  const prices = new PriceBook(redis, { feed });
+  return { channels, health, ledger, leases, leaseQueue, sticky, prices, feed, subscriber };
 }
 
 export async function startRouterParts(parts: RouterParts): Promise<void> {
   await parts.feed.start();
   await parts.subscriber.subscribe(routingKeys.leaseFreed);
   await parts.channels.current();
+  await parts.prices.start();
 }

@@ -1,6 +1,6 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
 import { insufficientQuota, invalidApiKey, tokenCount, type ModelCaller } from '@gateway/contracts';
-import { keys, QuotaHolds } from '@gateway/store';
+import { keys, QuotaHolds, type SettledUsage } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
 
@@ -19,6 +19,8 @@ export interface Charge {
   caller: ModelCaller;
   channelId: number;
   usage: Usage;
+  /** What it cost, in nano-dollars (`costOf`); unset: its model has no price. */
+  cost?: number;
   /** Upstream latency of the answer, recorded as the channel's `response_time`. */
   responseTimeMs: number;
   /** False for an answer cut short after output reached the client: charged, but no sign of health. */
@@ -26,13 +28,15 @@ export interface Charge {
 }
 
 type Scripted = Redis & {
-  gwChargeToken(token: string, quota: number, now: number): Promise<number>;
-  gwChargeUser(user: string, quota: number, requests: number): Promise<number>;
+  gwChargeToken(token: string, quota: number, now: number, cost: number): Promise<number>;
+  gwChargeUser(user: string, quota: number, requests: number, cost: number): Promise<number>;
   gwChargeChannel(channel: string, health: string, quota: number, ms: number, healthy: string): Promise<number>;
 };
 
 interface ChannelCharge { quota: number; responseTimeMs: number; healthy: boolean }
-interface UserCharge { quota: number; requests: number }
+interface UserCharge { quota: number; requests: number; cost: number }
+/** A key's charge: quota units and nano-dollars. */
+interface TokenCharge { quota: number; cost: number }
 /** A key's and its user's quota as last read, with this process's charges since applied. */
 interface QuotaSnapshot { remain: number; unlimited: boolean; allowance: number; used: number; readAt: number }
 
@@ -72,12 +76,12 @@ export class UsageLedger {
   private readonly redis: Scripted;
   private readonly flushMs: number;
   private readonly onFlushError: (error: Error) => void;
-  private tokens = new Map<number, number>();
+  private tokens = new Map<number, TokenCharge>();
   private users = new Map<number, UserCharge>();
   private channels = new Map<number, ChannelCharge>();
-  /** Holds (of requests a gateway held quota for) → the quota their answer used, until settled. */
-  private readonly held = new Map<string, number>();
-  private unsettled: { caller: ModelCaller; quota: number | undefined }[] = [];
+  /** Holds (of requests a gateway held quota for) → the quota and cost their answer used, until settled. */
+  private readonly held = new Map<string, SettledUsage>();
+  private unsettled: { caller: ModelCaller; usage: SettledUsage | undefined }[] = [];
   private readonly holds: QuotaHolds;
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -103,12 +107,12 @@ export class UsageLedger {
    */
   async settle(caller: ModelCaller): Promise<void> {
     if (!caller.hold) return;
-    const quota = this.held.get(caller.hold);
+    const usage = this.held.get(caller.hold);
     this.held.delete(caller.hold);
     try {
-      await this.holds.settle(caller.tokenId, caller.userId, caller.hold, quota === undefined ? undefined : { quota });
+      await this.holds.settle(caller.tokenId, caller.userId, caller.hold, usage);
     } catch (error) {
-      this.unsettled.push({ caller, quota });
+      this.unsettled.push({ caller, usage });
       this.schedule();
       this.onFlushError(error as Error);
     }
@@ -118,9 +122,9 @@ export class UsageLedger {
   private settleAgain(): Promise<unknown>[] {
     const unsettled = this.unsettled;
     this.unsettled = [];
-    return unsettled.map(({ caller, quota }) =>
-      this.holds.settle(caller.tokenId, caller.userId, caller.hold!, quota === undefined ? undefined : { quota })
-        .catch((e: Error) => this.retry(e, () => this.unsettled.push({ caller, quota }))),
+    return unsettled.map(({ caller, usage }) =>
+      this.holds.settle(caller.tokenId, caller.userId, caller.hold!, usage)
+        .catch((e: Error) => this.retry(e, () => this.unsettled.push({ caller, usage }))),
     );
   }
 
@@ -157,7 +161,7 @@ export class UsageLedger {
       throw invalidApiKey('this API key no longer exists');
     }
     const snapshot: QuotaSnapshot = {
-      remain: Number(remain ?? 0) - (this.tokens.get(caller.tokenId) ?? 0),
+      remain: Number(remain ?? 0) - (this.tokens.get(caller.tokenId)?.quota ?? 0),
       unlimited: unlimited === '1',
       allowance: Number(allowance ?? 0),
       used: Number(used ?? 0) + (this.users.get(caller.userId)?.quota ?? 0),
@@ -173,6 +177,7 @@ export class UsageLedger {
   /** Adds the usage to the key, the user and the channel (at the next flush), and marks the channel healthy. */
   charge(charge: Charge): void {
     const quota = tokenCount(charge.usage.totalTokens);
+    const cost = charge.cost !== undefined && Number.isFinite(charge.cost) ? Math.max(0, Math.ceil(charge.cost)) : 0;
     const snapshot = this.quotas.get(`${charge.caller.tokenId}:${charge.caller.userId}`);
     if (snapshot) {
       snapshot.remain -= quota;
@@ -180,10 +185,11 @@ export class UsageLedger {
     }
     if (charge.caller.hold) {
       // Charged with its hold's release when the request settles.
-      this.held.set(charge.caller.hold, (this.held.get(charge.caller.hold) ?? 0) + quota);
+      const held = this.held.get(charge.caller.hold);
+      this.held.set(charge.caller.hold, { quota: (held?.quota ?? 0) + quota, cost: (held?.cost ?? 0) + cost });
     } else {
-      this.addToken(charge.caller.tokenId, quota);
-      this.addUser(charge.caller.userId, { quota, requests: 1 });
+      this.addToken(charge.caller.tokenId, { quota, cost });
+      this.addUser(charge.caller.userId, { quota, requests: 1, cost });
     }
     const responseTimeMs = Math.max(0, Math.round(charge.responseTimeMs));
     this.addChannel(charge.channelId, { quota, responseTimeMs, healthy: charge.healthy !== false }, true);
@@ -208,11 +214,11 @@ export class UsageLedger {
     this.channels = new Map();
     const now = Math.floor(Date.now() / 1000);
     const writes: Promise<unknown>[] = this.settleAgain();
-    for (const [id, quota] of tokens) {
-      writes.push(this.redis.gwChargeToken(keys.token(id), quota, now).catch((e: Error) => this.retry(e, () => this.addToken(id, quota))));
+    for (const [id, charge] of tokens) {
+      writes.push(this.redis.gwChargeToken(keys.token(id), charge.quota, now, charge.cost).catch((e: Error) => this.retry(e, () => this.addToken(id, charge))));
     }
     for (const [id, charge] of users) {
-      writes.push(this.redis.gwChargeUser(keys.user(id), charge.quota, charge.requests).catch((e: Error) => this.retry(e, () => this.addUser(id, charge))));
+      writes.push(this.redis.gwChargeUser(keys.user(id), charge.quota, charge.requests, charge.cost).catch((e: Error) => this.retry(e, () => this.addUser(id, charge))));
     }
     for (const [id, charge] of channels) {
       writes.push(
@@ -237,8 +243,9 @@ export class UsageLedger {
     this.timer ??= setTimeout(() => void this.flush(), Math.max(this.flushMs, 250));
   }
 
-  private addToken(id: number, quota: number): void {
-    this.tokens.set(id, (this.tokens.get(id) ?? 0) + quota);
+  private addToken(id: number, charge: TokenCharge): void {
+    const token = this.tokens.get(id);
+    this.tokens.set(id, { quota: (token?.quota ?? 0) + charge.quota, cost: (token?.cost ?? 0) + charge.cost });
   }
 
   private addUser(id: number, charge: UserCharge): void {
@@ -246,6 +253,7 @@ export class UsageLedger {
     if (user) {
       user.quota += charge.quota;
       user.requests += charge.requests;
+      user.cost += charge.cost;
     } else {
       this.users.set(id, { ...charge });
     }

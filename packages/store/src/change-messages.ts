@@ -16,6 +16,8 @@ export type Change =
   | { kind: 'token'; id: number }
   /** One user (its role, its status, its quota). */
   | { kind: 'user'; id: number }
+  /** Prices or new-api's ratio options. */
+  | { kind: 'prices' }
   /** A channel cools down until an epoch-ms time (routing's, on the same feed); for one user only when `userId` is given. */
   | { kind: 'channel-cooldown'; channelId: number; until: number; userId?: number };
 
@@ -23,6 +25,7 @@ export function encodeChange(change: Change): string {
   switch (change.kind) {
     case 'everything': return '*';
     case 'channels': return 'channels';
+    case 'prices': return 'prices';
     case 'token': return `token:${change.id}`;
     case 'user': return `user:${change.id}`;
     case 'channel-cooldown': return `channel-cooldown:${change.channelId}:${change.until}${change.userId === undefined ? '' : `:${change.userId}`}`;
@@ -33,6 +36,7 @@ export function encodeChange(change: Change): string {
 export function decodeChange(message: string): Change | undefined {
   if (message === '*') return { kind: 'everything' };
   if (message === 'channels') return { kind: 'channels' };
+  if (message === 'prices') return { kind: 'prices' };
   const record = /^(token|user):(\d+)$/.exec(message);
   if (record) return { kind: record[1] as 'token' | 'user', id: Number(record[2]) };
   const cooldown = /^channel-cooldown:(\d+):(\d+)(?::(\d+))?$/.exec(message);
@@ -48,3 +52,5 @@ export async function publishChange(redis: Redis, change: Change): Promise<void>
 export const touchesCallers = (change: Change) => change.kind === 'everything' || change.kind === 'token' || change.kind === 'user';
 /** Whether a change may alter the channel table. */
 export const touchesChannels = (change: Change) => change.kind === 'everything' || change.kind === 'channels';
+/** Whether a change may alter a price. */
+export const touchesPrices = (change: Change) => change.kind === 'everything' || change.kind === 'prices';

@@ -37,6 +37,13 @@ export const keys = {
    */
   holds: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}holds:${of}:${id}`,
   heldSum: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}held-sum:${of}:${id}`,
+  /** The sum of the same holds' worst-case costs, in nano-dollars, on a budget in money. */
+  heldCost: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}held-cost:${of}:${id}`,
+
+  /** Prices administrators set (price-store.ts): `model` or `model@<channel id>` → its price as JSON. */
+  prices: `${STORE_PREFIX}prices`,
+  /** new-api's ratio options as set (`ModelRatio`, `GroupRatio`, …), each a JSON object. */
+  priceOptions: `${STORE_PREFIX}price-options`,
 
   /** Pub/sub channel on which writers announce changes that caches must drop. */
   invalidations: 'gw:invalidate',

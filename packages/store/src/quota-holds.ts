@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { MAX_REQUEST_TOKENS, tokenCount } from '@gateway/contracts';
+import { budgetPeriods, MAX_REQUEST_TOKENS, tokenCount, type BudgetPeriod } from '@gateway/contracts';
 import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
@@ -22,10 +22,18 @@ export interface HoldSubject {
 export type HoldRefusal =
   | { reason: 'key_in_flight' | 'user_in_flight'; cap: number }
   | { reason: 'key_quota' | 'user_quota'; exhausted: boolean }
+  /** The key's or user's budget in money is spent (`exhausted`) or held by requests in flight; `maxBudget` in nano-dollars. */
+  | { reason: 'key_budget' | 'user_budget'; exhausted: boolean; maxBudget: number; period: BudgetPeriod }
   | { reason: 'gone' };
 
+/** What a request used, charged when it settles: quota units, and nano-dollars (`costOf`). */
+export interface SettledUsage {
+  quota: number;
+  cost?: number;
+}
+
 type Scripted = Redis & {
-  gwReserveQuota(...args: (string | number)[]): Promise<[string, string | number | undefined]>;
+  gwReserveQuota(...args: (string | number)[]): Promise<[string, string | number | undefined, string?, string?]>;
   gwReleaseQuota(...args: string[]): Promise<number>;
   gwSettleQuota(...args: (string | number)[]): Promise<number>;
 };
@@ -33,7 +41,8 @@ type Scripted = Redis & {
 /**
  * Each admitted request holds its worst case (its prompt plus the most it may produce) on its
  * key's and its user's quota until it ends, so a burst of requests cannot together spend past
- * the quota: a request is admitted only while the quota less what is held is above zero. Holds
+ * the quota: a request is admitted only while the quota less what is held is above zero. A key
+ * or user with a budget in money (`max_budget`) is held the same way, at the worst case's cost. Holds
  * also count a key's and a user's requests in flight, for their caps. When the request ends, its
  * charge and the hold's release are one step (`settle`); a request that never ran gives its hold
  * back (`release`); one whose process died runs out at its expiry. Every key lives in the store's slot, beside the records whose quota it guards.
@@ -48,59 +57,67 @@ export class QuotaHolds {
 
   /** Whether a request of the subject could be admitted now, without holding anything. */
   async check(subject: HoldSubject): Promise<HoldRefusal | undefined> {
-    const [status, detail] = await this.run(subject, '', 0, 0, 'check');
-    return refusalOf(status, detail);
+    return refusalOf(await this.run(subject, '', 0, 0, 'check', 0));
   }
 
   /**
-   * Holds `amount` quota units and one in-flight slot for `ttlMs` (past the request's deadline);
-   * resolves with the hold (to release) or why the request may not start.
+   * Holds `amount` quota units, `cost` nano-dollars on a budget, and one in-flight slot for
+   * `ttlMs` (past the request's deadline); resolves with the hold (to release) or why the
+   * request may not start.
    */
-  async reserve(subject: HoldSubject, amount: number, ttlMs: number): Promise<{ hold: string } | HoldRefusal> {
+  async reserve(subject: HoldSubject, amount: number, ttlMs: number, cost = 0): Promise<{ hold: string } | HoldRefusal> {
     // An amount that is no number (a worst case some field made NaN) holds the most, never nothing.
     const held = Number.isFinite(amount) ? tokenCount(Math.ceil(amount)) : MAX_REQUEST_TOKENS;
-    const hold = `${randomUUID()}:${held}`;
-    const [status, detail] = await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve');
-    return refusalOf(status, detail) ?? { hold };
+    const heldCost = Number.isFinite(cost) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(cost))) : Number.MAX_SAFE_INTEGER;
+    const hold = `${randomUUID()}:${held}:${heldCost}`;
+    return refusalOf(await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve', heldCost)) ?? { hold };
   }
 
   /** Gives holds of one key back; giving one back twice is harmless. */
   async release(tokenId: number, userId: number, holds: readonly string[]): Promise<void> {
     if (holds.length === 0) return;
-    await this.redis.gwReleaseQuota(
-      keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId), ...holds,
-    );
+    await this.redis.gwReleaseQuota(...holdKeys(tokenId, userId), ...holds);
   }
 
   /**
-   * The request ended: charges its usage (`quota`, when it was answered) to its key and user and
-   * gives its hold back, in one step.
+   * The request ended: charges its usage (`quota` and `cost`, when it was answered) to its key
+   * and user and gives its hold back, in one step.
    */
-  async settle(tokenId: number, userId: number, hold: string, usage: { quota: number } | undefined): Promise<void> {
+  async settle(tokenId: number, userId: number, hold: string, usage: SettledUsage | undefined): Promise<void> {
+    const cost = usage?.cost !== undefined && Number.isFinite(usage.cost) ? Math.max(0, Math.ceil(usage.cost)) : 0;
     await this.redis.gwSettleQuota(
-      keys.token(tokenId), keys.user(userId),
-      keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId),
-      hold, usage ? tokenCount(usage.quota) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000),
+      keys.token(tokenId), keys.user(userId), ...holdKeys(tokenId, userId),
+      hold, usage ? tokenCount(usage.quota) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000), cost,
     );
   }
 
-  private run(subject: HoldSubject, hold: string, amount: number, ttlMs: number, mode: 'check' | 'reserve') {
+  private run(subject: HoldSubject, hold: string, amount: number, ttlMs: number, mode: 'check' | 'reserve', cost: number) {
     const { tokenId, userId } = subject;
     return this.redis.gwReserveQuota(
-      keys.token(tokenId), keys.user(userId),
-      keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.holds('user', userId), keys.heldSum('user', userId),
-      hold, amount, ttlMs, subject.keyInFlightCap, subject.userInFlightCap, mode,
+      keys.token(tokenId), keys.user(userId), ...holdKeys(tokenId, userId),
+      hold, amount, ttlMs, subject.keyInFlightCap, subject.userInFlightCap, mode, cost,
     );
   }
 }
 
-function refusalOf(status: string, detail: string | number | undefined): HoldRefusal | undefined {
+/** The keys of a key's and its user's holds: each one's set, sum of tokens and sum of nano-dollars. */
+const holdKeys = (tokenId: number, userId: number) => [
+  keys.holds('token', tokenId), keys.heldSum('token', tokenId), keys.heldCost('token', tokenId),
+  keys.holds('user', userId), keys.heldSum('user', userId), keys.heldCost('user', userId),
+];
+
+function refusalOf([status, detail, maxBudget, period]: [string, string | number | undefined, string?, string?]): HoldRefusal | undefined {
   switch (status) {
     case 'OK': return undefined;
     case 'KEY_IN_FLIGHT': return { reason: 'key_in_flight', cap: Number(detail) };
     case 'USER_IN_FLIGHT': return { reason: 'user_in_flight', cap: Number(detail) };
     case 'KEY_QUOTA': return { reason: 'key_quota', exhausted: detail === 'exhausted' };
     case 'USER_QUOTA': return { reason: 'user_quota', exhausted: detail === 'exhausted' };
+    case 'KEY_BUDGET':
+    case 'USER_BUDGET': return {
+      reason: status === 'KEY_BUDGET' ? 'key_budget' : 'user_budget', exhausted: detail === 'exhausted',
+      maxBudget: Number(maxBudget ?? 0), period: (budgetPeriods as readonly string[]).includes(period ?? '') ? period as BudgetPeriod : 'none',
+    };
     default: return { reason: 'gone' };
   }
 }

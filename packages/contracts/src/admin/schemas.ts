@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { username } from './username.ts';
 import { INT4_MAX } from '../validation.ts';
 import { BATCH_STATUSES, type BatchStatus } from '../wire/openai-batch.ts';
+import { modelPrice } from '../money/prices.ts';
 
 const id = z.coerce.number().int().positive();
 const nonNegative = z.number().int().min(0);
@@ -289,3 +290,33 @@ export type ListUsersQuery = z.infer<typeof listUsersQuery>;
 export type ListChannelsQuery = z.infer<typeof listChannelsQuery>;
 export type ListTokensQuery = z.infer<typeof listTokensQuery>;
 export type ListBatchesQuery = z.infer<typeof listBatchesQuery>;
+
+/** A model's name as prices name it: what a client asks for (no `@`, which scopes a channel's own price). */
+const pricedModel = z.string().trim().min(1).max(128).regex(/^[^@\p{Cc}]+$/u, 'must not hold "@" or control characters');
+/** `channel_id`: the price of the model on that channel alone, over the model's own. */
+export const setPriceBody = modelPrice.extend({ model: pricedModel, channel_id: z.number().int().positive().optional() }).strict();
+export const priceQuery = z.strictObject({ model: pricedModel, channel_id: z.coerce.number().int().positive().optional() });
+export const listPricesQuery = z.strictObject({ model: z.string().max(128).optional() });
+
+/**
+ * new-api's `PUT /api/option/`: `{ key, value }`, the value a JSON object of ratios as a string
+ * (as new-api's console sends it) or as the object itself. Only the ratio options are taken.
+ */
+const ratioMap = z.record(z.string().min(1).max(128), z.number().min(0).max(1_000_000))
+  .refine((map) => Object.keys(map).length <= 10_000, 'must have at most 10000 entries');
+export const setOptionBody = z.strictObject({
+  key: z.enum(['ModelRatio', 'CompletionRatio', 'CacheRatio', 'CreateCacheRatio', 'GroupRatio'], {
+    error: 'this gateway takes the ratio options only: ModelRatio, CompletionRatio, CacheRatio, CreateCacheRatio, GroupRatio',
+  }),
+  value: z.union([
+    z.string().max(1_000_000).transform((text, context) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        context.addIssue({ code: 'custom', message: 'must be a JSON object of ratios' });
+        return z.NEVER;
+      }
+    }).pipe(ratioMap),
+    ratioMap,
+  ]),
+});

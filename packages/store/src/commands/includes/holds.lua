@@ -1,27 +1,38 @@
--- Quota holds (quota-holds.ts): a sorted set of "<id>:<amount>" scored by expiry, and the sum
--- of their amounts.
+-- Quota holds (quota-holds.ts): a sorted set of "<id>:<tokens>:<nano-dollars>" scored by expiry,
+-- the sum of their tokens, and the sum of their nano-dollars (held on a budget). A member of
+-- the earlier form "<id>:<tokens>" holds no money.
 local function amountOf(member)
-  return tonumber(string.match(member, ':(%d+)$')) or 0
+  return tonumber(string.match(member, '^[^:]*:(%d+)')) or 0
+end
+
+local function costOfHold(member)
+  return tonumber(string.match(member, '^[^:]*:%d+:(%d+)$')) or 0
+end
+
+local function takeOff(sum, costSum, member)
+  redis.call('DECRBY', sum, amountOf(member))
+  local cost = costOfHold(member)
+  if cost > 0 then redis.call('DECRBY', costSum, cost) end
 end
 
 -- Drops the holds of a set that ran out (their request's process died before giving them back),
--- taking each amount off the set's sum. A few at a time.
-local function sweep(set, sum, now)
+-- taking each amount off the set's sums. A few at a time.
+local function sweep(set, sum, costSum, now)
   local expired = redis.call('ZRANGEBYSCORE', set, '-inf', now, 'LIMIT', 0, 64)
   for _, member in ipairs(expired) do
     redis.call('ZREM', set, member)
-    redis.call('DECRBY', sum, amountOf(member))
+    takeOff(sum, costSum, member)
   end
 end
 
 -- Gives one hold back: 1 when it was still held (a hold given back twice counts once).
-local function giveBack(set, sum, member)
+local function giveBack(set, sum, costSum, member)
   if redis.call('ZREM', set, member) == 0 then return 0 end
-  redis.call('DECRBY', sum, amountOf(member))
+  takeOff(sum, costSum, member)
   return 1
 end
 
--- A set with no hold left goes, with its sum: a deleted key or user leaves nothing behind.
-local function dropIfEmpty(set, sum)
-  if redis.call('ZCARD', set) == 0 then redis.call('DEL', set, sum) end
+-- A set with no hold left goes, with its sums: a deleted key or user leaves nothing behind.
+local function dropIfEmpty(set, sum, costSum)
+  if redis.call('ZCARD', set) == 0 then redis.call('DEL', set, sum, costSum) end
 end

@@ -1,0 +1,48 @@
+-- Budgets in money (budget-period.ts): a record's `max_budget` (nano-dollars, 0: none) over its
+-- `budget_duration` (none, daily, weekly, monthly: UTC calendar periods), its spend in the
+-- current period in `budget_spend`, counted from `budget_period` (the period's start, epoch s),
+-- and its spend since ever in `spend`. Periods come from Redis's clock, so every process agrees.
+local function periodStartOf(duration, seconds)
+  local days = math.floor(seconds / 86400)
+  if duration == 'daily' then return days * 86400 end
+  -- 1970-01-01 was a Thursday: a week starts on Monday.
+  if duration == 'weekly' then return (days - (days + 3) % 7) * 86400 end
+  if duration == 'monthly' then
+    -- The day of the month, from days since the epoch (Howard Hinnant's civil_from_days).
+    local z = days + 719468
+    local doe = z - math.floor(z / 146097) * 146097
+    local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+    local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+    local mp = math.floor((5 * doy + 2) / 153)
+    return (days - (doy - math.floor((153 * mp + 2) / 5))) * 86400
+  end
+  return 0
+end
+
+local budgetSeconds = tonumber(redis.call('TIME')[1])
+
+-- The record's spend in its current period.
+local function spentInPeriod(record)
+  local start = periodStartOf(redis.call('HGET', record, 'budget_duration'), budgetSeconds)
+  if tonumber(redis.call('HGET', record, 'budget_period') or '-1') ~= start then return 0 end
+  return tonumber(redis.call('HGET', record, 'budget_spend') or '0') or 0
+end
+
+-- What is left of the record's budget after its spend and `held` (nil: it has no budget).
+local function budgetLeft(record, held)
+  local max = tonumber(redis.call('HGET', record, 'max_budget') or '0') or 0
+  if max <= 0 then return nil end
+  return max - spentInPeriod(record) - held
+end
+
+-- Adds `cost` to the record's spend, counting its period's afresh when a new period began.
+local function addSpend(record, cost)
+  if cost <= 0 then return end
+  redis.call('HINCRBY', record, 'spend', cost)
+  local start = periodStartOf(redis.call('HGET', record, 'budget_duration'), budgetSeconds)
+  if tonumber(redis.call('HGET', record, 'budget_period') or '-1') ~= start then
+    redis.call('HSET', record, 'budget_period', start, 'budget_spend', cost)
+  else
+    redis.call('HINCRBY', record, 'budget_spend', cost)
+  end
+end

@@ -1,0 +1,3 @@
+export * from './prices.ts';
+export * from './budget-period.ts';
+export { defaultPrices, DEFAULT_PRICES_DATE } from './default-prices.ts';
