@@ -115,4 +115,12 @@ function assertOnlyTightens(current: StoredToken, changes: TokenChanges): void {
     const lifts = changes.max_in_flight === 0 ? current.max_in_flight > 0 : current.max_in_flight > 0 && changes.max_in_flight > current.max_in_flight;
     if (lifts) refuse('max_in_flight', "raise or lift a key's cap on requests in flight");
   }
+  if (changes.max_budget !== undefined) {
+    const lifts = changes.max_budget === 0 ? current.max_budget > 0 : current.max_budget > 0 && changes.max_budget > current.max_budget;
+    if (lifts) refuse('max_budget', "raise or lift a key's budget");
+  }
+  // A period of another length may allow more spend (a daily budget made monthly): an administrator's call.
+  if (changes.budget_duration !== undefined && current.max_budget > 0 && changes.budget_duration !== (current.budget_duration || 'none')) {
+    refuse('budget_duration', "change the period of a key's budget");
+  }
 }

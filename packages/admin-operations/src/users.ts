@@ -54,7 +54,8 @@ export const userOperations = {
         role,
         quota: input.quota ?? 0,
         group: input.group ?? 'default',
-        ...definedOnly({ rpm_limit: input.rpm_limit, models: input.models, priority: input.priority, max_keys: input.max_keys, max_in_flight: input.max_in_flight }),
+        ...definedOnly({ rpm_limit: input.rpm_limit, models: input.models, priority: input.priority, max_keys: input.max_keys, max_in_flight: input.max_in_flight,
+          max_budget: input.max_budget, budget_duration: input.budget_duration }),
       }, once, input.id_above);
       return publicUser(user);
     },

@@ -19,6 +19,8 @@ export interface KeyHolder extends ModelCaller {
   userInFlightCap: number;
   /** Whether requests must hold quota: the key's quota is not unlimited, or the user has an allowance. */
   quotaLimited: boolean;
+  /** Whether requests must hold their worst case's cost: the key or its user has a budget in money. */
+  budgetLimited: boolean;
 }
 
 /** The caller a model job carries: who the key is, for routing, charging and the request log. */
@@ -45,6 +47,7 @@ export function holderOf(token: StoredToken, user: StoredUser | null | undefined
     priority: batch ? 'batch' : 'interactive',
     keyInFlightCap: token.max_in_flight ?? 0, userInFlightCap: user?.max_in_flight ?? 0,
     quotaLimited: !token.unlimited_quota || (user?.quota ?? 0) > 0,
+    budgetLimited: (token.max_budget ?? 0) > 0 || (user?.max_budget ?? 0) > 0,
   };
 }
 

@@ -27,7 +27,7 @@ describe('model admission', () => {
       const user = await db.store.users.create({ username: name, password_hash: 'x' });
       const { token } = await db.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true }, issueApiKey().issued);
       // One request of the key in flight at a time: a hold not given back refuses the next.
-      return { tokenId: token.id, userId: user.id, group: 'default', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'batch', keyInFlightCap: 1, userInFlightCap: 0, quotaLimited: false };
+      return { tokenId: token.id, userId: user.id, group: 'default', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'batch', keyInFlightCap: 1, userInFlightCap: 0, quotaLimited: false, budgetLimited: false };
     };
     const [holder, other] = [await holderOf('giveback'), await holderOf('beside')];
     const admit = (h: KeyHolder) => admission.admit(h.priority, h, QueueName.completion, 10, Date.now() + 60_000, { chargeOnce: true });

@@ -1,5 +1,5 @@
-import { badRequest, GatewayError, insufficientQuota, invalidApiKey, rateLimited, type ModelCaller, type QueueName } from '@gateway/contracts';
-import type { HoldRefusal, QuotaHolds } from '@gateway/store';
+import { badRequest, GatewayError, insufficientQuota, invalidApiKey, periodEnd, rateLimited, usdOf, worstCaseCostOf, type ModelCaller, type QueueName } from '@gateway/contracts';
+import type { HoldRefusal, PriceBook, QuotaHolds } from '@gateway/store';
 import type { KeyHolder } from './key-holder.ts';
 
 /** Refuses a request its queue's backlog could not serve in time (the gateway's `BacklogAdmission`). */
@@ -31,6 +31,8 @@ export interface ModelAdmissionOptions {
   /** Unset: no backlog refuses (a batch line waits its turn instead). */
   backlog?: BacklogGate;
   holds: QuotaHolds;
+  /** Prices, for the cost a request holds on a budget in money (unset: budgets hold nothing). */
+  prices?: PriceBook;
   fairShares: FairShares;
   /** A hold outlives its request's deadline by this much before it runs out by itself. */
   holdGraceMs?: number;
@@ -66,11 +68,12 @@ export class ModelAdmission {
    * `chargeOnce`: hold even for a key with no limit, because a request with a hold is charged
    * with its hold's release, once however often its job runs (a batch line, whose job a killed
    * worker leaves to run again); without one it is charged by its worker's next flush, which a
-   * kill -9 loses.
+   * kill -9 loses. `model`: the model asked for, whose dearest price (on any channel) prices the
+   * worst case held on a budget in money.
    */
   async admit(
     priority: 'interactive' | 'batch', holder: KeyHolder, queue: QueueName, worstCase: number, deadline: number,
-    { chargeOnce = false }: { chargeOnce?: boolean } = {},
+    { chargeOnce = false, model }: { chargeOnce?: boolean; model?: string } = {},
   ): Promise<Admission> {
     const batch = priority === 'batch';
     await this.options.rateLimit.check(holder.tokenId, holder.rpmLimit);
@@ -78,7 +81,7 @@ export class ModelAdmission {
     let hold: string | undefined;
     if (chargeOnce || needsHold(holder)) {
       const ttlMs = Math.max(0, deadline - Date.now()) + (this.options.holdGraceMs ?? 60_000);
-      const held = await this.options.holds.reserve(holder, holder.quotaLimited ? worstCase : 0, ttlMs);
+      const held = await this.options.holds.reserve(holder, holder.quotaLimited ? worstCase : 0, ttlMs, this.worstCaseCost(holder, worstCase, model));
       if (!('hold' in held)) throw refusalError(held);
       hold = held.hold;
     }
@@ -125,6 +128,14 @@ export class ModelAdmission {
     if (tenant && hold) void this.release(tenant, hold);
   }
 
+  /** What the worst case may cost, held on a budget in money: 0 without a budget, or for a model with no price. */
+  private worstCaseCost(holder: KeyHolder, worstCase: number, model: string | undefined): number {
+    if (!holder.budgetLimited || model === undefined || !this.options.prices) return 0;
+    const prices = this.options.prices.current;
+    const price = prices.dearestOf(model);
+    return price ? worstCaseCostOf(worstCase, price, prices.groupRatio(holder.group)) : 0;
+  }
+
   private release(holder: Pick<KeyHolder, 'tokenId' | 'userId'>, hold: string): Promise<void> {
     // A hold that cannot be given back now runs out at its expiry.
     return this.options.holds.release(holder.tokenId, holder.userId, [hold]).catch(() => {});
@@ -132,7 +143,7 @@ export class ModelAdmission {
 }
 
 function needsHold(holder: KeyHolder): boolean {
-  return holder.quotaLimited || holder.keyInFlightCap > 0 || holder.userInFlightCap > 0;
+  return holder.quotaLimited || holder.budgetLimited || holder.keyInFlightCap > 0 || holder.userInFlightCap > 0;
 }
 
 /** The key's priority, or batch when the header asks for it: a header may lower it, never raise it. */
@@ -158,7 +169,17 @@ function refusalError(refusal: HoldRefusal): GatewayError {
       return refusal.exhausted
         ? insufficientQuota('your account has used up its quota; ask an administrator to raise it')
         : rateLimited("the rest of your account's quota is held by its requests in flight: retry when they end", 1);
+    case 'key_budget':
+    case 'user_budget': {
+      const whose = refusal.reason === 'key_budget' ? 'this API key' : 'your account';
+      if (!refusal.exhausted) return rateLimited(`the rest of ${whose}'s budget is held by its requests in flight: retry when they end`, 1);
+      const resets = periodEnd(refusal.period);
+      const when = resets === undefined ? 'it does not reset; ask an administrator to raise it' : `it resets at ${new Date(resets * 1000).toISOString()}`;
+      return insufficientQuota(`${whose} has spent its budget of $${usdOf(refusal.maxBudget)}${PERIOD_WORDS[refusal.period]}; ${when}`);
+    }
     default:
       return invalidApiKey('this API key no longer exists');
   }
 }
+
+const PERIOD_WORDS = { none: '', daily: ' for the day (UTC)', weekly: ' for the week (UTC, from Monday)', monthly: ' for the month (UTC)' } as const;

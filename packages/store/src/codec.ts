@@ -1,8 +1,11 @@
 /**
  * Records live in Redis hashes, every value a string. A codec says how each field of a record
- * is written and read back.
+ * is written and read back. `usd`: dollars to callers, whole nano-dollars in Redis (where the
+ * budget scripts add to them as integers).
  */
-type FieldKind = 'int' | 'string' | 'json' | 'bool';
+import { nanosOfUsd, usdOf } from '@gateway/contracts';
+
+type FieldKind = 'int' | 'string' | 'json' | 'bool' | 'usd';
 export type Codec<T> = { [K in keyof T]: FieldKind };
 
 export function encodeFields<T>(codec: Codec<T>, values: Partial<T>): Record<string, string> {
@@ -11,7 +14,7 @@ export function encodeFields<T>(codec: Codec<T>, values: Partial<T>): Record<str
     if (value === undefined) continue;
     const kind = (codec as Record<string, FieldKind>)[field];
     if (!kind) continue;
-    out[field] = kind === 'json' ? JSON.stringify(value) : kind === 'bool' ? (value ? '1' : '0') : String(value);
+    out[field] = kind === 'json' ? JSON.stringify(value) : kind === 'bool' ? (value ? '1' : '0') : kind === 'usd' ? String(nanosOfUsd(value as number)) : String(value);
   }
   return out;
 }
@@ -21,6 +24,7 @@ export function decodeFields<T>(codec: Codec<T>, hash: Record<string, string>): 
   for (const [field, kind] of Object.entries(codec) as [string, FieldKind][]) {
     const raw = hash[field];
     if (kind === 'int') out[field] = raw === undefined || raw === '' ? 0 : Number(raw);
+    else if (kind === 'usd') out[field] = raw === undefined || raw === '' ? 0 : usdOf(Number(raw));
     else if (kind === 'bool') out[field] = raw === '1';
     else if (kind === 'json') out[field] = raw === undefined || raw === '' ? undefined : JSON.parse(raw);
     else out[field] = raw ?? '';

@@ -1,4 +1,5 @@
 import { describe, expect } from 'vitest';
+import { NANOS_PER_USD, periodStart } from '@gateway/contracts';
 import { storeTest } from '@gateway/testkit/fixtures';
 import { issueApiKey } from './secrets.ts';
 import { keys } from './keys.ts';
@@ -42,4 +43,44 @@ describe('quota holds', () => {
     await expect.poll(() => holds.check(subject), { timeout: 3000 }).toBeUndefined();
     expect(await db.redis.get(keys.heldSum('user', user.id))).toBe('0');
   });
+
+  test('a budget in money admits while something of it is left after spend and holds, and a new period counts afresh', async ({ db }) => {
+    const holds = new QuotaHolds(db.redis);
+    const user = await db.store.users.create({ username: `h${++seq}`, password_hash: 'x' });
+    // $0.001 a day: a million nano-dollars.
+    const { token } = await db.store.tokens.create({ user_id: user.id, name: 't', unlimited_quota: true, max_budget: 0.001, budget_duration: 'daily' }, issueApiKey().issued);
+    const subject = { tokenId: token.id, userId: user.id, keyInFlightCap: 0, userInFlightCap: 0 };
+    const first = await holds.reserve(subject, 0, 60_000, 600_000) as { hold: string };
+    const second = await holds.reserve(subject, 0, 60_000, 600_000) as { hold: string };
+    expect(second).toHaveProperty('hold');
+    // 1,000,000 less 1,200,000 held: refused until a request ends.
+    expect(await holds.reserve(subject, 0, 60_000, 1)).toEqual({ reason: 'key_budget', exhausted: false, maxBudget: NANOS_PER_USD / 1000, period: 'daily' });
+    await holds.settle(token.id, user.id, first.hold, { quota: 10, cost: 400_000 });
+    await holds.settle(token.id, user.id, first.hold, { quota: 10, cost: 400_000 });
+    await holds.settle(token.id, user.id, second.hold, { quota: 10, cost: 650_000 });
+    // Spent past the budget by the last request's cost, at most its worst case: refused, spent.
+    expect(await holds.check(subject)).toEqual({ reason: 'key_budget', exhausted: true, maxBudget: 1_000_000, period: 'daily' });
+    const spent = (await db.store.tokens.get(token.id))!;
+    expect(spent).toMatchObject({ spend: 0.00105, budget_spend: 0.00105, budget_period: periodStart('daily') });
+    expect((await db.store.users.get(user.id))!.spend).toBe(0.00105);
+    expect(await db.redis.exists(keys.heldCost('token', token.id), keys.heldCost('user', user.id))).toBe(0);
+    // The period the spend counted ended: the next request is admitted, and its cost starts the new day's count.
+    await db.redis.hset(keys.token(token.id), 'budget_period', periodStart('daily') - 86_400);
+    const next = await holds.reserve(subject, 0, 60_000, 10) as { hold: string };
+    expect(next).toHaveProperty('hold');
+    await holds.settle(token.id, user.id, next.hold, { quota: 1, cost: 7 });
+    expect(await db.redis.hmget(keys.token(token.id), 'budget_spend', 'spend', 'budget_period')).toEqual(['7', '1050007', String(periodStart('daily'))]);
+  });
+
+  test("Redis's calendar agrees with the gateway's: a week from Monday, a month from its first day (UTC)", async ({ db }) => {
+    const holds = new QuotaHolds(db.redis);
+    const user = await db.store.users.create({ username: `h${++seq}`, password_hash: 'x' });
+    for (const period of ['daily', 'weekly', 'monthly'] as const) {
+      const { token } = await db.store.tokens.create({ user_id: user.id, name: period, unlimited_quota: true, max_budget: 1, budget_duration: period }, issueApiKey().issued);
+      const held = await holds.reserve({ tokenId: token.id, userId: user.id, keyInFlightCap: 0, userInFlightCap: 0 }, 0, 60_000, 5) as { hold: string };
+      await holds.settle(token.id, user.id, held.hold, { quota: 1, cost: 5 });
+      expect((await db.store.tokens.get(token.id))!.budget_period, period).toBe(periodStart(period));
+    }
+  });
 });
+

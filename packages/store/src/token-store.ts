@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { conflict, notFound, type Page, type Token } from '@gateway/contracts';
+import { budgetAsOf, conflict, notFound, type Page, type Token } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
@@ -16,15 +16,16 @@ const codec: Codec<StoredToken> = {
   id: 'int', user_id: 'int', name: 'string', key_hash: 'string', key_preview: 'string', status: 'int',
   remain_quota: 'int', unlimited_quota: 'bool', used_quota: 'int', expired_time: 'int', models: 'json',
   rpm_limit: 'int', priority: 'string', max_in_flight: 'int', created_time: 'int', accessed_time: 'int',
+  max_budget: 'usd', budget_duration: 'string', spend: 'usd', budget_spend: 'usd', budget_period: 'int',
 };
 
 export type NewToken = Pick<Token, 'user_id' | 'name'> &
-  Partial<Pick<Token, 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight'>>;
-export type TokenChanges = Partial<Pick<Token, 'name' | 'status' | 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight'>>;
+  Partial<Pick<Token, 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight' | 'max_budget' | 'budget_duration'>>;
+export type TokenChanges = Partial<Pick<Token, 'name' | 'status' | 'remain_quota' | 'unlimited_quota' | 'expired_time' | 'models' | 'rpm_limit' | 'priority' | 'max_in_flight' | 'max_budget' | 'budget_duration'>>;
 
 export function publicToken(token: StoredToken): Token {
   const { key_hash: _h, key_preview, ...rest } = token;
-  return { ...rest, key: key_preview };
+  return budgetAsOf({ ...rest, key: key_preview });
 }
 
 function decodeToken(hash: Record<string, string>): StoredToken {

@@ -1,5 +1,5 @@
 import type { RedisClient as Redis } from '@gateway/config';
-import { notFound, usernameKey, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
+import { budgetAsOf, notFound, usernameKey, DEFAULT_MAX_KEYS, Role, UserStatus, type Page, type User } from '@gateway/contracts';
 import { decodeFields, encodeFields, nowSeconds, readRecords, type Codec } from './codec.ts';
 import { keys } from './keys.ts';
 import { alreadyWritten, writeRecord, withRetry, type WriteOnce } from './record-write.ts';
@@ -23,10 +23,11 @@ const codec: Codec<StoredUser> = {
   used_quota: 'int', request_count: 'int', group: 'string', created_time: 'int',
   password_hash: 'string', access_token_hash: 'string', env_token_hash: 'string', session_epoch: 'int',
   rpm_limit: 'int', models: 'json', priority: 'string', max_keys: 'int', max_in_flight: 'int',
+  max_budget: 'usd', budget_duration: 'string', spend: 'usd', budget_spend: 'usd', budget_period: 'int',
 };
 
 /** The limits an administrator sets on a user (they bind every key of the user). */
-type UserLimits = Pick<User, 'rpm_limit' | 'models' | 'priority' | 'max_keys' | 'max_in_flight'>;
+type UserLimits = Pick<User, 'rpm_limit' | 'models' | 'priority' | 'max_keys' | 'max_in_flight' | 'max_budget' | 'budget_duration'>;
 
 type IndexChanges = NonNullable<Parameters<typeof writeRecord>[1]['index']>;
 
@@ -36,7 +37,7 @@ export type UserChanges = Partial<Pick<StoredUser, 'username' | 'password_hash' 
 /** The public view of a user: no password hash, no access token hash. */
 export function publicUser(user: StoredUser): User {
   const { password_hash: _p, access_token_hash: _a, env_token_hash: _e, session_epoch: _s, ...rest } = user;
-  return rest;
+  return budgetAsOf(rest);
 }
 
 export class UserStore {

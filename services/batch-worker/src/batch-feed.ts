@@ -356,7 +356,7 @@ export class BatchFeed {
           // The models its key and user may use now: an administrator may have narrowed them
           // since the batch was validated.
           if (!mayUseModel(holder, request.model)) throw modelNotAllowed(request.model);
-          admitted = await deps.admission.admit('batch', holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true });
+          admitted = await deps.admission.admit('batch', holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true, model: request.model });
           break;
         } catch (error) {
           // The key's rate or in-flight cap, or Redis away: the line waits its turn, as a client

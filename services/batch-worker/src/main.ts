@@ -6,7 +6,7 @@ import { createLogger, flushLogs } from '@gateway/log';
 import { startTracing } from '@gateway/tracing';
 import { createWorkerMetrics, serveWorkerPort } from '@gateway/observability';
 import { createRedis, FairShares, waitForRedis } from '@gateway/queue';
-import { createStore, InvalidationFeed, QuotaHolds, touchesCallers } from '@gateway/store';
+import { createStore, InvalidationFeed, PriceBook, QuotaHolds, touchesCallers } from '@gateway/store';
 import { BatchKeys } from './batch-keys.ts';
 import { BatchRunner } from './batch-runner.ts';
 
@@ -31,6 +31,8 @@ changes.on((change) => {
   if (touchesCallers(change)) keys.forget();
 });
 await changes.start();
+// Prices, for the cost a line holds on a budget in money.
+const prices = await new PriceBook(redis, { feed: changes }).start();
 
 const runs = new BatchRuns(database);
 // A user's batches hold at most three quarters of its body budget, leaving the rest to its live requests.
@@ -47,7 +49,7 @@ const runner = new BatchRunner({
     database,
     redis,
     openReader: () => createRedis(config.redis, { name: 'batch-worker-replies', blocking: true }),
-    admission: new ModelAdmission({ rateLimit: new KeyRateLimit(redis), holds: new QuotaHolds(redis), fairShares: new FairShares(redis) }),
+    admission: new ModelAdmission({ rateLimit: new KeyRateLimit(redis), holds: new QuotaHolds(redis), prices, fairShares: new FairShares(redis) }),
     holderOf: (batch) => keys.holderOf(batch),
     userMaxBytes: config.FILE_USER_MAX_BYTES,
     bodies,

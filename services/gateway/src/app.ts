@@ -5,7 +5,7 @@ import type { Logger } from '@gateway/log';
 import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
-import { QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
+import { PriceBook, QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
 import { AdminJobs } from './admin-jobs.ts';
 import { BatchOverview } from './batch-overview.ts';
 import type { FileLimits } from './routes/batch-api-options.ts';
@@ -252,11 +252,17 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // The user's share of BODY_BUDGET_PER_USER_BYTES, counted with every gateway's and batch worker's.
     const userBodies = new UserBodyBudget(deps.redis, `gateway-${randomUUID()}`, { leaseTtlMs: deps.bodyBudget.userLeaseTtlMs });
     models.addHook('onClose', () => userBodies.close());
+    // Prices, for the cost a request holds on a budget in money, kept fresh by the change feed.
+    const prices = new PriceBook(deps.redis, { feed: models.changeFeed });
+    models.addHook('onReady', async () => {
+      await prices.start();
+    });
+    models.addHook('onClose', () => prices.close());
     const modelApi = {
       jobs: deps.jobs,
       apiKeys: new ApiKeyAuth({ tokens: deps.store.tokens, users: deps.store.users, feed: models.changeFeed }),
       admission: new ModelAdmission({
-        rateLimit, backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), fairShares: new FairShares(deps.redis),
+        rateLimit, backlog: models.queueBacklog, holds: new QuotaHolds(deps.redis), prices, fairShares: new FairShares(deps.redis),
       }),
       catalog: new ModelCatalog(deps.store.channels, models.changeFeed),
       turns: new FairTurns(),

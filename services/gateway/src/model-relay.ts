@@ -84,6 +84,8 @@ export interface ModelRelayOptions<P extends RelayedPayload> {
   holder: KeyHolder;
   /** The most quota the request may use (held on its key's and user's quota while it runs). */
   worstCase: number;
+  /** The model asked for: the worst case's cost on a budget in money is at its price. */
+  model: string;
   /** Set to relay the reply as a stream in this format; unset for one JSON reply. */
   stream?: EventStreamFormat;
   /**
@@ -253,7 +255,7 @@ async function relayAdmitted<P extends RelayedPayload>(
   },
 ): Promise<unknown> {
   const { holder } = options;
-  const admitting = options.admission.admit(priority, holder, options.queue, options.worstCase, deadline);
+  const admitting = options.admission.admit(priority, holder, options.queue, options.worstCase, deadline, { model: options.model });
   // Admitted only after the deadline passed: nothing will run, so what it holds goes back.
   admitting.catch(() => {});
   const admitted = await beforeDeadline(admitting, deadline).catch((error: unknown) => {

@@ -6,10 +6,26 @@ export const UserStatus = { enabled: 1, disabled: 2 } as const;
 export const ChannelStatus = { enabled: 1, manuallyDisabled: 2, autoDisabled: 3 } as const;
 export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 } as const;
 
+import type { BudgetPeriod } from '../money/budget-period.ts';
+
 export type ChannelType = 'openai' | 'gemini' | 'anthropic';
+
+/**
+ * A budget in money on a key or a user (LiteLLM's `max_budget` and `budget_duration`), in US
+ * dollars: requests are refused with 429 once `budget_spend` (its spend in the current period)
+ * reaches `max_budget`; 0 is no budget. `spend` counts since the record was made.
+ */
+export interface Budget {
+  max_budget: number;
+  budget_duration: BudgetPeriod;
+  spend: number;
+  budget_spend: number;
+  /** When the current period started (epoch s), as the spend was last counted. */
+  budget_period: number;
+}
 export type Priority = 'interactive' | 'batch';
 
-export interface User {
+export interface User extends Budget {
   id: number;
   username: string;
   display_name: string;
@@ -73,7 +89,7 @@ export interface Channel {
   response_time: number;
 }
 
-export interface Token {
+export interface Token extends Budget {
   id: number;
   user_id: number;
   name: string;

@@ -7,6 +7,7 @@ import { username } from './username.ts';
 import { INT4_MAX } from '../validation.ts';
 import { BATCH_STATUSES, type BatchStatus } from '../wire/openai-batch.ts';
 import { modelPrice } from '../money/prices.ts';
+import { budgetPeriod } from '../money/budget-period.ts';
 
 const id = z.coerce.number().int().positive();
 const nonNegative = z.number().int().min(0);
@@ -77,6 +78,15 @@ export const sessionDeleteJob = z.strictObject({ session_hash: digest });
 /** A password hash made by the gateway (scrypt), never a password. */
 const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gateway');
 
+
+/** A budget in money on a key or a user (records.ts `Budget`): US dollars, and its period. */
+const budgetSettings = {
+  max_budget: z.number().min(0).max(1_000_000_000).optional(),
+  budget_duration: z.preprocess((value) => budgetPeriodAliases[String(value)] ?? value, budgetPeriod).optional(),
+};
+/** LiteLLM's spellings of a period, as its users write them. */
+const budgetPeriodAliases: Record<string, string> = { '': 'none', '1d': 'daily', '24h': 'daily', '7d': 'weekly', '1w': 'weekly', '30d': 'monthly', '1mo': 'monthly' };
+
 /**
  * Limits an administrator sets on a user. They bind every key of the user, whatever the key
  * says: the key's own settings can only narrow them further.
@@ -92,6 +102,7 @@ const userLimits = {
   max_keys: z.number().int().min(0).max(10_000).optional(),
   /** Requests of the user's keys in flight at once; 0: none. */
   max_in_flight: nonNegative.optional(),
+  ...budgetSettings,
 };
 
 const newUser = {
@@ -201,6 +212,7 @@ const tokenSettings = {
   priority: z.enum(['interactive', 'batch']).optional(),
   /** Requests of this key in flight at once; 0: none (the user's cap still applies). */
   max_in_flight: nonNegative.optional(),
+  ...budgetSettings,
 };
 
 export const createTokenBody = z.strictObject({

@@ -38,3 +38,21 @@ export function periodEnd(period: BudgetPeriod, now = Date.now()): number | unde
 
 /** The start of every period holding `now`, in the order the store's scripts take them. */
 export const periodStarts = (now = Date.now()) => budgetPeriods.map((period) => periodStart(period, now));
+
+/**
+ * A record's budget as a caller should read it at `now`: its spend in the current period (0 once
+ * a new period began, which the store counts afresh at the next charge), and when it resets
+ * (epoch s; null for a budget that never does, or no budget).
+ */
+export function budgetAsOf<T extends { max_budget: number; budget_duration: BudgetPeriod; budget_spend: number; budget_period: number }>(
+  record: T, now = Date.now(),
+): T & { budget_resets_at: number | null } {
+  const period = budgetPeriods.includes(record.budget_duration) ? record.budget_duration : 'none';
+  const current = record.budget_period === periodStart(period, now);
+  return {
+    ...record,
+    budget_duration: period,
+    budget_spend: current ? record.budget_spend : 0,
+    budget_resets_at: record.max_budget > 0 ? periodEnd(period, now) ?? null : null,
+  };
+}

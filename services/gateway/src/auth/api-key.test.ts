@@ -37,7 +37,7 @@ describe('API-key authentication', () => {
     const { user, token, key } = await newKey();
     expect(await auth.authenticate(bearer(key))).toEqual({
       tokenId: token.id, tokenName: token.name, userId: user.id, group: 'vip', models: 'all', rpmLimit: 0, userRpmLimit: 0, priority: 'interactive',
-      keyInFlightCap: 0, userInFlightCap: 0, quotaLimited: false,
+      keyInFlightCap: 0, userInFlightCap: 0, quotaLimited: false, budgetLimited: false,
     });
     // Served from memory: no more reads of the token or user records.
     const hgetall = redis.hgetall.bind(redis);

@@ -65,6 +65,7 @@ export async function relayModelEndpoint(
     payload: payload as CompletionJobPayload | AudioJobPayload,
     holder,
     worstCase: endpoint.worstCase(body),
+    model: job.model,
     stream: streams(endpoint, path, body) ? door.eventStream(request, body, endpoint) : undefined,
     // The schema gave the body back as it came (the entry's `asReceived`).
     requestJson: endpoint.asReceived ? request.jsonBytes ?? undefined : undefined,

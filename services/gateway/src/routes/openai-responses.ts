@@ -91,6 +91,7 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOpt
       payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: whole },
       holder,
       worstCase: endpoint.worstCase(whole),
+      model: whole.model,
       stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
       // The body as it came, unless a previous response's conversation was put before its input.
       requestJson: whole === body && !run ? request.jsonBytes ?? undefined : undefined,
