@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, log, traces
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, money, log, traces
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_DOOR_ROUNDS=3 npm run bench       # rounds of the doors' streamed rows (chat, Responses, Messages in turn)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
@@ -39,7 +39,7 @@ const burstUpstreamMs = 20;
 /** Bursts the two-tenant part pools its steady tenant's latencies over (BENCH_TENANT_ROUNDS). */
 const tenantRounds = Number(process.env.BENCH_TENANT_ROUNDS ?? 3);
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,log,traces').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,money,log,traces').split(','));
 const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
@@ -251,7 +251,7 @@ try {
     if (!parsed.success) throw new Error(`${path}: ${parsed.message}`);
     return parsed.data;
   };
-  await admin('POST', '/api/channel/', { name: 'bench', type: 'openai', key: 'sk-bench-upstream', base_url: mock.url, models: ['bench-model'] });
+  await admin('POST', '/api/channel/', { name: 'bench', type: 'openai', key: 'sk-bench-upstream', base_url: mock.url, models: ['bench-model', 'bench-priced'] });
   await admin('POST', '/api/channel/', { name: 'burst', type: 'openai', key: 'sk-bench-upstream', base_url: limited.url, models: ['burst-model'], max_concurrency: burstLimit });
   const key = (await admin('POST', '/api/token/', { name: 'bench', unlimited_quota: true })).key as string;
 
@@ -718,6 +718,51 @@ try {
       rows.push({ scenario, path: 'steady tenant: arrival to end, from the request log', 'req/s': '', 'p50 ms': percentile(total, 50), 'p99 ms': percentile(total, 99), errors: '',
         note: `${logged.length} rows: arrival → taken by a worker p50 ${percentile(queued, 50)}, p99 ${percentile(queued, 99)}, max ${percentile(queued, 100)}; waiting for a slot p50 ${percentile(slot, 50)}, p99 ${percentile(slot, 99)}; upstream p50 ${percentile(upstreamMs, 50)}, p99 ${percentile(upstreamMs, 99)}; arrival → end max ${percentile(total, 100)} ms; slowest (at s into the burst: queue/slot/upstream/total ms) ${slowest(logged)}` });
     }
+  }
+
+  if (parts.has('money')) {
+    // What cost accounting costs a request: the same requests at c=16 through the same gateway
+    // and worker, in rounds, by a model with no price (its lookup finds none), a priced model
+    // (its cost computed from the usage and added to the key's and user's spend with the next
+    // flush), and a priced model on a key with a budget in money (its worst case's cost held
+    // and settled in the scripts that hold quota: every request then holds).
+    await admin('PUT', '/api/price/', { model: 'bench-priced', input: 2.5, output: 10 });
+    const budgetKey = (await admin('POST', '/api/token/', { name: 'budget', unlimited_quota: true, max_budget: 1_000_000, budget_duration: 'monthly' })).key as string;
+    const settings: [string, ReturnType<typeof through>][] = [
+      ['model with no price', through('bench-model')],
+      ['priced model', through('bench-priced')],
+      ['priced model, key with a budget', through('bench-priced', {}, budgetKey)],
+    ];
+    const rounds = Number(process.env.BENCH_DOOR_ROUNDS ?? 3);
+    const perRound = Math.ceil(costRequests / rounds);
+    const sums = settings.map(() => ({ cpu: new Map<string, number>(), commands: 0, redisUs: 0, requests: 0, errors: 0, rps: 0 }));
+    for (const [, at] of settings) await load({ ...at, connections: 16, amount: 500 }).done; // warm-up
+    for (let round = 1; round <= rounds; round++) {
+      for (const [i, [path, at]] of settings.entries()) {
+        progress(`cost accounting, round ${round}/${rounds}: ${path}, ${perRound} requests at concurrency 16…`);
+        await resetRedisStats();
+        const before = serviceProcesses.map(([, pid]) => cpuMs(pid));
+        const result = await load({ ...at, connections: 16, amount: perRound }).done;
+        const sum = sums[i]!;
+        serviceProcesses.forEach(([name, pid], j) => sum.cpu.set(name, (sum.cpu.get(name) ?? 0) + cpuMs(pid) - before[j]!));
+        const commands = commandTotals(await redisInfo('commandstats'), 1);
+        sum.commands += commands.calls;
+        sum.redisUs += commands.usec;
+        sum.requests += perRound;
+        sum.errors += result.non2xx + result.errors;
+        sum.rps += result.rps / rounds;
+      }
+    }
+    const totalOf = (sum: (typeof sums)[number]) => [...sum.cpu.values()].reduce((a, b) => a + b, 0) / sum.requests;
+    for (const [i, [path]] of settings.entries()) {
+      const sum = sums[i]!;
+      const cpu = [...sum.cpu].filter(([, ms]) => ms / sum.requests >= 0.005).map(([name, ms]) => `${name} ${(ms / sum.requests).toFixed(3)}`).join(', ');
+      rows.push({
+        scenario: `cost accounting (${sum.requests} at c=16, ${rounds} rounds)`, path, 'req/s': sum.rps, 'p50 ms': '', 'p99 ms': '', errors: sum.errors,
+        note: `${(sum.commands / sum.requests).toFixed(1)} Redis commands, ${(sum.redisUs / sum.requests).toFixed(0)} µs of Redis; CPU ms/request: ${cpu} (${totalOf(sum).toFixed(3)} together, ${(100 * totalOf(sum) / totalOf(sums[0]!)).toFixed(0)}% of the unpriced model's)`,
+      });
+    }
+    figures.money = settings.map(([path], i) => ({ path, cpuMsPerRequest: totalOf(sums[i]!), commands: sums[i]!.commands / sums[i]!.requests }));
   }
 
   if (parts.has('log') && postgres) {

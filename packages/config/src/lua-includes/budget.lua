@@ -21,28 +21,24 @@ end
 
 local budgetSeconds = tonumber(redis.call('TIME')[1])
 
--- The record's spend in its current period.
-local function spentInPeriod(record)
-  local start = periodStartOf(redis.call('HGET', record, 'budget_duration'), budgetSeconds)
-  if tonumber(redis.call('HGET', record, 'budget_period') or '-1') ~= start then return 0 end
-  return tonumber(redis.call('HGET', record, 'budget_spend') or '0') or 0
-end
-
--- What is left of the record's budget after its spend and `held` (nil: it has no budget).
-local function budgetLeft(record, held)
-  local max = tonumber(redis.call('HGET', record, 'max_budget') or '0') or 0
+-- What is left of a budget, from the record's max_budget, budget_duration, budget_period and
+-- budget_spend as HMGET read them; nil when it has none.
+local function budgetLeft(max, duration, period, spend)
+  max = tonumber(max) or 0
   if max <= 0 then return nil end
-  return max - spentInPeriod(record) - held
+  if (tonumber(period) or -1) ~= periodStartOf(duration, budgetSeconds) then return max end
+  return max - (tonumber(spend) or 0)
 end
 
 -- Adds `cost` to the record's spend, counting its period's afresh when a new period began.
 local function addSpend(record, cost)
   if cost <= 0 then return end
-  redis.call('HINCRBY', record, 'spend', cost)
-  local start = periodStartOf(redis.call('HGET', record, 'budget_duration'), budgetSeconds)
-  if tonumber(redis.call('HGET', record, 'budget_period') or '-1') ~= start then
+  local fields = redis.call('HMGET', record, 'budget_duration', 'budget_period')
+  local start = periodStartOf(fields[1], budgetSeconds)
+  if (tonumber(fields[2]) or -1) ~= start then
     redis.call('HSET', record, 'budget_period', start, 'budget_spend', cost)
   else
     redis.call('HINCRBY', record, 'budget_spend', cost)
   end
+  redis.call('HINCRBY', record, 'spend', cost)
 end

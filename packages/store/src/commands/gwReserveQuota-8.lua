@@ -9,31 +9,35 @@
 --- @include "now"
 --- @include "holds"
 --- @include "budget"
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[2]) == 0 then return {'GONE'} end
+-- Each record read once: its id (gone without), its quota's fields, and its budget's.
+local token = redis.call('HMGET', KEYS[1], 'id', 'unlimited_quota', 'remain_quota', 'max_budget', 'budget_duration', 'budget_period', 'budget_spend')
+local user = redis.call('HMGET', KEYS[2], 'id', 'quota', 'used_quota', 'max_budget', 'budget_duration', 'budget_period', 'budget_spend')
+if not token[1] or not user[1] then return {'GONE'} end
 sweep(KEYS[3], KEYS[4], KEYS[5], now)
 sweep(KEYS[6], KEYS[7], KEYS[8], now)
 local keyCap, userCap = tonumber(ARGV[4]), tonumber(ARGV[5])
 if keyCap > 0 and redis.call('ZCARD', KEYS[3]) >= keyCap then return {'KEY_IN_FLIGHT', keyCap} end
 if userCap > 0 and redis.call('ZCARD', KEYS[6]) >= userCap then return {'USER_IN_FLIGHT', userCap} end
-if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then
-  local remain = tonumber(redis.call('HGET', KEYS[1], 'remain_quota') or '0') or 0
+if token[2] ~= '1' then
+  local remain = tonumber(token[3]) or 0
   if remain <= 0 then return {'KEY_QUOTA', 'exhausted'} end
-  if remain - (tonumber(redis.call('GET', KEYS[4]) or '0') or 0) <= 0 then return {'KEY_QUOTA', 'held'} end
+  if remain - (tonumber(redis.call('GET', KEYS[4])) or 0) <= 0 then return {'KEY_QUOTA', 'held'} end
 end
-local allowance = tonumber(redis.call('HGET', KEYS[2], 'quota') or '0') or 0
+local allowance = tonumber(user[2]) or 0
 if allowance > 0 then
-  local left = allowance - (tonumber(redis.call('HGET', KEYS[2], 'used_quota') or '0') or 0)
+  local left = allowance - (tonumber(user[3]) or 0)
   if left <= 0 then return {'USER_QUOTA', 'exhausted'} end
-  if left - (tonumber(redis.call('GET', KEYS[7]) or '0') or 0) <= 0 then return {'USER_QUOTA', 'held'} end
+  if left - (tonumber(redis.call('GET', KEYS[7])) or 0) <= 0 then return {'USER_QUOTA', 'held'} end
 end
 -- A budget admits a request while something of it is left after what is spent and held, as
 -- quota does: spend passes the budget by at most the worst case of the last request admitted.
-for i, record in ipairs({KEYS[1], KEYS[2]}) do
-  local held = tonumber(redis.call('GET', KEYS[2 + 3 * i]) or '0') or 0
-  local left = budgetLeft(record, 0)
-  if left ~= nil and (left <= 0 or left - held <= 0) then
-    return {i == 1 and 'KEY_BUDGET' or 'USER_BUDGET', left <= 0 and 'exhausted' or 'held',
-      redis.call('HGET', record, 'max_budget'), redis.call('HGET', record, 'budget_duration') or 'none'}
+for i, record in ipairs({token, user}) do
+  local left = budgetLeft(record[4], record[5], record[6], record[7])
+  if left ~= nil then
+    local held = tonumber(redis.call('GET', KEYS[2 + 3 * i])) or 0
+    if left <= 0 or left - held <= 0 then
+      return {i == 1 and 'KEY_BUDGET' or 'USER_BUDGET', left <= 0 and 'exhausted' or 'held', record[4], record[5] or 'none'}
+    end
   end
 end
 if ARGV[6] ~= 'reserve' then return {'OK'} end
@@ -43,10 +47,14 @@ local cost = tonumber(ARGV[7]) or 0
 for i = 3, 6, 3 do
   redis.call('ZADD', KEYS[i], now + ttl, ARGV[1])
   redis.call('INCRBY', KEYS[i + 1], amount)
-  if cost > 0 then redis.call('INCRBY', KEYS[i + 2], cost) end
+  local last = i + 1
+  if cost > 0 then
+    redis.call('INCRBY', KEYS[i + 2], cost)
+    last = i + 2
+  end
   -- The keys outlive their longest hold, and no longer: a deleted key leaves nothing behind.
-  for j = i, i + 2 do
-    if redis.call('EXISTS', KEYS[j]) == 1 and redis.call('PTTL', KEYS[j]) < ttl then redis.call('PEXPIRE', KEYS[j], ttl + 1000) end
+  for j = i, last do
+    if redis.call('PTTL', KEYS[j]) < ttl then redis.call('PEXPIRE', KEYS[j], ttl + 1000) end
   end
 end
 return {'OK'}
