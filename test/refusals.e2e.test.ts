@@ -32,9 +32,13 @@ describe('refusals in the request log', () => {
     const spent = await apiKey({ unlimited_quota: false, remain_quota: 1 });
     const limited = await apiKey({ rpm_limit: 1 });
     const single = await apiKey({ max_in_flight: 1 });
+    // A budget in money of a millionth of a dollar, spent by one request at this price.
+    await stack.adminData('PUT', '/api/price/', { model, input: 100, output: 100 });
+    const broke = await apiKey({ max_budget: 0.000001 });
+    await client(stack, broke.key, `budget-spend-${seq}`).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
     await client(stack, spent.key, `spend-${seq}`).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
     await client(stack, limited.key, `first-${seq}`).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
-    await expect.poll(() => mock.requests.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => mock.requests.length, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
     await expect.poll(async () => (await stack.adminData('GET', `/api/token/${spent.id}`)).remain_quota, { timeout: 15_000 }).toBeLessThanOrEqual(0);
 
     const cases = [
@@ -44,6 +48,7 @@ describe('refusals in the request log', () => {
       // Refused by the relay after the body was read, with the job not yet made.
       { id: `priority-${seq}`, key: good.key, body: { model }, headers: { 'x-priority': 'urgent' }, status: 400, code: 'invalid_request', token: good.id },
       { id: `quota-${seq}`, key: spent.key, body: { model }, status: 429, code: 'insufficient_quota', token: spent.id, headersOnly: true },
+      { id: `budget-${seq}`, key: broke.key, body: { model }, status: 429, code: 'insufficient_quota', token: broke.id, headersOnly: true },
       { id: `rpm-${seq}`, key: limited.key, body: { model }, status: 429, code: 'rate_limited', token: limited.id },
       { id: `in-flight-${seq}`, key: single.key, body: { model }, status: 429, code: 'rate_limited', token: single.id, headersOnly: true },
     ];
