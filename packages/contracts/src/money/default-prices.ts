@@ -56,4 +56,8 @@ export const defaultPrices: Readonly<Record<string, ModelPrice>> = {
   'gemini-2.5-flash-lite': p(0.1, 0.4, 0.01),
   'gemini-2.0-flash': p(0.1, 0.4, 0.025),
   'gemini-embedding-001': p(0.15, 0),
+  // Speech: text in, audio out, each in the tokens the upstream counts (Gemini 25 audio tokens a second).
+  'gemini-2.5-flash-preview-tts': p(0.5, 10),
+  'gemini-2.5-pro-preview-tts': p(1, 20),
+  'gpt-4o-mini-tts': p(0.6, 12),
 };
