@@ -203,6 +203,27 @@ describe('traces across the hop', () => {
     expect(spans.find((s) => s.kind === CONSUMER)!.status.code).toBe(ERROR);
   });
 
+  it('a request refused at the gateway, before any job (a bad key, an invalid body), is a trace of one failed span, its log row naming it', async ({ stack, apiKey }) => {
+    const { key } = await apiKey();
+    const cases = [
+      { key: 'sk-no-such-key-0123456789abcdefghijklmnopqrstuvwxyz', body: { model: 'm' }, status: 401, code: 'invalid_api_key' },
+      { key, body: { model: 'm', temperature: 7 }, status: 400, code: 'invalid_request' },
+    ];
+    for (const c of cases) {
+      const { traceId, spanId, traceparent } = clientTrace();
+      const requestId = `refused-trace-${++seq}`;
+      const failed = await client(stack, c.key).chat.completions.create({ messages: [{ role: 'user', content: 'hi' }], ...c.body } as never, { headers: { traceparent, 'x-request-id': requestId } }).catch((error: unknown) => error);
+      expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBe(c.status);
+      await expect.poll(() => receiver.trace(traceId).length, { timeout: 15_000, interval: 100 }).toBe(1);
+      expect(receiver.trace(traceId)[0]).toMatchObject({
+        service: 'gateway', kind: SERVER, name: 'POST /v1/chat/completions', parentSpanId: spanId,
+        status: { code: ERROR }, attributes: { 'http.response.status_code': c.status, 'error.type': c.code },
+      });
+      await expect.poll(async () => (await stack.adminData('GET', `/api/log/?request_id=${requestId}`)).items[0]?.trace_id, { timeout: 15_000 }).toBe(traceId);
+    }
+    expectNoSecrets(receiver.spans, cases[0]!.key, key);
+  });
+
   it('a batch line is a trace of its own, from the batch worker to the upstream, its log row naming it', async ({ stack, upstream, channel, apiKey }) => {
     const model = `trace-${++seq}`;
     const mock = await upstream.openai({ text: 'a batch answer' });

@@ -184,6 +184,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   app.decorateRequest('actor', null);
   app.decorateRequest('refusal', null);
   app.decorateRequest('loggedAsJob', false);
+  app.decorateRequest('relayTrace', null);
 
   app.addHook('onRequest', async (request, reply) => {
     watchClient(request, reply);

@@ -10,6 +10,28 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GEN_AI, SpanKind, contextOf, endSpan, genAiOperationOf, trace, traceIdOf, traceparentOf, tracer, type Context, type Span } from '@gateway/tracing';
 import type { GatewayError } from '@gateway/contracts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set once the relay began its spans: the trace id, when sampled, of a request refused after that. */
+    relayTrace: { traceId: string | undefined } | null;
+  }
+}
+
+/**
+ * The one span of a model request refused before the relay began (a bad key, a model not
+ * allowed, an invalid body, a spent quota or budget seen from the headers): the server span,
+ * failed with the refusal's code, from its arrival to its answer. Its trace id, when sampled.
+ */
+export function refusedSpan(request: FastifyRequest, reply: FastifyReply, route: string, model: string, code: string): string | undefined {
+  const span = tracer.startSpan(`${request.method} ${route}`, {
+    kind: SpanKind.SERVER,
+    startTime: Date.now() - reply.elapsedTime,
+    attributes: { 'http.request.method': request.method, 'http.route': route, 'http.response.status_code': reply.statusCode, ...(model ? { [GEN_AI.requestModel]: model } : {}) },
+  }, contextOf(request.headers.traceparent));
+  endSpan(span, code);
+  return traceIdOf(span);
+}
+
 export class RelaySpans {
   private readonly server: Span;
   private readonly context: Context;
@@ -32,6 +54,7 @@ export class RelaySpans {
     }, parent);
     this.context = trace.setSpan(parent, this.server);
     this.traceId = traceIdOf(this.server);
+    request.relayTrace = { traceId: this.traceId };
   }
 
   /** The span of admission: ended by the caller, failed by a refusal. */

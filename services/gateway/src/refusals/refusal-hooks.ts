@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayError } from '@gateway/contracts';
 import { fromFastifyError, pathOf } from '../error-formats.ts';
+import { refusedSpan } from '../relay-spans.ts';
 import type { RefusalLog, RefusedCaller } from './refusal-log.ts';
 
 declare module 'fastify' {
@@ -32,6 +33,8 @@ export function logRefusals(app: FastifyInstance, refusals: RefusalLog | undefin
     if (error?.code === 'cancelled') return;
     const { route, model } = routeAndModel(request);
     const body = request.body as { stream?: unknown } | undefined;
+    // Refused inside the relay: its spans are there already; before it, the refusal is its one span.
+    const traceId = request.relayTrace ? request.relayTrace.traceId : refusedSpan(request, reply, route, model, error?.code ?? 'unknown');
     refusals.record({
       requestId: request.id,
       arrivedAt: Math.round(Date.now() - reply.elapsedTime),
@@ -45,6 +48,7 @@ export function logRefusals(app: FastifyInstance, refusals: RefusalLog | undefin
       caller: callerOf(request),
       streamed: body?.stream === true || route.endsWith(':streamGenerateContent'),
       totalMs: Math.round(reply.elapsedTime),
+      traceId,
     });
   });
 }

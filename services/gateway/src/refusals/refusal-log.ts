@@ -47,6 +47,8 @@ export interface Refusal {
   caller: RefusedCaller;
   streamed: boolean;
   totalMs: number;
+  /** Its trace, when it was sampled: the row of the first refusal of a window carries it. */
+  traceId?: string;
 }
 
 interface Sampled {
@@ -183,5 +185,6 @@ function rowOf(refusal: Refusal, shown: { client_ip: string; credential?: string
     count: 1,
     client_ip: shown.client_ip,
     credential: shown.credential,
+    trace_id: refusal.traceId,
   };
 }
