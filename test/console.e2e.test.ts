@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CHROMIUM_ARGS, findChromium, repoRoot, type Stack } from '@gateway/testkit';
-import { stackTest } from '@gateway/testkit/fixtures';
+import { loggedRow, stackTest } from '@gateway/testkit/fixtures';
 
 const ROOT_PASSWORD = 'root-password-for-console';
 const it = stackTest({
@@ -241,6 +241,53 @@ describe('the operations console', () => {
     expect(await page.locator('figure.chart canvas').count()).toBeGreaterThanOrEqual(4);
     await page.locator('figure.chart figcaption', { hasText: 'Jobs waiting, live' }).waitFor({ timeout: 15_000 });
     await screenshot(page, 'charts');
+    await context.close();
+  }, 60_000);
+
+  it("shows spend per key, user and model today and this month, the prices and where each came from, a model with no price as not priced, and each request's cost in the log", async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.openai({ text: 'priced' });
+    const [priced, free] = [`console-priced-${Date.now()}`, `console-free-${Date.now()}`];
+    await channel(mock, [priced, free]);
+    expect((await stack.admin('PUT', '/api/price/', { model: priced, input: 250_000, output: 500_000 })).status).toBe(200);
+    const { id, key } = await apiKey({ name: 'spender' });
+    // The workers hear of the price on the change feed: asked until a request is priced.
+    let usage!: OpenAI.CompletionUsage;
+    let requestId = '';
+    await expect.poll(async () => {
+      requestId = `console-cost-${Date.now()}`;
+      usage = (await client(stack, key, requestId).completions.create({ model: priced, prompt: 'what does it cost' })).usage!;
+      return (await loggedRow(stack, requestId)).priced;
+    }, { timeout: 15_000, interval: 200 }).toBe(true);
+    const freeId = `console-free-${Date.now()}`;
+    await client(stack, key, freeId).completions.create({ model: free, prompt: 'hi' });
+    await loggedRow(stack, freeId);
+    // $250,000 and $500,000 per million tokens: a dollar or more, shown in cents.
+    const cost = (usage.prompt_tokens * 250_000 + usage.completion_tokens * 500_000) / 1e6;
+    const shown = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' }).format(cost);
+
+    const { context, page } = await signedIn(stack);
+    await page.waitForURL(/\/admin$/);
+    await page.getByRole('link', { name: 'Request log' }).click();
+    await page.fill('input[name=request_id]', requestId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect(page.locator(`tr[data-request="${requestId}"] .cost`).textContent({ timeout: 15_000 })).resolves.toBe(shown);
+    await page.fill('input[name=request_id]', freeId);
+    await page.getByRole('button', { name: 'Search' }).click();
+    await expect(page.locator(`tr[data-request="${freeId}"] .cost`).textContent({ timeout: 15_000 })).resolves.toBe('not priced');
+
+    await page.getByRole('link', { name: 'Spend' }).click();
+    // The spend is read at most every 10 s for every console: refreshed until it counts the request.
+    await expect.poll(async () => {
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.waitForTimeout(500);
+      return page.locator(`#spend-keys tr[data-key="${id}"] .day`).textContent({ timeout: 5_000 }).catch(() => null);
+    }, { timeout: 30_000 }).toBe(shown);
+    await expect(page.locator(`#spend-keys tr[data-key="${id}"] th`).textContent()).resolves.toBe(`spender (#${id})`);
+    await expect(page.locator(`#spend-models tr[data-key="${free}"] .unpriced`).textContent()).resolves.toBe('1');
+    await expect(page.locator(`#price-table tr[data-model="${priced}"] .source`).textContent()).resolves.toBe('set');
+    await expect(page.locator('#price-table tr[data-model="gpt-4o"] .source').textContent()).resolves.toBe('default table');
+    await expect(page.locator(`#price-table tr.not-priced[data-model="${free}"]`).textContent()).resolves.toContain('not priced');
+    await screenshot(page, 'spend');
     await context.close();
   }, 60_000);
 

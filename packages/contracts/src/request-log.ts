@@ -61,6 +61,11 @@ export interface RequestLogRow {
   sticky?: string;
   /** Quota charged to the key, the user and the channel. */
   quota: number;
+  /**
+   * What it cost, in whole nano-dollars (`costOf`, at its model's price on the channel that
+   * answered); unset when the model had no price, or the request was refused or never answered.
+   */
+  cost_nanos?: number;
   /** From queued to taken by a worker. */
   queue_ms?: number;
   /** Waiting for a slot of a channel at its max_concurrency. */

@@ -15,4 +15,4 @@ export { ResponseStore, identifiedItems, type StoredResponse, type StoredItem } 
 export { BatchRuns, type LineToRun, type LineResult, type BatchEnd } from './batch-runs.ts';
 export { createBatchResultFiles, resultFileContent, type ResultKind } from './result-files.ts';
 export { RequestLogWriter, startRequestLog, type RequestLogConfig, type RequestLogWriterOptions } from './request-log-writer.ts';
-export { RequestLogQuery, type RequestLogEntry, type RequestLogStat, type ChannelHealth } from './request-log-query.ts';
+export { RequestLogQuery, type RequestLogEntry, type RequestLogStat, type ChannelHealth, type Spend, type SpendLine } from './request-log-query.ts';

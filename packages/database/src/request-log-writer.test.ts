@@ -75,6 +75,49 @@ describe('the request log', () => {
     await writer.close();
   });
 
+  it("keeps each request's cost in nano-dollars, answers it in USD with whether it was priced, and sums it by key, user and model over the day and month", async () => {
+    const writer = new RequestLogWriter(db);
+    const model = `priced-${crypto.randomUUID()}`;
+    const free = `free-${crypto.randomUUID()}`;
+    const batchId = `batch_${crypto.randomUUID()}`;
+    const now = Date.now();
+    const monthStart = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
+    const dayStart = Math.floor(now / DAY) * DAY;
+    const rows = [
+      row({ batch_id: batchId, token_id: 9101, token_name: 'alpha', user_id: 9201, model, cost_nanos: 1_500, created_at: now }),
+      row({ batch_id: batchId, token_id: 9101, token_name: 'alpha', user_id: 9201, model, cost_nanos: 2_500, created_at: now }),
+      row({ batch_id: batchId, token_id: 9102, token_name: 'beta', user_id: 9201, model: free, created_at: now }),
+      // Refused: no cost and no price, and not counted as an unpriced answer.
+      row({ batch_id: batchId, token_id: 9102, user_id: 9201, model, status: 429, total_tokens: 0, created_at: now }),
+    ];
+    // Earlier this month (when the month has had a day before today): in the month's sum, not the day's.
+    if (dayStart > monthStart) rows.push(row({ batch_id: batchId, token_id: 9101, token_name: 'alpha', user_id: 9201, model, cost_nanos: 1_000_000_000, created_at: dayStart - 1000 }));
+    for (const r of rows) writer.record(r);
+    await writer.close();
+    const query = new RequestLogQuery(db);
+    const items = (await query.page({ p: 1, page_size: 10, batch_id: batchId })).items;
+    expect(items.filter((i) => i.model === model && i.status === 200).map((i) => [i.cost, i.priced, i.cost_nanos]).sort()).toEqual(
+      [[0.0000015, true, 1_500], [0.0000025, true, 2_500], ...(dayStart > monthStart ? [[1, true, 1_000_000_000]] : [])].sort());
+    expect(items.find((i) => i.model === free)).toMatchObject({ cost: 0, priced: false });
+    expect(items.find((i) => i.status === 429)).toMatchObject({ cost: 0, priced: false });
+
+    const earlier = dayStart > monthStart ? 1 : 0;
+    const byToken = await query.stat({ batch_id: batchId, start_timestamp: dayStart / 1000, group_by: 'token' });
+    expect(byToken).toEqual([
+      expect.objectContaining({ key: 9101, requests: 2, cost: 0.000004, cost_nanos: 4_000, unpriced: 0 }),
+      expect.objectContaining({ key: 9102, requests: 2, cost: 0, unpriced: 1 }),
+    ]);
+
+    const spend = await query.spend();
+    expect(spend.day_start).toBe(dayStart / 1000);
+    expect(spend.month_start).toBe(monthStart / 1000);
+    expect(spend.keys.find((k) => k.key === 9101)).toEqual({ key: 9101, name: 'alpha', day: 0.000004, month: 0.000004 + earlier, day_requests: 2, month_requests: 2 + earlier, unpriced: 0 });
+    expect(spend.keys.find((k) => k.key === 9102)).toMatchObject({ day: 0, month_requests: 1, unpriced: 1 });
+    expect(spend.users.find((u) => u.key === 9201)).toMatchObject({ day: 0.000004, month: 0.000004 + earlier, day_requests: 3, unpriced: 1 });
+    expect(spend.models.find((m) => m.key === model)).toMatchObject({ day: 0.000004, month_requests: 2 + earlier });
+    expect(spend.models.find((m) => m.key === free)).toMatchObject({ day: 0, unpriced: 1 });
+  });
+
   it('stores what PostgreSQL refuses as it comes (U+0000, lone surrogates, usage past int4), and drops alone a row it still refuses', async () => {
     const dropped: string[] = [];
     const writer = new RequestLogWriter(db, { log: { info: () => {}, warn: (f: any) => dropped.push(f.requestId) } });

@@ -32,6 +32,7 @@ const COLUMNS: [keyof RequestLogRow, string][] = [
   ['queue_ms', 'int4'], ['slot_ms', 'int4'], ['first_byte_ms', 'int4'], ['upstream_ms', 'int4'],
   ['total_ms', 'int4'], ['prompt', 'text'], ['reply', 'text'], ['count', 'int4'], ['client_ip', 'text'], ['credential', 'text'],
   ['cache_read_tokens', 'int4'], ['cache_write_tokens', 'int4'], ['sticky', 'text'], ['trace_id', 'text'],
+  ['cost_nanos', 'int8'],
 ];
 
 /** A row's key: one row per request (its job). */
@@ -53,6 +54,10 @@ const LONG_TEXT = new Set<keyof RequestLogRow>(['error_message', 'prompt', 'repl
 /** A number as an int4 column takes it: whole, within its range; null for none or not a number. */
 const storableInt = (value: number | undefined): number | null =>
   typeof value === 'number' && Number.isFinite(value) ? Math.max(-INT4_MAX - 1, Math.min(INT4_MAX, Math.round(value))) : null;
+
+/** A cost as its int8 column takes it: whole nano-dollars, never negative; null for none (not priced). */
+const storableNanos = (value: number | undefined): number | null =>
+  typeof value === 'number' && Number.isFinite(value) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(value))) : null;
 
 const DAY_MS = 86_400_000;
 const partitionName = (day: number) => `request_log_${new Date(day).toISOString().slice(0, 10).replaceAll('-', '')}`;
@@ -182,6 +187,7 @@ export class RequestLogWriter {
       if (name === 'attempts') return storableJson(value);
       if (name === 'count') return storableInt(value as number | undefined) ?? 1;
       if (type === 'int4') return storableInt(value as number | undefined);
+      if (type === 'int8') return storableNanos(value as number | undefined);
       if (typeof value === 'string' && !LONG_TEXT.has(name)) return value.slice(0, MAX_NAME_CHARS);
       return value ?? null;
     }));

@@ -57,6 +57,7 @@ export function requestLogRow(end: JobEnd<ModelPayload>, options: { contentChars
     cache_write_tokens: usage?.cacheWriteTokens,
     sticky: record?.sticky,
     quota: usage?.totalTokens ?? 0,
+    cost_nanos: record?.cost,
     queue_ms: Math.max(0, end.startedAt - end.queuedAt),
     slot_ms: record ? Math.round(record.slotMs) : undefined,
     first_byte_ms: record?.firstByteMs === undefined ? undefined : Math.round(record.firstByteMs),

@@ -281,7 +281,7 @@ export const listLogsQuery = z.strictObject({ ...pageQuery, ...logFilters });
 export const logStatQuery = z.strictObject({
   ...logFilters,
   /** Sums per value of this column, or one sum over every row. */
-  group_by: z.enum(['model', 'channel', 'user', 'route', 'status']).optional(),
+  group_by: z.enum(['model', 'channel', 'user', 'token', 'route', 'status']).optional(),
   /** Sums per minute, hour or day (UTC), or one sum over the range. */
   interval: z.enum(['minute', 'hour', 'day']).optional(),
 });

@@ -46,6 +46,7 @@ export function loadConsoleAssets(): Map<string, Asset> {
     ['startup-failure.js', asset(join(WEB, 'startup-failure.js'), JS)],
     ['views.js', asset(join(WEB, 'views.js'), JS)],
     ['charts.js', asset(join(WEB, 'charts.js'), JS)],
+    ['spend.js', asset(join(WEB, 'spend.js'), JS)],
     ['console.css', asset(join(WEB, 'console.css'), CSS)],
   ]);
 }

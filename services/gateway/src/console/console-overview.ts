@@ -26,7 +26,7 @@ export const LOG_PARTS_FRESH_MS = 10_000;
 const CONSOLE_READER = { id: -1, role: Role.root };
 
 /** A value read at most once per `freshMs`, concurrent callers sharing the read under way. */
-class Shared<T> {
+export class Shared<T> {
   private readonly read: () => Promise<T>;
   private readonly freshMs: number;
   private last: { at: number; value: Promise<T> } | undefined;

@@ -8,6 +8,8 @@
  * - `GET /admin/api/overview`: queues, channels and batches in progress (console-overview.ts);
  * - `GET /admin/api/log` and `/admin/api/log/stat`: the request log, as `/api/log/` and
  *   `/api/log/stat` answer it;
+ * - `GET /admin/api/spend` and `/admin/api/prices`: spend per key, user and model over the UTC
+ *   day and month, and the price table with the models served at no price (console-spend.ts);
  * - `PUT /admin/api/channel/` (`{id, status}`: enable or disable one channel) and
  *   `POST /admin/api/channel/tag/{enabled,disabled}`: the management API's operations, run on
  *   the admin queue with the same rules.
@@ -19,6 +21,7 @@ import { listLogsQuery, logStatQuery, parseOrThrow, Role, tagBody } from '@gatew
 import type { Database } from '@gateway/database';
 import type { BatchOverview } from '../batch-overview.ts';
 import { ConsoleOverview } from '../console/console-overview.ts';
+import { ConsoleSpend } from '../console/console-spend.ts';
 import { consolePage, loadConsoleAssets } from '../console/console-assets.ts';
 import { ADMIN_PATH, adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
 import type { OperationsSnapshot } from '../operations-snapshot.ts';
@@ -52,6 +55,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
   const shell = consolePage(ADMIN_PATH);
   const overview = new ConsoleOverview(options.operations, () => app.queueBacklog, options.batches, options.database);
   const log = () => requestLogOf(options.database);
+  const spend = new ConsoleSpend(options.store, options.database);
 
   app.register(async (pages) => {
     // Administrators look and act as the management API lets them; root's rules are the admin worker's.
@@ -73,6 +77,10 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
     pages.get('/api/log', async (request) => answer(await logReads.run(request.actor!, () => log().page(parseOrThrow(listLogsQuery, { ...(request.query as object) })))));
 
     pages.get('/api/log/stat', async (request) => answer(await logReads.run(request.actor!, () => log().stat(parseOrThrow(logStatQuery, { ...(request.query as object) })))));
+
+    pages.get('/api/spend', async () => answer(await (spend.readSpend() ?? log().spend())));
+
+    pages.get('/api/prices', async () => answer(await spend.readPrices()));
 
     for (const [method, url, operation, input] of actions) {
       pages.route({

@@ -1,4 +1,4 @@
-// The operations console's page: three views (overview, request log, charts) over the console's
+// The operations console's page: four views (overview, request log, charts, spend) over the console's
 // JSON calls (/admin/api/…). Plain ES modules, loaded by the browser as they are: Preact for
 // the components, htm for their templates, uPlot for the charts (see console-assets.ts).
 // The locale and the start-up guard first: modules run in the order they are imported.
@@ -8,6 +8,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { html, LogSearch, Overview, useOverview } from './views.js';
 import { Charts } from './charts.js';
+import { Spend } from './spend.js';
 
 const root = document.getElementById('console');
 const base = root.dataset.base;
@@ -16,6 +17,7 @@ const VIEWS = [
   ['overview', 'Overview'],
   ['log', 'Request log'],
   ['charts', 'Charts'],
+  ['spend', 'Spend'],
 ];
 
 /** The view the address names (#log, #charts…), so a reload or a link keeps it. */
@@ -48,6 +50,7 @@ function Console() {
       ${view === 'overview' && html`<${Overview} base=${base} state=${overview} />`}
       ${view === 'log' && html`<${LogSearch} base=${base} />`}
       ${view === 'charts' && html`<${Charts} base=${base} overview=${overview} />`}
+      ${view === 'spend' && html`<${Spend} base=${base} />`}
     </main>`;
 }
 

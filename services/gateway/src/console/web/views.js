@@ -1,4 +1,5 @@
-// The console's views: the live overview (queues, channels, batches) and the request log's search.
+// The console's views: the live overview (queues, channels, batches) and the request log's search
+// (the Spend view is spend.js).
 import { h } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
@@ -48,7 +49,14 @@ const two = (n) => String(n).padStart(2, '0');
 const time = (ms) => { const d = new Date(ms); return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`; };
 const dateTime = (seconds) => { const d = new Date(seconds * 1000); return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${time(d.getTime())}`; };
 const thousands = new Intl.NumberFormat(locale);
-const number = (n) => thousands.format(n ?? 0);
+export const number = (n) => thousands.format(n ?? 0);
+// Dollars: cents at a dollar and above; below, three significant digits, so that a request of a
+// cheap model ($0.0000045) does not show as $0.00.
+const dollars = new Intl.NumberFormat(locale, { style: 'currency', currency: 'USD' });
+const cents = new Intl.NumberFormat(locale, { style: 'currency', currency: 'USD', maximumSignificantDigits: 3 });
+export const usd = (n) => ((n ?? 0) >= 1 || n === 0 ? dollars : cents).format(n ?? 0);
+/** A row's cost, or why it has none. */
+const costOf = (row) => (row.priced ? usd(row.cost) : row.status < 400 ? 'not priced' : '–');
 const ms = (n) => (n === null || n === undefined ? '–' : n < 1000 ? `${n} ms` : `${(n / 1000).toFixed(1)} s`);
 
 export function Overview({ base, state }) {
@@ -208,12 +216,12 @@ export function LogSearch({ base }) {
       <p>${number(result.total)} request(s)${result.total > PAGE_SIZE ? ` · page ${page} of ${pages}` : ''}
         ${page > 1 && html` <button onClick=${() => search(page - 1)}>Newer</button>`}
         ${page < pages && html` <button onClick=${() => search(page + 1)}>Older</button>`}</p>
-      <table class="log"><thead><tr><th>Time</th><th>Request id</th><th>User</th><th>Key</th><th>Route</th><th>Model</th><th>Channel</th><th>Status</th><th title="requests the row counts: a refusal's repeats in its window">Count</th><th>Tokens</th><th>Total</th></tr></thead>
+      <table class="log"><thead><tr><th>Time</th><th>Request id</th><th>User</th><th>Key</th><th>Route</th><th>Model</th><th>Channel</th><th>Status</th><th title="requests the row counts: a refusal's repeats in its window">Count</th><th>Tokens</th><th>Cost</th><th>Total</th></tr></thead>
       <tbody>${result.items.map((row) => html`
         <tr class=${`entry${row.status >= 400 ? ' failed' : ''}${open?.job_id === row.job_id ? ' open' : ''}`} data-request=${row.request_id} tabindex="0"
           onClick=${() => setOpen(row)} onKeyDown=${(e) => e.key === 'Enter' && setOpen(row)}>
           <td>${dateTime(row.created_at)}</td><td><code>${row.request_id}</code></td><td>${row.user_id || '–'}</td><td>${row.token_name || (row.token_id ? `#${row.token_id}` : row.credential ?? '–')}</td>
-          <td>${row.route}</td><td>${row.model}</td><td>${row.channel_id ?? '–'}</td><td class="status">${row.status}</td><td class="count">${number(row.count ?? 1)}</td><td>${number(row.total_tokens)}</td><td>${ms(row.total_ms)}</td>
+          <td>${row.route}</td><td>${row.model}</td><td>${row.channel_id ?? '–'}</td><td class="status">${row.status}</td><td class="count">${number(row.count ?? 1)}</td><td>${number(row.total_tokens)}</td><td class="cost">${costOf(row)}</td><td>${ms(row.total_ms)}</td>
         </tr>`)}</tbody></table>`}
     ${open && html`<${LogEntry} entry=${open} close=${() => setOpen(undefined)} />`}
   </section>`;
@@ -224,14 +232,15 @@ const DETAIL_FIELDS = [
   ['route', 'Route'], ['model', 'Model'], ['upstream_model', 'Upstream model'], ['channel_id', 'Channel'], ['status', 'Status'],
   ['error_code', 'Error code'], ['error_message', 'Error'], ['priority', 'Priority'], ['batch_id', 'Batch'], ['streamed', 'Streamed'],
   ['prompt_tokens', 'Prompt tokens'], ['completion_tokens', 'Completion tokens'], ['total_tokens', 'Total tokens'],
-  ['cache_read_tokens', 'Prompt cache read'], ['cache_write_tokens', 'Prompt cache written'], ['sticky', 'Conversation channel'], ['quota', 'Quota charged'],
+  ['cache_read_tokens', 'Prompt cache read'], ['cache_write_tokens', 'Prompt cache written'], ['sticky', 'Conversation channel'], ['quota', 'Quota charged'], ['cost', 'Cost'],
   ['queue_ms', 'In the queue'], ['slot_ms', 'Waiting for a channel slot'], ['first_byte_ms', 'Upstream first byte'], ['upstream_ms', 'Upstream'], ['total_ms', 'Total'],
   ['count', 'Requests counted'], ['client_ip', 'Client address'], ['credential', 'Unknown key'], ['trace_id', 'Trace'],
   ['prompt', 'Prompt'], ['reply', 'Reply'],
 ];
 
-function shown(name, value) {
+function shown(name, value, entry) {
   if (name === 'created_at') return dateTime(value);
+  if (name === 'cost') return costOf(entry);
   if (name.endsWith('_ms')) return ms(value);
   if (typeof value === 'boolean') return value ? 'yes' : 'no';
   return String(value);
@@ -243,7 +252,7 @@ function LogEntry({ entry, close }) {
   return html`<aside class="entry-detail" aria-label="request" tabindex="-1" ref=${panel}>
     <button class="close" onClick=${close} aria-label="close">×</button>
     <h3>Request <code>${entry.request_id}</code></h3>
-    <dl>${DETAIL_FIELDS.filter(([name]) => entry[name] !== undefined && entry[name] !== null).map(([name, label]) => html`<dt>${label}</dt><dd data-field=${name}>${shown(name, entry[name])}</dd>`)}</dl>
+    <dl>${DETAIL_FIELDS.filter(([name]) => entry[name] !== undefined && entry[name] !== null).map(([name, label]) => html`<dt>${label}</dt><dd data-field=${name}>${shown(name, entry[name], entry)}</dd>`)}</dl>
     <h4>Channels tried</h4>
     ${entry.attempts.length === 0 ? html`<p>None: the request never reached a channel${entry.job_id.startsWith('refusal-') ? ': the gateway refused it' : ''}.</p>` : html`
     <table class="attempts"><thead><tr><th>#</th><th>Channel</th><th>Upstream model</th><th>Status</th><th>Why it was left</th><th>Host</th><th>Time</th></tr></thead>
