@@ -167,45 +167,216 @@ function ingressCutError(reason: unknown): GatewayError | undefined {
 }
 
 /**
- * Runs a handler for every job of a queue and sends its result, error or chunks back on the
- * reply path. Jobs nobody waits for any more (past their deadline) are dropped unrun.
+ * Finished jobs, counted in Redis in batches (every 250 ms) for the gateways' admission control.
  */
-export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<JobWorker> {
-  // A connection given is its owner's to close (a model worker's router writes its charges on it after this closes).
-  const ownsRedis = options.redis === undefined;
-  const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
-  const bullConnection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull`, blocking: true });
-  const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
-  await cancels.start();
-  const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs, retryForMs: options.replyRetryMs });
-  const ingresses = new IngressLiveness(redis);
+class FinishedCount {
+  private count = 0;
+  private readonly timer: NodeJS.Timeout;
+  private readonly redis: Redis;
+  private readonly key: string;
 
-  // Finished jobs are counted in Redis in batches, for the gateways' admission control.
-  let finished = 0;
-  const flushFinished = () => {
-    if (finished === 0) return;
-    const n = finished;
-    finished = 0;
-    redis.incrby(drainedCounterKey(options.queue), n).catch(() => {
-      finished += n;
+  constructor(redis: Redis, queue: QueueName) {
+    this.redis = redis;
+    this.key = drainedCounterKey(queue);
+    this.timer = setInterval(() => this.flush(), 250);
+    this.timer.unref();
+  }
+
+  add(): void {
+    this.count++;
+  }
+
+  private flush(): void {
+    if (this.count === 0) return;
+    const n = this.count;
+    this.count = 0;
+    this.redis.incrby(this.key, n).catch(() => {
+      this.count += n;
     });
-  };
-  const flushTimer = setInterval(flushFinished, 250);
-  flushTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    if (this.count > 0) await this.redis.incrby(this.key, this.count).catch(() => {});
+  }
+}
+
+/** What a handler's run came to: its outcome, and the error its sender got or the result. */
+interface RunResult {
+  outcome: JobOutcome;
+  error?: GatewayError;
+  result?: unknown;
+}
+
+/**
+ * The jobs of one queue in one process, from the moment a lane hands one out: whether it is
+ * still worth running, its tenant's slot, its payload, the handler's run with its stream and
+ * cancellation, and its answer on the reply path; and its end, however it ends, reported once.
+ */
+class QueueJobs<P> {
+  /** The jobs running here, for a shutdown that must end them at its deadline. */
+  readonly running = new Set<AbortController>();
+  readonly finished: FinishedCount;
+  private readonly here = new JobsHere();
+  private readonly fairShares: FairShares;
+  private readonly ingresses: IngressLiveness;
+  private readonly options: JobWorkerOptions<P>;
+  private readonly redis: Redis;
+  private readonly cancels: CancelListener;
+  private readonly replies: ReplySender;
+
+  constructor(options: JobWorkerOptions<P>, redis: Redis, cancels: CancelListener, replies: ReplySender) {
+    this.options = options;
+    this.redis = redis;
+    this.cancels = cancels;
+    this.replies = replies;
+    this.fairShares = new FairShares(redis);
+    this.ingresses = new IngressLiveness(redis);
+    this.finished = new FinishedCount(redis, options.queue);
+  }
+
+  /** A lane's hand-out of a job: run here once, however often BullMQ hands it out meanwhile. */
+  process(gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> {
+    const run = runOf(job);
+    // Handed out again as stalled while its run here goes on, or just after it ended (its lock
+    // lapsed while this process or Redis stalled): not run a second time; this hand-out ends
+    // with that run.
+    if (job.stalledCounter === 0 || !this.here.has(run)) return this.here.run(run, this.runJob(gate, job));
+    this.options.log.warn({ reqId: job.data.requestId, jobId: job.id, queue: this.options.queue }, 'job handed out again while this worker runs it, or just ran it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
+    return this.here.running(run)?.catch(() => {}) ?? Promise.resolve();
+  }
+
+  /** Whether this process runs, or has just run, the job's present hand-out. */
+  runsHere(job: Job): boolean {
+    return this.here.has(runOf(job));
+  }
+
+  private async runJob(gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> {
+    const jobId = job.id!;
+    const queued = job.data;
+    // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
+    if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void this.fairShares.leave(this.options.queue, queued.tenant, queued.priority);
+    const userId = queued.tenant?.userId;
+    // Heard from the moment it is taken, so a job waiting for a slot whose client leaves (or
+    // whose deadline passes) meanwhile is dropped, however long it waited.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DeadlinePassed()), queued.deadline - Date.now());
+    this.cancels.track(jobId, controller);
+    let admission: Admission = 'admitted';
+    try {
+      // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
+      if (userId !== undefined) admission = await gate.admit(userId, controller.signal);
+      const envelope = await this.envelopeOf(jobId, queued);
+      if (!envelope) this.finished.add();
+      else if (admission === 'admitted') await this.processEnvelope(gate, controller, job, jobId, envelope);
+      else await this.endUnadmitted(job, jobId, envelope, admission, controller.signal.reason);
+    } finally {
+      clearTimeout(timer);
+      this.cancels.untrack(jobId);
+      if (userId !== undefined && admission === 'admitted') gate.finish(userId);
+      // The payload stored beside the job, and the data the queue board shows of it, shrink only
+      // once the job has completed (the lane's 'completed'): a job whose worker dies before
+      // then is run again whole.
+    }
+  }
 
   /** Why a job is not worth running (nobody waits for its answer), or undefined. */
-  const whyDrop = async (envelope: JobEnvelope<P>): Promise<[JobOutcome, string] | undefined> => {
+  private async whyDrop(envelope: JobEnvelope<P>): Promise<[JobOutcome, string] | undefined> {
     if (envelope.deadline <= Date.now()) return ['expired', 'its deadline passed before a worker took it'];
-    if (!(await ingresses.isAlive(envelope.replyTo))) return ['cancelled', 'the gateway that waited for it is gone'];
+    if (!(await this.ingresses.isAlive(envelope.replyTo))) return ['cancelled', 'the gateway that waited for it is gone'];
     return undefined;
-  };
+  }
 
-  /** The jobs running here, for a shutdown that must end them at its deadline. */
-  const running = new Set<AbortController>();
+  /**
+   * The job's envelope with its payload, read from beside the job when it was too large to be in
+   * it; undefined (the ingress told why) when that payload is gone or Redis could not give it.
+   */
+  private async envelopeOf(jobId: string, queued: QueuedEnvelope<P>): Promise<JobEnvelope<P> | undefined> {
+    if (queued.payloadKey === undefined) return queued as JobEnvelope<P>;
+    let failure: GatewayError;
+    try {
+      const text = await takePayload(this.redis, queued.payloadKey);
+      if (text !== undefined) return { ...queued, payload: JSON.parse(text) as P };
+      failure = overloaded('the request was lost from the queue before a worker took it (Redis restarted?); send it again');
+    } catch (error) {
+      failure = isRedisUnavailable(error) ? redisUnavailableError() : GatewayError.from(error);
+    }
+    this.options.log.warn({ reqId: queued.requestId, jobId, queue: this.options.queue }, `job dropped: ${failure.message}`);
+    await this.replies.error(queued.replyTo, jobId, failure.toReply()).catch(() => {});
+    return undefined;
+  }
+
+  /**
+   * A job that waited for a slot and runs no more: its client left or its deadline passed
+   * ('left'), or its worker began to stop ('stopping': answered at once with a 503 to send it
+   * again, not held while the worker drains). It ends as one dropped unrun: what it held is given back.
+   */
+  private async endUnadmitted(job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>, admission: Exclude<Admission, 'admitted'>, reason: unknown): Promise<void> {
+    const { options, replies } = this;
+    const fields = { reqId: envelope.requestId, jobId, queue: options.queue };
+    let outcome: JobOutcome = 'cancelled';
+    let error: GatewayError | undefined;
+    if (admission === 'stopping') {
+      error = stoppedBeforeTheStart();
+      outcome = 'error';
+      await replies.error(envelope.replyTo, jobId, error.toReply(), envelope.deadline).catch(() => {});
+    } else if (reason instanceof Withdrawn) {
+      await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
+    } else if (reason instanceof DeadlinePassed || (reason instanceof CutByIngress && reason.why === 'deadline')) {
+      // As a job whose deadline passed before a worker took it: unrun.
+      outcome = 'expired';
+    } else if ((error = ingressCutError(reason))) {
+      outcome = 'error';
+    }
+    options.log.warn({ ...fields, admission }, admission === 'stopping' ? 'job answered unrun: the worker is stopping' : 'job dropped while it waited for a slot: nobody waits for it any more');
+    options.onJobDropped?.(envelope.payload);
+    options.onJobDone?.(outcome, 0);
+    const now = Date.now();
+    options.onJobEnd?.({
+      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, queuedAt: job.timestamp,
+      startedAt: now, endedAt: now, stream: envelope.stream === true, priority: envelope.priority, facts: {},
+    });
+    this.finished.add();
+  }
+
+  private async processEnvelope(gate: LaneGate, controller: AbortController, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>): Promise<void> {
+    const { options } = this;
+    const fields = { reqId: envelope.requestId, jobId };
+    const startedAt = Date.now();
+    const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown, traceId?: string) => options.onJobEnd?.({
+      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, result, queuedAt: job.timestamp, startedAt,
+      endedAt: Date.now(), stream: envelope.stream === true, priority: envelope.priority, facts, traceId,
+    });
+    const dropped = await this.whyDrop(envelope);
+    if (dropped) {
+      options.log.warn({ ...fields, queue: options.queue }, `job dropped: ${dropped[1]}`);
+      options.onJobDropped?.(envelope.payload);
+      options.onJobDone?.(dropped[0], 0);
+      ended(dropped[0], {});
+      this.finished.add();
+      return;
+    }
+    const started = performance.now();
+    const facts: Record<string, unknown> = {};
+    // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
+    let result: RunResult = { outcome: 'error' };
+    const span = startJobSpan(options.queue, jobId, envelope, job.timestamp);
+    try {
+      result = await this.run(gate, controller, jobId, envelope, fields, facts, span);
+    } finally {
+      endJobSpan(span, result.outcome, result.error?.code);
+      this.finished.add();
+      const seconds = (performance.now() - started) / 1000;
+      options.onJobDone?.(result.outcome, seconds);
+      ended(result.outcome, facts, result.error, result.result, span.traceId);
+      options.log.info({ ...fields, queue: options.queue, outcome: result.outcome, ms: Math.round(seconds * 1000) }, 'job');
+    }
+  }
 
   /** Runs the handler and sends its result or error on the reply path; resolves with the outcome. */
-  const run = async (gate: LaneGate, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>, span: JobSpan): Promise<{ outcome: JobOutcome; error?: GatewayError; result?: unknown }> => {
-    running.add(controller);
+  private async run(gate: LaneGate, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }, facts: Record<string, unknown>, span: JobSpan): Promise<RunResult> {
+    const { options, cancels, replies } = this;
+    this.running.add(controller);
     /** Characters of stream chunks sent, for the credit window. */
     let sent = 0;
     const waitForCredit = async (until: number) => {
@@ -215,7 +386,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
         // No word from the ingress about this job for the lapse: a chunk it never got, or the
         // ingress itself gone, would hold the job to its deadline.
         if (replies.lost(jobId)) throw new Error('a stream chunk of this job could not be written to Redis');
-        if (!(await ingresses.isAlive(envelope.replyTo))) return controller.abort(new Error('the gateway that waited for it is gone'));
+        if (!(await this.ingresses.isAlive(envelope.replyTo))) return controller.abort(new Error('the gateway that waited for it is gone'));
       }
     };
     // A logger of the job's own only when the handler logs (a child logger per job is not free).
@@ -250,58 +421,46 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       await replies.result(envelope.replyTo, jobId, value, envelope.deadline).finally(() => replying.end());
       return { outcome: 'ok', result: value };
     } catch (error) {
-      const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
-      if (unavailable) options.log.warn({ ...fields, err: error }, 'job failed: Redis unavailable or failing over');
-      else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
-      if (controller.signal.reason instanceof Withdrawn) {
-        // Its sender waits for a word: the job did not run, and what it held is given back.
-        await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
-        return { outcome: 'cancelled' };
-      }
-      if (controller.signal.reason instanceof WorkerStopping) {
-        const stopped = stoppedBeforeTheEnd();
-        await replies.error(envelope.replyTo, jobId, stopped.toReply(), envelope.deadline).catch(() => {});
-        return { outcome: 'error', error: stopped };
-      }
-      const cut = ingressCutError(controller.signal.reason);
-      if (cut) return { outcome: 'error', error: cut };
-      if (controller.signal.aborted) return { outcome: 'cancelled' };
-      const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
-      await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);
-      return { outcome: 'error', error: answered };
+      return await this.answerFailure(error, controller, jobId, envelope, fields);
     } finally {
-      running.delete(controller);
+      this.running.delete(controller);
     }
-  };
+  }
 
-  /**
-   * The job's envelope with its payload, read from beside the job when it was too large to be in
-   * it; undefined (the ingress told why) when that payload is gone or Redis could not give it.
-   */
-  const envelopeOf = async (jobId: string, queued: QueuedEnvelope<P>): Promise<JobEnvelope<P> | undefined> => {
-    if (queued.payloadKey === undefined) return queued as JobEnvelope<P>;
-    let failure: GatewayError;
-    try {
-      const text = await takePayload(redis, queued.payloadKey);
-      if (text !== undefined) return { ...queued, payload: JSON.parse(text) as P };
-      failure = overloaded('the request was lost from the queue before a worker took it (Redis restarted?); send it again');
-    } catch (error) {
-      failure = isRedisUnavailable(error) ? redisUnavailableError() : GatewayError.from(error);
+  /** A run that threw: its sender answered as the reason says (withdrawn, stopped, cut, or the error). */
+  private async answerFailure(error: unknown, controller: AbortController, jobId: string, envelope: JobEnvelope<P>, fields: { reqId: string; jobId: string }): Promise<RunResult> {
+    const { options, replies } = this;
+    const unavailable = !(error instanceof GatewayError) && isRedisUnavailable(error);
+    if (unavailable) options.log.warn({ ...fields, err: error }, 'job failed: Redis unavailable or failing over');
+    else if (!(error instanceof GatewayError)) options.log.error({ ...fields, err: error }, 'job failed unexpectedly');
+    if (controller.signal.reason instanceof Withdrawn) {
+      // Its sender waits for a word: the job did not run, and what it held is given back.
+      await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
+      return { outcome: 'cancelled' };
     }
-    options.log.warn({ reqId: queued.requestId, jobId, queue: options.queue }, `job dropped: ${failure.message}`);
-    await replies.error(queued.replyTo, jobId, failure.toReply()).catch(() => {});
-    return undefined;
-  };
+    if (controller.signal.reason instanceof WorkerStopping) {
+      const stopped = stoppedBeforeTheEnd();
+      await replies.error(envelope.replyTo, jobId, stopped.toReply(), envelope.deadline).catch(() => {});
+      return { outcome: 'error', error: stopped };
+    }
+    const cut = ingressCutError(controller.signal.reason);
+    if (cut) return { outcome: 'error', error: cut };
+    if (controller.signal.aborted) return { outcome: 'cancelled' };
+    const answered = unavailable ? redisUnavailableError() : GatewayError.from(error);
+    await replies.error(envelope.replyTo, jobId, answered.toReply(), envelope.deadline);
+    return { outcome: 'error', error: answered };
+  }
 
   /**
    * A job failed unrun (it killed its worker twice) ends like one dropped: what it held is given
    * back, and the request log has its row, with the error its sender got.
    */
-  const endedUnrun = async (job: Job<QueuedEnvelope<P>>, failure: GatewayError): Promise<void> => {
+  async endedUnrun(job: Job<QueuedEnvelope<P>>, failure: GatewayError): Promise<void> {
+    const { options } = this;
     const queued = job.data;
     let payload = queued.payload;
     if (queued.payloadKey !== undefined) {
-      const text = await takePayload(redis, queued.payloadKey).catch(() => undefined);
+      const text = await takePayload(this.redis, queued.payloadKey).catch(() => undefined);
       payload = text === undefined ? undefined : (JSON.parse(text) as P);
     }
     options.onJobDone?.('error', 0);
@@ -312,138 +471,85 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       jobId: job.id!, requestId: queued.requestId, payload, outcome: 'error', error: failure, queuedAt: job.timestamp,
       startedAt: job.processedOn ?? now, endedAt: now, stream: queued.stream === true, priority: queued.priority, facts: {},
     });
-  };
+  }
+}
 
-  const fairShares = new FairShares(redis);
-  const here = new JobsHere();
-  const process = (gate: LaneGate, job: Job<QueuedEnvelope<P>>): Promise<void> => {
-    const run = runOf(job);
-    // Handed out again as stalled while its run here goes on, or just after it ended (its lock
-    // lapsed while this process or Redis stalled): not run a second time; this hand-out ends
-    // with that run.
-    if (job.stalledCounter === 0 || !here.has(run)) return here.run(run, runJob(gate, job));
-    options.log.warn({ reqId: job.data.requestId, jobId: job.id, queue: options.queue }, 'job handed out again while this worker runs it, or just ran it (its lock lapsed: its event loop or Redis stalled); it is not run twice');
-    return here.running(run)?.catch(() => {}) ?? Promise.resolve();
-  };
+/**
+ * The writes that make a finished job kept on the board small (its payload and reply address
+ * gone): a stop waits for them before it closes their connections, where a job that ended just
+ * before a stop stayed whole in Redis, its payload kept with it.
+ */
+class Shrinking {
+  private readonly writes = new Set<Promise<unknown>>();
 
-  const runJob = async (gate: LaneGate, job: Job<QueuedEnvelope<P>>) => {
-    const jobId = job.id!;
-    const queued = job.data;
-    // The job has left the queue: its tenant's line is one shorter (once, not on a stalled re-run).
-    if (queued.tenant && queued.priority && job.attemptsStarted <= 1) void fairShares.leave(options.queue, queued.tenant, queued.priority);
-    const userId = queued.tenant?.userId;
-    // Heard from the moment it is taken, so a job waiting for a slot whose client leaves (or
-    // whose deadline passes) meanwhile is dropped, however long it waited.
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new DeadlinePassed()), queued.deadline - Date.now());
-    cancels.track(jobId, controller);
-    let admission: Admission = 'admitted';
-    try {
-      // Its tenant's share of the lane's slots (`TenantSlots`): it may wait here for a slot.
-      if (userId !== undefined) admission = await gate.admit(userId, controller.signal);
-      const envelope = await envelopeOf(jobId, queued);
-      if (!envelope) finished++;
-      else if (admission === 'admitted') await processEnvelope(gate, controller, job, jobId, envelope);
-      else await endUnadmitted(job, jobId, envelope, admission, controller.signal.reason);
-    } finally {
-      clearTimeout(timer);
-      cancels.untrack(jobId);
-      if (userId !== undefined && admission === 'admitted') gate.finish(userId);
-      // The payload stored beside the job, and the data the queue board shows of it, shrink only
-      // once the job has completed (the lane's 'completed', below): a job whose worker dies before
-      // then is run again whole.
-    }
-  };
+  add(write: Promise<unknown>): void {
+    const settled = write.catch(() => {}).finally(() => this.writes.delete(settled));
+    this.writes.add(settled);
+  }
 
-  /**
-   * A job that waited for a slot and runs no more: its client left or its deadline passed
-   * ('left'), or its worker began to stop ('stopping': answered at once with a 503 to send it
-   * again, not held while the worker drains). It ends as one dropped unrun: what it held is given back.
-   */
-  const endUnadmitted = async (job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>, admission: Exclude<Admission, 'admitted'>, reason: unknown) => {
-    const fields = { reqId: envelope.requestId, jobId, queue: options.queue };
-    let outcome: JobOutcome = 'cancelled';
-    let error: GatewayError | undefined;
-    if (admission === 'stopping') {
-      error = stoppedBeforeTheStart();
-      outcome = 'error';
-      await replies.error(envelope.replyTo, jobId, error.toReply(), envelope.deadline).catch(() => {});
-    } else if (reason instanceof Withdrawn) {
-      await replies.error(envelope.replyTo, jobId, withdrawn().toReply(), envelope.deadline).catch(() => {});
-    } else if (reason instanceof DeadlinePassed || (reason instanceof CutByIngress && reason.why === 'deadline')) {
-      // As a job whose deadline passed before a worker took it: unrun.
-      outcome = 'expired';
-    } else if ((error = ingressCutError(reason))) {
-      outcome = 'error';
-    }
-    options.log.warn({ ...fields, admission }, admission === 'stopping' ? 'job answered unrun: the worker is stopping' : 'job dropped while it waited for a slot: nobody waits for it any more');
-    options.onJobDropped?.(envelope.payload);
-    options.onJobDone?.(outcome, 0);
-    const now = Date.now();
-    options.onJobEnd?.({
-      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, queuedAt: job.timestamp,
-      startedAt: now, endedAt: now, stream: envelope.stream === true, priority: envelope.priority, facts: {},
-    });
-    finished++;
-  };
+  async done(): Promise<void> {
+    await Promise.all(this.writes);
+  }
+}
 
-  const processEnvelope = async (gate: LaneGate, controller: AbortController, job: Job<QueuedEnvelope<P>>, jobId: string, envelope: JobEnvelope<P>) => {
-    const fields = { reqId: envelope.requestId, jobId };
-    const startedAt = Date.now();
-    const ended = (outcome: JobOutcome, facts: Record<string, unknown>, error?: GatewayError, result?: unknown, traceId?: string) => options.onJobEnd?.({
-      jobId, requestId: envelope.requestId, payload: envelope.payload, outcome, error, result, queuedAt: job.timestamp, startedAt,
-      endedAt: Date.now(), stream: envelope.stream === true, priority: envelope.priority, facts, traceId,
-    });
-    const dropped = await whyDrop(envelope);
-    if (dropped) {
-      options.log.warn({ ...fields, queue: options.queue }, `job dropped: ${dropped[1]}`);
-      options.onJobDropped?.(envelope.payload);
-      options.onJobDone?.(dropped[0], 0);
-      ended(dropped[0], {});
-      finished++;
-      return;
-    }
-    const started = performance.now();
-    const facts: Record<string, unknown> = {};
-    // 'error' stands when even the error could not be sent (Redis gone for longer than the retries).
-    let result: { outcome: JobOutcome; error?: GatewayError; result?: unknown } = { outcome: 'error' };
-    const span = startJobSpan(options.queue, jobId, envelope, job.timestamp);
-    try {
-      result = await run(gate, controller, jobId, envelope, fields, facts, span);
-    } finally {
-      endJobSpan(span, result.outcome, result.error?.code);
-      finished++;
-      const seconds = (performance.now() - started) / 1000;
-      options.onJobDone?.(result.outcome, seconds);
-      ended(result.outcome, facts, result.error, result.result, span.traceId);
-      options.log.info({ ...fields, queue: options.queue, outcome: result.outcome, ms: Math.round(seconds * 1000) }, 'job');
-    }
-  };
+/**
+ * Runs a handler for every job of a queue and sends its result, error or chunks back on the
+ * reply path (`QueueJobs`). Jobs nobody waits for any more (past their deadline) are dropped unrun.
+ */
+export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<JobWorker> {
+  // A connection given is its owner's to close (a model worker's router writes its charges on it after this closes).
+  const ownsRedis = options.redis === undefined;
+  const redis = options.redis ?? createRedis(options.redisTarget, { name: `${options.queue}-worker` });
+  const cancels = new CancelListener(createRedis(options.redisTarget, { name: `${options.queue}-worker-cancel`, blocking: true }));
+  await cancels.start();
+  const replies = new ReplySender(redis, { coalesceMs: options.replyCoalesceMs, retryForMs: options.replyRetryMs });
+  const jobs = new QueueJobs(options, redis, cancels, replies);
+  const shrinking = new Shrinking();
+  const { lanes, connections, laneConcurrency, prefixes } = openLanes(options, jobs, redis, replies, shrinking);
+  void shrinkWhatWasLeftWhole(options, redis, prefixes);
+  // Seen by the operations console and the metrics as one process serving the queue.
+  const registration = registerWorker(redis, options.queue, { lanes: lanes.length, concurrency: laneConcurrency * lanes.length });
 
-  // BullMQ fetches a worker's jobs one at a time. Past LANE_CONCURRENCY, several Workers
-  // ("lanes") fetch side by side; below it, one lane wastes fewer fetches (see LANE_CONCURRENCY).
-  // A queue split into shards gets lanes on every shard, the concurrency shared between them.
+  return {
+    worker: lanes[0]!,
+    redis,
+    async close(deadline?: number) {
+      const cut = deadline === undefined ? undefined : setTimeout(() => {
+        if (jobs.running.size === 0) return;
+        options.log.warn({ queue: options.queue, jobs: jobs.running.size }, 'shutdown deadline passed; the jobs still running were ended (503), charged for what they had used');
+        for (const controller of jobs.running) controller.abort(new WorkerStopping('the worker is stopping'));
+      }, Math.max(0, deadline - Date.now()));
+      await Promise.all(lanes.map((lane) => lane.close()));
+      clearTimeout(cut);
+      await shrinking.done();
+      await registration.stop();
+      await jobs.finished.close();
+      await cancels.close();
+      if (ownsRedis) redis.disconnect();
+      for (const connection of connections) connection.disconnect();
+    },
+  };
+}
+
+/**
+ * The lanes (BullMQ Workers) that hand out the queue's jobs. BullMQ fetches a worker's jobs one
+ * at a time. Past LANE_CONCURRENCY, several lanes fetch side by side; below it, one lane wastes
+ * fewer fetches (see LANE_CONCURRENCY). A queue split into shards gets lanes on every shard, the
+ * concurrency shared between them.
+ */
+function openLanes<P>(options: JobWorkerOptions<P>, jobs: QueueJobs<P>, redis: Redis, replies: ReplySender, shrinking: Shrinking) {
   const prefixes = shardPrefixes(options.queue, options.shards ?? 1);
   const perShard = Math.max(1, Math.ceil(options.concurrency / prefixes.length));
   const lanesPerShard = Math.max(1, Math.ceil(perShard / (options.laneConcurrency ?? LANE_CONCURRENCY)));
-  /**
-   * The writes that make a finished job kept on the board small (its payload and reply address
-   * gone): a stop waits for them before it closes their connections, where a job that ended just
-   * before a stop stayed whole in Redis, its payload kept with it.
-   */
-  const shrinking = new Set<Promise<unknown>>();
-  const makeSmall = (write: Promise<unknown>) => {
-    const settled = write.catch(() => {}).finally(() => shrinking.delete(settled));
-    shrinking.add(settled);
-  };
+  const fairShares = new FairShares(redis);
   const lanes: GatedWorker<QueuedEnvelope<P>>[] = [];
   const connections: Redis[] = [];
   const laneConcurrency = Math.ceil(perShard / lanesPerShard);
   for (let lane = 0; lane < prefixes.length * lanesPerShard; lane++) {
-    const connection = lane === 0 ? bullConnection : createRedis(options.redisTarget, { name: `${options.queue}-worker-bull-${lane}`, blocking: true });
+    const connection = createRedis(options.redisTarget, { name: `${options.queue}-worker-bull${lane === 0 ? '' : `-${lane}`}`, blocking: true });
     connections.push(connection);
     // Jobs waiting for room elsewhere hold none of the lane's concurrency (`LaneGate`).
-    const worker: GatedWorker<QueuedEnvelope<P>> = new GatedWorker<QueuedEnvelope<P>>(options.queue, (job) => process(worker.gate, job), {
+    const worker: GatedWorker<QueuedEnvelope<P>> = new GatedWorker<QueuedEnvelope<P>>(options.queue, (job) => jobs.process(worker.gate, job), {
       connection,
       prefix: prefixes[Math.floor(lane / lanesPerShard)]!,
       concurrency: laneConcurrency,
@@ -460,7 +566,7 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
     worker.on('completed', (job) => {
       const queued = job.data;
       if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
-      if (keptWhenFinished(job.opts)) makeSmall(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
+      if (keptWhenFinished(job.opts)) shrinking.add(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
     });
     // A job that stalled too often (its worker died while it ran, twice: maxStalledCount) is
     // failed by the worker that next takes it, without a run. Its sender is told so at once
@@ -471,24 +577,27 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       const queued = job.data;
       // Stalled, but not dead: this process runs it, or has just ended it (data without its
       // reply address is a finished job's), its lock lapsed on a loaded machine. Its run answers it.
-      if (queued.replyTo === undefined || (here.has(runOf(job)) && /stalled/i.test(error.message))) {
+      if (queued.replyTo === undefined || (jobs.runsHere(job) && /stalled/i.test(error.message))) {
         options.log.warn({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, 'job failed as stalled while this worker ran it (its lock lapsed: its event loop or Redis stalled); its run answers it');
         return;
       }
       const failure = failedUnrun(error);
       options.log.error({ reqId: queued.requestId, jobId: job.id, queue: options.queue, reason: error.message }, `job failed unrun: ${failure.message}`);
       void replies.error(queued.replyTo, job.id!, failure.toReply(), queued.deadline).catch(() => {});
-      void endedUnrun(job, failure).finally(() => {
+      void jobs.endedUnrun(job, failure).finally(() => {
         if (queued.payloadKey !== undefined) dropPayload(redis, queued.payloadKey);
         // Kept on the board without its payload (finished-jobs.ts); after the reply, which needs its address.
-        if (keptWhenFailed(job.opts)) makeSmall(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
+        if (keptWhenFailed(job.opts)) shrinking.add(job.updateData(finishedJobData(queued) as QueuedEnvelope<P>));
       });
     });
     lanes.push(worker);
   }
-  const worker = lanes[0]!;
-  // What a worker killed outright left whole on the board is made small (finished-jobs.ts).
-  void Promise.all(prefixes.map(async (prefix) => {
+  return { lanes, connections, laneConcurrency, prefixes };
+}
+
+/** What a worker killed outright left whole on the board is made small (finished-jobs.ts). */
+async function shrinkWhatWasLeftWhole<P>(options: JobWorkerOptions<P>, redis: Redis, prefixes: readonly string[]): Promise<void> {
+  await Promise.all(prefixes.map(async (prefix) => {
     const queue = new Queue(options.queue, { connection: redis, prefix });
     try {
       const shrunk = await shrinkLeftWhole(queue);
@@ -497,27 +606,4 @@ export async function startJobWorker<P>(options: JobWorkerOptions<P>): Promise<J
       await queue.close();
     }
   })).catch((error: unknown) => options.log.warn({ err: error, queue: options.queue }, 'finished jobs left whole not made small yet (Redis unavailable); the next start tries again'));
-  // Seen by the operations console and the metrics as one process serving the queue.
-  const registration = registerWorker(redis, options.queue, { lanes: lanes.length, concurrency: laneConcurrency * lanes.length });
-
-  return {
-    worker,
-    redis,
-    async close(deadline?: number) {
-      const cut = deadline === undefined ? undefined : setTimeout(() => {
-        if (running.size === 0) return;
-        options.log.warn({ queue: options.queue, jobs: running.size }, 'shutdown deadline passed; the jobs still running were ended (503), charged for what they had used');
-        for (const controller of running) controller.abort(new WorkerStopping('the worker is stopping'));
-      }, Math.max(0, deadline - Date.now()));
-      await Promise.all(lanes.map((lane) => lane.close()));
-      clearTimeout(cut);
-      await Promise.all(shrinking);
-      await registration.stop();
-      clearInterval(flushTimer);
-      if (finished > 0) await redis.incrby(drainedCounterKey(options.queue), finished).catch(() => {});
-      await cancels.close();
-      if (ownsRedis) redis.disconnect();
-      for (const connection of connections) connection.disconnect();
-    },
-  };
 }
