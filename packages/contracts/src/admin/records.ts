@@ -6,7 +6,12 @@ export const UserStatus = { enabled: 1, disabled: 2 } as const;
 export const ChannelStatus = { enabled: 1, manuallyDisabled: 2, autoDisabled: 3 } as const;
 export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 } as const;
 
-export type ChannelType = 'openai' | 'gemini' | 'anthropic';
+/**
+ * The kinds of upstream a channel may be, one per provider folder in @gateway/providers: the one
+ * list the channel schema and the provider registry are written from.
+ */
+export const CHANNEL_TYPES = ['openai', 'gemini', 'anthropic'] as const;
+export type ChannelType = (typeof CHANNEL_TYPES)[number];
 export type Priority = 'interactive' | 'batch';
 
 export interface User {
