@@ -10,6 +10,7 @@ export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis,
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { gatewayLogsCaughtUp, startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';
+export { startMockUpstream, sleepUnlessGone, writeOrWait, type MockUpstream, type MockBehaviour, type MockWireFormat, type MockExchange, type ReceivedRequest } from './mock-upstream.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
 export {
   startMockAnthropicUpstream,
