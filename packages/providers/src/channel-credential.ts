@@ -38,7 +38,7 @@ export function credentialField(credential: Record<string, unknown>, field: stri
  * `problem` names fields, never values.
  */
 export function badCredential(provider: string, problem: string): UpstreamError {
-  return new UpstreamError({ kind: 'http', status: 401, message: `the channel's key ${problem} (a ${provider} credential)` });
+  return new UpstreamError({ kind: 'http', status: 401, message: `the channel's key ${problem} (read as the ${provider} provider's credential)` });
 }
 
 /**

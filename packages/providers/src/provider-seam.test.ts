@@ -106,7 +106,7 @@ describe('a provider that signs its requests', () => {
     for (const key of ['{"secret": 5, "region": "x"}', '{not json', '{"region":"eu-west-1"}', '["a"]']) {
       const failure = await callUpstream(signedChat, target(key), request).catch((error: unknown) => error);
       expect(failure).toBeInstanceOf(UpstreamError);
-      expect(failure).toMatchObject({ kind: 'http', status: 401, message: expect.stringMatching(/^the channel's key .* \(a signing credential\)$/) });
+      expect(failure).toMatchObject({ kind: 'http', status: 401, message: expect.stringMatching(/^the channel's key .* \(read as the signing provider's credential\)$/) });
     }
     expect(received).toHaveLength(0);
   });
