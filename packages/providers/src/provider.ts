@@ -38,10 +38,10 @@ export interface OutgoingRequest {
 }
 
 /**
- * How an upstream frames a stream: `sse`, server-sent events. A binary framing (AWS's event
- * stream) is another name here and its decoder in `stream-decoders.ts`.
+ * How an upstream frames a stream: `sse`, server-sent events; `aws-eventstream`, AWS's binary
+ * event stream (Bedrock). Another framing is a name here and its decoder in `stream-decoders.ts`.
  */
-export type StreamEncoding = 'sse';
+export type StreamEncoding = 'sse' | 'aws-eventstream';
 
 /** What a provider's `api.ts` fills in. */
 export interface ProviderApi {

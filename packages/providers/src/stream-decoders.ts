@@ -4,10 +4,12 @@
  * operation's mapping to read. A provider names its encoding in its `api.ts`.
  */
 import type { StreamEncoding } from './provider.ts';
+import { readAwsEventStream } from './aws-event-stream.ts';
 import { readServerSentEvents } from './server-sent-events.ts';
 
 export type StreamDecoder = (body: AsyncIterable<Buffer | Uint8Array>) => AsyncIterable<string>;
 
 export const streamDecoders: Record<StreamEncoding, StreamDecoder> = {
   sse: readServerSentEvents,
+  'aws-eventstream': readAwsEventStream,
 };

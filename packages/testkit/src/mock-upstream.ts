@@ -57,6 +57,8 @@ export interface MockRefusal {
   body: unknown;
 }
 
+export type MockCheck = MockRefusal | 'answered-outside' | undefined;
+
 /** What a provider's mock says: the only part that differs between mocks. */
 export interface MockWireFormat<B extends MockBehaviour, R> {
   /** Named in a `waitFor` that runs out of time. */
@@ -67,8 +69,11 @@ export interface MockWireFormat<B extends MockBehaviour, R> {
   headers?(request: ReceivedRequest): Record<string, string>;
   /** The error body of a request whose body is not JSON. */
   invalidJson(request: ReceivedRequest): unknown;
-  /** What the real service refuses first; or an answer outside behaviours and counters (`answered`). */
-  check(request: ReceivedRequest): MockRefusal | 'answered-outside' | undefined;
+  /**
+   * What the real service refuses first (a path, a key, a signature, a version); or
+   * `answered-outside`, a request answered outside behaviours and counters (`answerOutside`).
+   */
+  check(request: ReceivedRequest): MockCheck | Promise<MockCheck>;
   /** For `check`'s `answered-outside`: answers it whole. */
   answerOutside?(exchange: MockExchange): void;
   /** The error body of a scripted failure's status, and of a 429 past the concurrency limit. */
@@ -181,7 +186,7 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     const exchange: MockExchange = { request, res, gone: gone.signal, fail };
     if (request.json === undefined) return fail(400, format.invalidJson(request));
     requests.push(format.record(request));
-    const refusal = format.check(request);
+    const refusal = await format.check(request);
     if (refusal === 'answered-outside') return format.answerOutside?.(exchange);
     if (refusal) return fail(refusal.status, refusal.body);
     if (concurrencyLimit > 0 && counts.inFlight >= concurrencyLimit) {
