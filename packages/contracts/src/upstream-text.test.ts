@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mentionsAny, redactUpstreamText, replySecretForms, secretForms, withoutSecretForms, withoutSecretFormsIn } from './upstream-text.ts';
+import { channelKeySecrets, mentionsAny, redactUpstreamText, replySecretForms, secretForms, withoutSecretForms, withoutSecretFormsIn } from './upstream-text.ts';
 
 describe("a channel key's forms", () => {
   const key = 'Zx9!kQ/7+pL=mw#2uv';
@@ -37,5 +37,20 @@ describe("a channel key's forms", () => {
 
   it("are none in a reply for a self-hosted placeholder shorter than 20 characters, a word a model may write", () => {
     for (const placeholder of ['not-needed', 'lm-studio', 'sk-no-key-required', 'token-abc123']) expect(replySecretForms(placeholder), placeholder).toEqual([]);
+  });
+});
+
+describe('a structured credential (a JSON object in the key field)', () => {
+  const credential = JSON.stringify({ api_key: 'azure-key-0123456789abcdef0123', entra_token: 'eyJhbGciOi.token-part.signature-part', api_version: '2024-10-21', region: 'eu-west-1' });
+
+  it('has each secret field as a secret, beside the whole key, and not the fields that say where or how', () => {
+    expect(channelKeySecrets(credential)).toEqual([credential, 'azure-key-0123456789abcdef0123', 'eyJhbGciOi.token-part.signature-part']);
+    expect(channelKeySecrets('sk-plain-key')).toEqual(['sk-plain-key']);
+    expect(channelKeySecrets('{not json')).toEqual(['{not json']);
+  });
+
+  it('has its inner key taken out of a reply, its API version left', () => {
+    const text = 'sent with azure-key-0123456789abcdef0123 at api-version 2024-10-21';
+    expect(withoutSecretForms(text, replySecretForms(credential))).toBe('sent with [redacted] at api-version 2024-10-21');
   });
 });

@@ -48,13 +48,38 @@ export function withoutSecretForms(text: string, forms: readonly string[]): stri
   return out;
 }
 
+/** Fields of a structured credential that say where or how, not who: never taken out of a text. */
+const NOT_SECRET_FIELDS = new Set(['api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth']);
+
 /**
- * The forms of a channel key to take out of what an upstream answers with success: none for a key
- * under 20 characters. A self-hosted upstream's placeholder (`not-needed`, `lm-studio`,
- * `sk-no-key-required`) is no secret, and a word a model may well write.
+ * The secrets of a channel key: the key itself, and for a structured credential (a JSON object in
+ * the key field, `{"api_key":"…","api_version":"…"}`) each of its string fields but those that only
+ * say where or how (`api_version`, `region`), which an upstream echoes in ordinary messages. An
+ * upstream reflects the inner key it was sent, never the JSON around it.
  */
-export function replySecretForms(secret: string): readonly string[] {
-  return secret.length < 20 ? [] : secretForms(secret);
+export function channelKeySecrets(key: string): string[] {
+  if (!key.trimStart().startsWith('{')) return [key];
+  let credential: unknown;
+  try {
+    credential = JSON.parse(key);
+  } catch {
+    return [key];
+  }
+  if (credential === null || typeof credential !== 'object') return [key];
+  const inner = Object.entries(credential).filter(([field, value]) => typeof value === 'string' && !NOT_SECRET_FIELDS.has(field)).map(([, value]) => value as string);
+  return [key, ...inner];
+}
+
+/**
+ * The forms of a channel key to take out of what an upstream answers with success (each secret of
+ * a structured credential's): none for a secret under 20 characters. A self-hosted upstream's
+ * placeholder (`not-needed`, `lm-studio`, `sk-no-key-required`) is no secret, and a word a model
+ * may well write.
+ */
+export function replySecretForms(key: string): readonly string[] {
+  const secrets = channelKeySecrets(key).filter((secret) => secret.length >= 20);
+  if (secrets.length === 1) return secretForms(secrets[0]!);
+  return secrets.flatMap((secret) => secretForms(secret));
 }
 
 /** Whether JSON text holds any of `forms`: a scan of the text, before anything is walked. */

@@ -7,8 +7,8 @@
  * upstream may reflect it in (the router does the same, and more, for a failure's).
  */
 import { replySecretForms, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
-import type { ProviderOperation, UpstreamTarget } from './provider.ts';
-import { readServerSentEvents } from './server-sent-events.ts';
+import type { OutgoingRequest, ProviderOperation, UpstreamTarget } from './provider.ts';
+import { streamDecoders } from './stream-decoders.ts';
 import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
 
 /** The URL of an operation for a channel and model. */
@@ -19,7 +19,7 @@ export function operationUrl(operation: ProviderOperation<unknown, unknown, unkn
 /** One call, answered whole. */
 export async function callUpstream<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
   try {
-    const raw = await postUpstreamJson(upstreamRequest(operation, target, request, false), replySecretForms(target.key));
+    const raw = await postUpstreamJson(await upstreamRequest(operation, target, request, false), replySecretForms(target.key));
     return operation.mapping.fromReply(raw, request);
   } catch (error) {
     throw providerFailure(operation, error);
@@ -38,7 +38,7 @@ export async function streamUpstream<Request, Reply, Event>(
 ): Promise<AsyncGenerator<Event>> {
   let reply: OpenUpstreamReply;
   try {
-    reply = await openUpstreamStream(upstreamRequest(operation, target, request, true));
+    reply = await openUpstreamStream(await upstreamRequest(operation, target, request, true));
   } catch (error) {
     throw providerFailure(operation, error);
   }
@@ -58,7 +58,7 @@ export interface UpstreamAudio {
 export async function streamUpstreamAudio<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<UpstreamAudio> {
   let reply: OpenUpstreamReply;
   try {
-    reply = await openUpstreamStream(upstreamRequest(operation, target, request, false));
+    reply = await openUpstreamStream(await upstreamRequest(operation, target, request, false));
   } catch (error) {
     throw providerFailure(operation, error);
   }
@@ -77,14 +77,24 @@ async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknow
   }
 }
 
-function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request, stream: boolean): UpstreamRequest {
-  return {
+/**
+ * The request as the provider sends it: built here, then signed or changed by the provider's
+ * `prepare` with the channel's credential. A credential it cannot read rejects here, before
+ * anything is sent.
+ */
+async function upstreamRequest<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request, stream: boolean): Promise<UpstreamRequest> {
+  const outgoing: OutgoingRequest = {
+    method: 'POST',
     url: operationUrl(operation, target.channel.base_url, target.upstreamModel, stream),
-    headers: { ...operation.api.headers(target.key, stream), ...passedHeaders(operation.api.clientHeaders, target.clientHeaders) },
-    body: operation.mapping.toUpstream(request, target.upstreamModel, stream),
-    timeoutMs: target.timeoutMs,
-    signal: target.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      ...passedHeaders(operation.api.clientHeaders, target.clientHeaders),
+    },
+    body: JSON.stringify(operation.mapping.toUpstream(request, target.upstreamModel, stream)),
   };
+  const prepared = await operation.api.prepare(outgoing, target.key, stream);
+  return { ...prepared, timeoutMs: target.timeoutMs, signal: target.signal };
 }
 
 /** `keyForms`: the channel key's forms (replySecretForms), taken out of each event's strings before it is read. */
@@ -93,7 +103,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
   let finished = false;
   const state: Record<string, unknown> = {};
   try {
-    for await (const data of readServerSentEvents(reply.body)) {
+    for await (const data of streamDecoders[operation.api.streamEncoding](reply.body)) {
       if (streamEnd.isMarker?.(data)) {
         finished = true;
         break;

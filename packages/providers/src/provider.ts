@@ -1,6 +1,6 @@
 /**
  * The shape every provider folder fills in, as Portkey's providers do: `api.ts` says where the
- * upstream is, how a channel's key is presented and the endpoint of each operation; each
+ * upstream is, how a channel's credential is put on a request and the endpoint of each operation; each
  * operation's file (`openai/complete.ts`, `gemini/generate.ts`) says how a request maps to it
  * and how its reply, and each stream event, map back; `index.ts` joins them into the operations
  * the provider offers. `call-upstream.ts` does the HTTP for all of them.
@@ -25,12 +25,38 @@ export interface UpstreamTarget {
 /** An operation's path under the base URL, for the channel's model, whole or streamed. */
 export type Endpoint = (upstreamModel: string, stream: boolean) => string;
 
+/**
+ * A request as it is about to leave: the shared code fills it in (the operation's URL, JSON and
+ * the reply's type asked for, the client headers the provider takes, the body's bytes) and the
+ * provider's `prepare` puts its credential on it, changing any part it must.
+ */
+export interface OutgoingRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer | string;
+}
+
+/**
+ * How an upstream frames a stream: `sse`, server-sent events; `aws-eventstream`, AWS's binary
+ * event stream (Bedrock). Another framing is a name here and its decoder in `stream-decoders.ts`.
+ */
+export type StreamEncoding = 'sse' | 'aws-eventstream';
+
 /** What a provider's `api.ts` fills in. */
 export interface ProviderApi {
   /** The root every endpoint hangs from, from a channel's base_url as an administrator wrote it. */
   baseUrl(channelBaseUrl: string): string;
-  /** The headers of every call: the channel's key, and whether JSON or an event stream comes back. */
-  headers(key: string, stream: boolean): Record<string, string>;
+  /**
+   * The request with the channel's credential on it, as the upstream wants it: a key in a header
+   * (`keyInHeaders`), or a signature over the method, URL, headers and body, or a token fetched
+   * first; so it may be async. `credential` is the channel's key in clear, a plain key or a
+   * structured credential (`channel-credential.ts`), read here and never logged. A credential the
+   * provider cannot read is the channel's failure (`badCredential`, a 401).
+   */
+  prepare(request: OutgoingRequest, credential: string, stream: boolean): OutgoingRequest | Promise<OutgoingRequest>;
+  /** How its streams are framed. */
+  streamEncoding: StreamEncoding;
   endpoints: Record<string, Endpoint>;
   /**
    * The client headers this provider takes as the client sent them (Anthropic's version and

@@ -32,6 +32,8 @@ import {
   type SpeechRequest,
 } from '@gateway/contracts';
 import { anthropic } from './anthropic/index.ts';
+import { azure } from './azure/index.ts';
+import { bedrock } from './bedrock/index.ts';
 import { gemini } from './gemini/index.ts';
 import { openai } from './openai/index.ts';
 import type { ProviderOperation } from './provider.ts';
@@ -63,6 +65,8 @@ export interface OperationShapes {
 const registry: Record<ChannelType, Partial<OperationShapes>> = {
   openai: { completions: openai.completions, chat: openai.chat, embeddings: openai.embeddings, embedContent: openai.embedContent, speech: openai.speech, messages: openai.messages, responses: openai.responses, geminiChat: openai.geminiChat },
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
+  azure: { completions: azure.completions, chat: azure.chat, embeddings: azure.embeddings, embedContent: azure.embedContent, speech: azure.speech, messages: azure.messages, responses: azure.responses, geminiChat: azure.geminiChat },
+  bedrock: { chat: bedrock.chat, embeddings: bedrock.embeddings, messages: bedrock.messages, responses: bedrock.responses, geminiChat: bedrock.geminiChat },
   gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
 

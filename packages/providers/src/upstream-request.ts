@@ -53,10 +53,13 @@ const upstreamAgent = new Agent({
   bodyTimeout: 0,
 });
 
+/** A request as its provider prepared it (`OutgoingRequest`), and how long it may take. */
 export interface UpstreamRequest {
+  method: string;
   url: string;
   headers: Record<string, string>;
-  body: unknown;
+  /** The body's bytes, as the provider signed them: sent as they are. */
+  body: Buffer | string;
   /** Milliseconds for the whole reply (a stream: for its headers, then for each next piece); 0: no limit. */
   timeoutMs: number;
   /** Aborted when nobody waits for the answer any more. */
@@ -73,7 +76,7 @@ export interface OpenUpstreamReply {
 }
 
 /**
- * Sends a JSON POST and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`),
+ * Sends a request and returns the parsed JSON reply (at most `upstreamLimits.maxReplyBytes`),
  * all within `timeoutMs`; `without` (secret forms) are taken out of every string in it.
  */
 export async function postUpstreamJson(req: UpstreamRequest, without: readonly string[] = []): Promise<unknown> {
@@ -98,7 +101,7 @@ export async function postUpstreamJson(req: UpstreamRequest, without: readonly s
 }
 
 /**
- * Sends a JSON POST and resolves once a 2xx reply's headers arrived (within `timeoutMs`); its
+ * Sends a request and resolves once a 2xx reply's headers arrived (within `timeoutMs`); its
  * body is then the stream, each next piece within `timeoutMs`.
  */
 export function openUpstreamStream(req: UpstreamRequest): Promise<OpenUpstreamReply> {
@@ -139,7 +142,7 @@ interface SendOptions {
 const MAX_ERROR_BODY = 64 * 1024;
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
-/** Sends a JSON POST; any status but 2xx, a time-out, an abort or a connection error rejects with an `UpstreamError`. */
+/** Sends a request; any status but 2xx, a time-out, an abort or a connection error rejects with an `UpstreamError`. */
 async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUpstreamReply> {
   const failure = (error: unknown): UpstreamError => {
     const code = (error as { code?: string } | undefined)?.code ?? '';
@@ -159,9 +162,9 @@ async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUps
   let response: Dispatcher.ResponseData;
   try {
     response = await request(req.url, {
-      method: 'POST',
+      method: req.method as Dispatcher.HttpMethod,
       headers: { ...req.headers, [HOP_HEADER]: '1' },
-      body: JSON.stringify(req.body),
+      body: req.body,
       signal: options.signal,
       headersTimeout: options.headersTimeout,
       bodyTimeout: options.bodyTimeout,

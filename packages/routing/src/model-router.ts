@@ -1,4 +1,4 @@
-import { clientCancelled, costOf, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { channelKeySecrets, clientCancelled, costOf, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
@@ -545,8 +545,9 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 
 /** The failure with the channel's key, and anything key-shaped, taken out of its message and body. */
 function withoutSecrets(error: UpstreamError, key: string): UpstreamError {
-  // The key as it is (however short), and the forms an upstream may reflect it in.
-  const secrets = key ? [key, ...secretForms(key, { anyCase: true })] : [];
+  // The key as it is (however short), and the forms an upstream may reflect it in; for a
+  // structured credential, each secret in it too.
+  const secrets = key ? channelKeySecrets(key).flatMap((secret) => [secret, ...secretForms(secret, { anyCase: true })]) : [];
   return new UpstreamError({
     kind: error.kind,
     status: error.status || undefined,

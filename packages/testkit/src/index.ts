@@ -10,7 +10,11 @@ export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis,
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';
 export { gatewayLogsCaughtUp, startService, repoRoot, TEST_SECRET_KEY, type ServiceName, type ServiceProcess } from './service-process.ts';
 export { startStack, type Stack, type StackOptions } from './stack.ts';
+export { startMockUpstream, sleepUnlessGone, writeOrWait, type MockUpstream, type MockBehaviour, type MockWireFormat, type MockExchange, type ReceivedRequest } from './mock-upstream.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
+export { startMockBedrockUpstream, bedrockCredentialOf, MOCK_AWS_KEY, MOCK_AWS_REGION, type MockBedrockUpstream, type MockBedrockOptions, type MockBedrockBehaviour, type MockBedrockRequest } from './mock-bedrock-upstream.ts';
+export type { MockAwsKey } from './mock-aws-signature.ts';
+export { startMockAzureUpstream, MOCK_AZURE_API_KEY, MOCK_AZURE_API_VERSIONS, type MockAzureUpstream, type MockAzureOptions, type MockAzureRequest } from './mock-azure-upstream.ts';
 export {
   startMockAnthropicUpstream,
   type MockAnthropicUpstream,

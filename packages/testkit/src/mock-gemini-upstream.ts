@@ -43,6 +43,7 @@ import {
   type GeminiGenerateRequest,
 } from '@gateway/contracts';
 import { textEvents, type MockGeminiTextBehaviour } from './mock-gemini-text.ts';
+import { readBody } from './mock-upstream.ts';
 
 export const MOCK_GEMINI_API_KEY = 'mock-gemini-key';
 
@@ -146,7 +147,6 @@ const DEFAULT_BEHAVIOUR: MockGeminiBehaviour = {
 
 const SAMPLE_RATE = 24_000;
 const BYTES_PER_MS = (SAMPLE_RATE / 1000) * 2;
-const MAX_BODY_BYTES = 20 * 1024 * 1024;
 const RECEIVED_KEPT = 1000;
 
 export interface MockSpeech {
@@ -450,17 +450,6 @@ const SAFETY_RATINGS = [
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new Error('request body too large');
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**

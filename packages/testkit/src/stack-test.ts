@@ -12,6 +12,8 @@
  */
 import { expect, test as base } from 'vitest';
 import { startMockAnthropicUpstream, type MockAnthropicBehaviour, type MockAnthropicUpstream } from './mock-anthropic-upstream.ts';
+import { bedrockCredentialOf, startMockBedrockUpstream, type MockBedrockBehaviour, type MockBedrockOptions, type MockBedrockUpstream } from './mock-bedrock-upstream.ts';
+import { startMockAzureUpstream, type MockAzureOptions, type MockAzureUpstream } from './mock-azure-upstream.ts';
 import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
 import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
 import { spawnRedisCluster, type TestRedisCluster } from './redis-cluster.ts';
@@ -31,21 +33,27 @@ export interface Upstreams {
   openai(behaviour?: MockOpenAIBehaviour): Promise<MockOpenAIUpstream>;
   gemini(options?: MockGeminiOptions): Promise<MockGeminiUpstream>;
   anthropic(behaviour?: MockAnthropicBehaviour): Promise<MockAnthropicUpstream>;
+  azure(options?: MockAzureOptions, behaviour?: MockOpenAIBehaviour): Promise<MockAzureUpstream>;
+  bedrock(options?: MockBedrockOptions, behaviour?: MockBedrockBehaviour): Promise<MockBedrockUpstream>;
 }
 
 /**
  * Makes a channel on the stack for `models`, pointing at `mock`: a gemini channel with the
- * mock's key for a Gemini mock, an anthropic channel for an Anthropic mock, else an openai
+ * mock's key for a Gemini mock, an azure (bedrock) channel with the mock's key (AWS credential)
+ * for an Azure (Bedrock) mock, an
+ * anthropic channel for an Anthropic mock, else an openai
  * channel; each but gemini with a key of its own (`sk-upstream-<n>` unless `fields.key` says). Returns the channel as the management API shows it.
  */
-export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream | MockAnthropicUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
+export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream | MockAnthropicUpstream | MockAzureUpstream | MockBedrockUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
 
 /** Makes an API key as root, with unlimited quota unless `fields` say otherwise; returns its id and full key. */
 export type MakeApiKey = (fields?: Record<string, unknown>) => Promise<{ id: number; key: string }>;
 
 let made = 0;
-/** The Anthropic mocks started here: their channels are of type anthropic. */
+/** The Anthropic, Azure and Bedrock mocks started here: their channels are of those types. */
 const anthropicMocks = new WeakSet<object>();
+const azureMocks = new WeakSet<object>();
+const bedrockMocks = new WeakSet<object>();
 
 /**
  * A `test` whose fixtures stand on one stack per file, started with `options` before the file's
@@ -80,11 +88,25 @@ export function stackTest(options: StackTestOptions = {}) {
           anthropicMocks.add(mock);
           return mock;
         },
+        azure: async (azureOptions, behaviour) => {
+          const mock = await started(startMockAzureUpstream(azureOptions, behaviour));
+          azureMocks.add(mock);
+          return mock;
+        },
+        bedrock: async (bedrockOptions, behaviour) => {
+          const mock = await started(startMockBedrockUpstream(bedrockOptions, behaviour));
+          bedrockMocks.add(mock);
+          return mock;
+        },
       };
     })
     .extend('channel', async ({ stack }): Promise<MakeChannel> => async (mock, models, fields = {}) => {
       const n = ++made;
-      const identity = 'apiKey' in mock
+      const identity = bedrockMocks.has(mock)
+        ? { name: `bedrock-${n}`, type: 'bedrock', key: bedrockCredentialOf((mock as MockBedrockUpstream).key, (mock as MockBedrockUpstream).region) }
+        : azureMocks.has(mock)
+        ? { name: `azure-${n}`, type: 'azure', key: (mock as MockAzureUpstream).apiKey }
+        : 'apiKey' in mock
         ? { name: `gemini-${n}`, type: 'gemini', key: mock.apiKey }
         : anthropicMocks.has(mock)
           ? { name: `anthropic-${n}`, type: 'anthropic', key: `sk-ant-upstream-${n}` }

@@ -1,3 +1,5 @@
+import type { BudgetPeriod } from '../money/budget-period.ts';
+
 /** The stored records, with new-api's field names and status numbers. */
 export const Role = { common: 1, admin: 10, root: 100 } as const;
 export type Role = (typeof Role)[keyof typeof Role];
@@ -6,9 +8,12 @@ export const UserStatus = { enabled: 1, disabled: 2 } as const;
 export const ChannelStatus = { enabled: 1, manuallyDisabled: 2, autoDisabled: 3 } as const;
 export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 } as const;
 
-import type { BudgetPeriod } from '../money/budget-period.ts';
-
-export type ChannelType = 'openai' | 'gemini' | 'anthropic';
+/**
+ * The kinds of upstream a channel may be, one per provider folder in @gateway/providers: the one
+ * list the channel schema and the provider registry are written from.
+ */
+export const CHANNEL_TYPES = ['openai', 'gemini', 'anthropic', 'azure', 'bedrock'] as const;
+export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 /**
  * A budget in money on a key or a user (LiteLLM's `max_budget` and `budget_duration`), in US

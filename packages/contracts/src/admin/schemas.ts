@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { username } from './username.ts';
+import { CHANNEL_TYPES } from './records.ts';
 import { INT4_MAX } from '../validation.ts';
 import { BATCH_STATUSES, type BatchStatus } from '../wire/openai-batch.ts';
 import { modelPrice } from '../money/prices.ts';
@@ -142,7 +143,7 @@ const keyMask = z.string().max(64);
 
 const channelFields = {
   name: z.string().trim().min(1).max(128),
-  type: z.enum(['openai', 'gemini', 'anthropic']),
+  type: z.enum(CHANNEL_TYPES),
   key: z.string().min(1).max(4096).regex(/^[^\p{Cc}]*$/u, 'must not hold control characters (CR, LF, tab, …)'),
   base_url: baseUrl,
   models: nameList.refine((m) => m.length > 0, 'must name at least one model'),

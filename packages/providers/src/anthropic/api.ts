@@ -4,6 +4,7 @@
  * its error bodies are handed on in OpenAI's shape (see `error-body.ts`).
  */
 import { UpstreamError } from '@gateway/contracts';
+import { keyInHeaders } from '../channel-credential.ts';
 import type { ProviderApi } from '../provider.ts';
 import { errorDetail, openaiShapedBody, OVERLOADED_STATUS } from './error-body.ts';
 
@@ -15,12 +16,8 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 export const anthropicApi = {
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, ''),
-  headers: (key: string, stream: boolean): Record<string, string> => ({
-    'x-api-key': key,
-    'anthropic-version': ANTHROPIC_VERSION,
-    'content-type': 'application/json',
-    accept: stream ? 'text/event-stream' : 'application/json',
-  }),
+  prepare: keyInHeaders((key) => ({ 'x-api-key': key, 'anthropic-version': ANTHROPIC_VERSION })),
+  streamEncoding: 'sse',
   endpoints: {
     chat: () => '/v1/messages',
     messages: () => '/v1/messages',

@@ -5,6 +5,7 @@
  * caller's, so it is reported as the 401 it means.
  */
 import { UpstreamError } from '@gateway/contracts';
+import { keyInHeaders } from '../channel-credential.ts';
 import type { ProviderApi } from '../provider.ts';
 
 /** Gemini names models `models/<id>`; the path wants the id alone. */
@@ -13,11 +14,8 @@ const modelSegment = (model: string) => encodeURIComponent(model.replace(/^model
 export const geminiApi = {
   /** A channel's base_url may be given with or without a trailing `/v1beta`. */
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, '').replace(/\/v1beta$/, ''),
-  headers: (key: string, stream: boolean): Record<string, string> => ({
-    'x-goog-api-key': key,
-    'content-type': 'application/json',
-    accept: stream ? 'text/event-stream' : 'application/json',
-  }),
+  prepare: keyInHeaders((key) => ({ 'x-goog-api-key': key })),
+  streamEncoding: 'sse',
   endpoints: {
     generateContent: (model: string, stream: boolean) =>
       `/v1beta/models/${modelSegment(model)}:${stream ? 'streamGenerateContent?alt=sse' : 'generateContent'}`,

@@ -1,13 +1,11 @@
 /** Where an OpenAI-style upstream is and how to present a channel's key to it. */
+import { keyInHeaders } from '../channel-credential.ts';
 import type { ProviderApi } from '../provider.ts';
 
 export const openaiApi = {
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, ''),
-  headers: (key: string, stream: boolean): Record<string, string> => ({
-    authorization: `Bearer ${key}`,
-    'content-type': 'application/json',
-    accept: stream ? 'text/event-stream' : 'application/json',
-  }),
+  prepare: keyInHeaders((key) => ({ authorization: `Bearer ${key}` })),
+  streamEncoding: 'sse',
   endpoints: {
     completions: () => '/v1/completions',
     chat: () => '/v1/chat/completions',

@@ -1,0 +1,47 @@
+/** The conversation model as Converse blocks and back: media as bytes, cache marks as cache points, reasoning with its signature, cache usage. */
+import { describe, expect, it } from 'vitest';
+import { GatewayError, type ConversationRequest } from '@gateway/contracts';
+import { converseConversation } from './converse.ts';
+
+const request = (fields: Partial<ConversationRequest>): ConversationRequest => ({ model: 'm', system: [], messages: [], stream: false, ...fields });
+
+describe('a conversation as Converse', () => {
+  it('sends images and documents as bytes, cache marks as cache points after what they close, earlier reasoning with its signature', () => {
+    const body = converseConversation.toUpstream(request({
+      system: [{ type: 'text', text: 'Long instructions', cache: { type: 'ephemeral' } }],
+      messages: [
+        { role: 'user', parts: [{ type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: 'iVBO' } }, { type: 'document', source: { kind: 'text', mediaType: 'text/plain', data: 'notes' }, title: 'My notes.txt' }, { type: 'text', text: 'Summarise' }] },
+        { role: 'assistant', parts: [{ type: 'thinking', thinking: 'I read them', signature: 'sig-1' }, { type: 'thinking', thinking: 'another provider\'s' }, { type: 'text', text: 'Done' }] },
+      ],
+      thinking: { budgetTokens: 2048 },
+      temperature: 0.5,
+    }), 'anthropic.claude', false) as Record<string, any>;
+    expect(body.system).toEqual([{ text: 'Long instructions' }, { cachePoint: { type: 'default' } }]);
+    expect(body.messages[0].content).toEqual([
+      { image: { format: 'png', source: { bytes: 'iVBO' } } },
+      { document: { format: 'txt', name: 'My notes txt', source: { bytes: Buffer.from('notes').toString('base64') } } },
+      { text: 'Summarise' },
+    ]);
+    expect(body.messages[1].content).toEqual([{ reasoningContent: { reasoningText: { text: 'I read them', signature: 'sig-1' } } }, { text: 'Done' }]);
+    expect(body.additionalModelRequestFields).toEqual({ thinking: { type: 'enabled', budget_tokens: 2048 } });
+    expect(body.inferenceConfig).toEqual({ maxTokens: expect.any(Number) });
+  });
+
+  it('refuses media by URL with a 400 naming the block', () => {
+    const asked = request({ messages: [{ role: 'user', parts: [{ type: 'image', source: { kind: 'url', url: 'https://example.com/a.png' } }] }] });
+    expect(() => converseConversation.toUpstream(asked, 'm', false)).toThrow(GatewayError);
+  });
+
+  it('reads a reply with reasoning, a tool use and cache reads and writes in its usage', () => {
+    const reply = converseConversation.fromReply({
+      output: { message: { role: 'assistant', content: [{ reasoningContent: { reasoningText: { text: 'hmm', signature: 's' } } }, { toolUse: { toolUseId: 't1', name: 'f', input: { a: 1 } } }] } },
+      stopReason: 'tool_use',
+      usage: { inputTokens: 10, outputTokens: 5, totalTokens: 115, cacheReadInputTokens: 80, cacheWriteInputTokens: 20 },
+    });
+    expect(reply).toMatchObject({
+      parts: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'tool_use', id: 't1', name: 'f', input: { a: 1 } }],
+      stopReason: 'tool_use',
+      usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 80, cacheWriteTokens: 20 },
+    });
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * A channel's key as a provider reads it: a plain key (`sk-…`), or a structured credential, a
+ * JSON object in the key field (`{"api_key":"…","api_version":"2024-10-21"}`), for a provider
+ * that needs more than one secret or a setting beside it. The key is encrypted in the store as
+ * any key is; the router and `call-upstream.ts` take each secret of it out of what an upstream
+ * answers (`channelKeySecrets`). Nothing here logs it or puts it in a message.
+ */
+import { UpstreamError } from '@gateway/contracts';
+import type { OutgoingRequest } from './provider.ts';
+
+/**
+ * The channel's structured credential, or undefined for a plain key (one that does not start
+ * with `{`). A key that starts with `{` but is no JSON object is the channel's failure.
+ */
+export function structuredCredential(key: string, provider: string): Record<string, unknown> | undefined {
+  if (!key.trimStart().startsWith('{')) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(key);
+  } catch {
+    throw badCredential(provider, 'starts with "{" but is not JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw badCredential(provider, 'is not a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/** A string field of a structured credential, or undefined; any other type is the channel's failure. */
+export function credentialField(credential: Record<string, unknown>, field: string, provider: string): string | undefined {
+  const value = credential[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || value === '') throw badCredential(provider, `has a "${field}" that is not a non-empty string`);
+  return value;
+}
+
+/**
+ * A credential the provider cannot use: the channel's fault, never the caller's, so it is
+ * reported as the 401 an upstream would answer, and counts toward the channel's auto-disable.
+ * `problem` names fields, never values.
+ */
+export function badCredential(provider: string, problem: string): UpstreamError {
+  return new UpstreamError({ kind: 'http', status: 401, message: `the channel's key ${problem} (read as the ${provider} provider's credential)` });
+}
+
+/**
+ * A `prepare` for an upstream that takes its key in headers: the provider's headers for the key,
+ * under the request's own (JSON and the reply's type, and a client's headers the provider takes
+ * over its own of the same name, such as Anthropic's version).
+ */
+export function keyInHeaders(headersFor: (key: string) => Record<string, string>) {
+  return (request: OutgoingRequest, key: string): OutgoingRequest => ({ ...request, headers: { ...headersFor(key), ...request.headers } });
+}

@@ -1,0 +1,93 @@
+/**
+ * An Azure OpenAI resource on a real HTTP port: OpenAI's wire format (the OpenAI mock's answers,
+ * whole or streamed as server-sent events) under its deployments,
+ * `POST /openai/deployments/{deployment}/{chat/completions|completions|embeddings|audio/speech}?api-version=…`,
+ * refusing what Azure refuses before it serves anything:
+ *
+ * - an `api-version` missing or not one it knows: 400, `{"error":{"code":"BadRequest",…}}`;
+ * - a wrong `api-key` (or Entra ID token), or none: 401,
+ *   `{"error":{"code":"401","message":"Access denied due to invalid subscription key…"}}`;
+ * - a deployment it does not have: 404, `{"error":{"code":"DeploymentNotFound",…}}`.
+ *
+ * Its behaviours, counters and scripted failures are the shared base's (`mock-upstream.ts`).
+ */
+import { answerOpenAI, type MockOpenAIBehaviour } from './mock-openai-upstream.ts';
+import { startMockUpstream, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
+
+export const MOCK_AZURE_API_KEY = 'mock-azure-key-0123456789abcdef';
+
+/** Versions the mock accepts: a GA one and a preview, as a resource does (among many). */
+export const MOCK_AZURE_API_VERSIONS = ['2024-10-21', '2025-04-01-preview'];
+
+export interface MockAzureOptions {
+  /** The key callers must send in `api-key`. Default MOCK_AZURE_API_KEY. */
+  apiKey?: string;
+  /** An Entra ID access token accepted as `Authorization: Bearer`. Default: none. */
+  entraToken?: string;
+  /** The resource's deployments; others get 404 DeploymentNotFound. Default: any name. */
+  deployments?: string[];
+}
+
+export interface MockAzureRequest {
+  method: string;
+  /** The path with its query, as sent. */
+  path: string;
+  deployment: string;
+  /** `chat/completions`, `completions`, `embeddings` or `audio/speech`. */
+  operation: string;
+  apiVersion: string | null;
+  /** The `api-key` header. */
+  apiKey: string | undefined;
+  authorization: string | undefined;
+  body: Record<string, unknown>;
+  raw: string;
+  at: number;
+}
+
+export type MockAzureUpstream = MockUpstream<MockOpenAIBehaviour, MockAzureRequest> & { apiKey: string };
+
+const ROUTE = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|audio\/speech)$/;
+
+const azureError = (code: string, message: string) => ({ error: { code, message } });
+
+export async function startMockAzureUpstream(options: MockAzureOptions = {}, initial: MockOpenAIBehaviour = {}): Promise<MockAzureUpstream> {
+  const apiKey = options.apiKey ?? MOCK_AZURE_API_KEY;
+  const mock = await startMockUpstream(azureWireFormat({ ...options, apiKey }), initial);
+  return Object.assign(mock, { apiKey });
+}
+
+function azureWireFormat(options: MockAzureOptions & { apiKey: string }): MockWireFormat<MockOpenAIBehaviour, MockAzureRequest> {
+  const parse = (r: ReceivedRequest) => {
+    const url = new URL(r.path, 'http://mock');
+    const route = ROUTE.exec(url.pathname);
+    return { route, deployment: route ? decodeURIComponent(route[1]!) : '', operation: route?.[2] ?? '', apiVersion: url.searchParams.get('api-version') };
+  };
+  const header = (r: ReceivedRequest, name: string) => (typeof r.headers[name] === 'string' ? (r.headers[name] as string) : undefined);
+  const signedIn = (r: ReceivedRequest) =>
+    header(r, 'api-key') === options.apiKey || (options.entraToken !== undefined && header(r, 'authorization') === `Bearer ${options.entraToken}`);
+  return {
+    name: 'mock Azure OpenAI upstream',
+    record(r) {
+      const { deployment, operation, apiVersion } = parse(r);
+      return { method: r.method, path: r.path, deployment, operation, apiVersion, apiKey: header(r, 'api-key'), authorization: header(r, 'authorization'), body: r.json ?? {}, raw: r.raw, at: r.at };
+    },
+    invalidJson: () => azureError('BadRequest', 'The request body is not valid JSON.'),
+    check(r) {
+      const { route, deployment, apiVersion } = parse(r);
+      if (!apiVersion || !MOCK_AZURE_API_VERSIONS.includes(apiVersion)) {
+        return { status: 400, body: azureError('BadRequest', apiVersion ? 'API version not supported' : 'Missing required query parameter: api-version') };
+      }
+      if (!signedIn(r)) {
+        return { status: 401, body: azureError('401', 'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.') };
+      }
+      if (r.method !== 'POST' || !route) return { status: 404, body: azureError('404', 'Resource not found') };
+      if (options.deployments && !options.deployments.includes(deployment)) {
+        return { status: 404, body: azureError('DeploymentNotFound', 'The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.') };
+      }
+      return undefined;
+    },
+    failureBody: (status) => azureError(String(status), `mock failure ${status}`),
+    overLimitBody: () => azureError('429', 'Requests to the ChatCompletions_Create Operation have exceeded call rate limit. Please retry after 1 second.'),
+    answer: (exchange, b) => answerOpenAI(exchange, b, `/v1/${parse(exchange.request).operation}`),
+  };
+}
