@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { createRedis, waitForRedis } from '@gateway/queue';
 import { createStore, type Store } from '@gateway/store';
-import { freePort } from '@gateway/config';
+import { freePort } from '@gateway/local-stack';
 
 export interface TestRedis {
   url: string;
