@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createRedis, waitForRedis } from '@gateway/queue';
+import { createRedis, waitForRedis } from '@gateway/config';
 import { createStore, type Store } from '@gateway/store';
 import { freePort } from '@gateway/local-stack';
 
