@@ -14,10 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Queue } from 'bullmq';
-import { ConfigError, describeRedisTarget, freePort, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
+import { ConfigError, describeRedisTarget, loadConfig, nodeFlagsOf, type Config, type RedisTarget } from '@gateway/config';
 import { QueueName } from '@gateway/contracts';
 import { createRedis, shardPrefixes, waitForRedis } from '@gateway/queue';
-import { spawnRedisApart, startPostgresApart, type StoreProcess } from './stores-apart.ts';
+import { freePort, spawnRedisApart, startPostgresApart, type StoreProcess } from '@gateway/local-stack';
 
 const services = ['admin-worker', 'completion-worker', 'audio-worker', 'batch-worker', 'gateway'] as const;
 type Service = (typeof services)[number];

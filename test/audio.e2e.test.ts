@@ -5,7 +5,8 @@
  */
 import { describe, expect } from 'vitest';
 import { ApiError, GoogleGenAI, type GenerateContentParameters, type GenerateContentResponse } from '@google/genai';
-import { caught, freePort, gatewayLogsCaughtUp, mockSpeech, postJson, twoSpeakers } from '@gateway/testkit';
+import { freePort } from '@gateway/local-stack';
+import { caught, gatewayLogsCaughtUp, mockSpeech, postJson, twoSpeakers } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({ workers: ['audio-worker'], env: { REQUEST_TIMEOUT_MS: '15000', AUDIO_CONCURRENCY: '8' }, channelDefaults: { timeout_ms: 5000 } })

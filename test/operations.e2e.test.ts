@@ -3,7 +3,8 @@
  * across processes.
  */
 import { describe, expect } from 'vitest';
-import { freePort, type ServiceProcess } from '@gateway/testkit';
+import { freePort } from '@gateway/local-stack';
+import type { ServiceProcess } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest();

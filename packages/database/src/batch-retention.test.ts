@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from './connection.ts';
-import { useTestDatabase } from './test-database.ts';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { BatchRuns } from './batch-runs.ts';
 import { BatchStore } from './batch-store.ts';
 import { BATCH_ROW_BYTES, FileStore } from './file-store.ts';

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from './connection.ts';
-import { useTestDatabase } from './test-database.ts';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { FileStore } from './file-store.ts';
 
 describe('a connection the server ends while it is taken out of the pool', () => {

@@ -1,11 +1,11 @@
 /**
  * @gateway/database owns PostgreSQL, the system of record for what grows and is queried: the
- * Batch API's files, batches and their lines. Its connection pool, its migrations, an embedded
- * server for `npm start` and the tests, and the stores over its tables.
+ * Batch API's files, batches and their lines. Its connection pool, its migrations and the
+ * stores over its tables (the embedded server for `npm start` and the tests is
+ * @gateway/local-stack's).
  */
 export { createDatabase, inTransaction, isDatabaseUnavailable, isRefusedForItsValues, isStatementTimeout, databaseUnavailableError, orUnavailable, type Database, type DatabaseOptions } from './connection.ts';
 export { migrate, MIGRATIONS_DIR } from './migrate.ts';
-export { startEmbeddedPostgres, type EmbeddedDatabase, type EmbeddedDatabaseOptions } from './embedded-postgres.ts';
 export { BatchStore, batchObject, type BatchRow, type OwnedBatch, type BatchPageQuery } from './batch-store.ts';
 export { FileStore, fileCapRefusal, type UserFileCap, type FileUsage } from './file-store.ts';
 export { newFileId, newBatchId, lineResultId, unixNow } from './ids.ts';

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { INT4_MAX, type RequestLogRow } from '@gateway/contracts';
 import type { TestPostgres } from '@gateway/testkit';
 import { createDatabase, type Database } from './connection.ts';
-import { useTestDatabase } from './test-database.ts';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { RequestLogQuery } from './request-log-query.ts';
 import { RequestLogWriter } from './request-log-writer.ts';
 

@@ -3,7 +3,7 @@ import type { ResponsesResponse } from '@gateway/contracts';
 import type { Database } from './connection.ts';
 import { identifiedItems, ResponseStore, STATEMENT_TIMEOUT_MS } from './response-store.ts';
 import { FileStore } from './file-store.ts';
-import { useTestDatabase } from './test-database.ts';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { forgetUser, highestUserIdOnRecord } from './user-records.ts';
 
 const response = (id: string, text = 'hello'): ResponsesResponse => ({

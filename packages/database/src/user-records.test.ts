@@ -4,7 +4,7 @@ import type { Database } from './connection.ts';
 import { BatchStore } from './batch-store.ts';
 import { FileStore } from './file-store.ts';
 import { RequestLogWriter } from './request-log-writer.ts';
-import { useTestDatabase } from './test-database.ts';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { highestUserIdOnRecord } from './user-records.ts';
 
 describe('the highest user id on record', () => {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { QueueName } from '@gateway/contracts';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { INGRESS_STOPPING, startJobWorker, type JobContext, type JobEnd } from './index.ts';
 
 const log = pino({ level: 'silent' });

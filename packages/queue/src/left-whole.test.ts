@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { createRedis } from './redis-connection.ts';
 import { KEPT_WHEN_FINISHED } from './finished-jobs.ts';
 import { startJobWorker } from './index.ts';

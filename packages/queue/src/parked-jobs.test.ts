@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { GatewayError, QueueName } from '@gateway/contracts';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { FairShares, startJobWorker, type JobContext, type JobEnd } from './index.ts';
 
 const log = pino({ level: 'silent' });

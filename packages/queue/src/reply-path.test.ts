@@ -1,6 +1,6 @@
 import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { pino } from 'pino';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { CANCEL_CHANNEL, createRedis, JobClient, ReplySender, replyStreamKey, startJobWorker, type JobHandler, type Redis } from './index.ts';
 import { PAYLOAD_INLINE_MAX_CHARS } from './payload-beside.ts';

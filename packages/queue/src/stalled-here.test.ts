@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { pino } from 'pino';
 import { QueueName } from '@gateway/contracts';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { startJobWorker } from './index.ts';
 
 const q = useQueueHarness('stalled-here-ingress');

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { QueueName } from '@gateway/contracts';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { JobClient, PAYLOAD_INLINE_MAX_CHARS, shardPrefixes, startJobWorker, type JobContext } from './index.ts';
 
 const log = pino({ level: 'silent' });

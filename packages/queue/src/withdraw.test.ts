@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { useQueueHarness } from './queue-test-harness.ts';
+import { useQueueHarness } from '@gateway/testkit/queue-harness';
 import { GatewayError, QueueName } from '@gateway/contracts';
 import { JobClient, PAYLOAD_INLINE_MAX_CHARS, startJobWorker, type JobContext, type Redis } from './index.ts';
 

@@ -3,8 +3,6 @@
  * container), the services started as real processes, and mock upstreams that speak the
  * providers' wire formats over real HTTP.
  */
-/** One free-port helper for the project: `npm start` uses the same (it lives in @gateway/config). */
-export { freePort } from '@gateway/config';
 export { spawnPostgres, type TestPostgres } from './postgres-harness.ts';
 export { spawnRedis, useTestRedis, useTestStore, hasRedisServer, type TestRedis, type TestStore } from './redis-harness.ts';
 export { spawnRedisCluster, type TestRedisCluster, type ClusterNode } from './redis-cluster.ts';

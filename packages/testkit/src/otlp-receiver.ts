@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import { Server, ServerCredentials, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
-import { freePort } from '@gateway/config';
+import { freePort } from '@gateway/local-stack';
 
 /** OTLP's SpanKind and status codes, as a received span has them. */
 export const OTLP_KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;

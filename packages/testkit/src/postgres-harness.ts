@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '@gateway/config';
-import { migrate, startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/database';
+import { migrate } from '@gateway/database';
+import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/local-stack';
 
 export interface TestPostgres {
   /** DATABASE_URL of its database, migrated. */

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from '@gateway/config';
+import { freePort } from '@gateway/local-stack';
 import { LEASH, waitUntilAnswering } from './redis-harness.ts';
 
 /** A cluster node's bus port is its port + 10000, so a node's port must stay below this. */

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { createRedis, waitForRedis } from '@gateway/queue';
+import { createRedis, waitForRedis } from '@gateway/config';
 import { createStore, type Store } from '@gateway/store';
-import { freePort } from '@gateway/config';
+import { freePort } from '@gateway/local-stack';
 
 export interface TestRedis {
   url: string;

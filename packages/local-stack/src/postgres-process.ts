@@ -1,9 +1,9 @@
 /**
- * The embedded PostgreSQL as a process of its own, started by stores-apart.ts in a process group
- * of its own: prints its URL once it answers, and stops it (a fast shutdown) when its stdin ends,
+ * The embedded PostgreSQL as a process of its own, for `npm start`, started by stores-apart.ts
+ * in a process group of its own: prints its URL once it answers, and stops it (a fast shutdown) when its stdin ends,
  * that is when the stack stops or the process that started it is gone.
  */
-import { startEmbeddedPostgres } from '@gateway/database';
+import { startEmbeddedPostgres } from './embedded-postgres.ts';
 
 const [dataDir, port] = process.argv.slice(2);
 let database;

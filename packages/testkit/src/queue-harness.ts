@@ -1,13 +1,11 @@
 /**
- * For this package's tests: a Redis of their own, one ingress (a reply inbox and a JobClient on
- * it) for the whole file, and the worker a test starts, closed after each test.
+ * For the queue package's tests: a Redis of their own, one ingress (a reply inbox and a JobClient
+ * on it) for the whole file, and the worker a test starts, closed after each test. Imported from
+ * `@gateway/testkit/queue-harness`, apart from the kit's index, so only these tests load BullMQ.
  */
 import { afterAll, afterEach, beforeAll } from 'vitest';
-import { useTestRedis, type TestRedis } from '@gateway/testkit';
-import { createRedis, waitForRedis, type Redis } from './redis-connection.ts';
-import { ReplyInbox } from './reply-inbox.ts';
-import { JobClient } from './job-client.ts';
-import type { JobWorker } from './job-worker.ts';
+import { createRedis, JobClient, ReplyInbox, waitForRedis, type JobWorker, type Redis } from '@gateway/queue';
+import { useTestRedis, type TestRedis } from './redis-harness.ts';
 
 export interface QueueHarness {
   server: TestRedis;

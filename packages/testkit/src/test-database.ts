@@ -1,10 +1,11 @@
 import { afterAll, beforeAll } from 'vitest';
-import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
-import { createDatabase, type Database } from './connection.ts';
+import { createDatabase, type Database } from '@gateway/database';
+import { spawnPostgres, type TestPostgres } from './postgres-harness.ts';
 
 /**
  * A private PostgreSQL (migrated) and a pool on it for a test file's tests, started before them
- * and stopped after: `server()` and `db()` once they have begun.
+ * and stopped after: `server()` and `db()` once they have begun. Imported from
+ * `@gateway/testkit/test-database`.
  */
 export function useTestDatabase(): { server: () => TestPostgres; db: () => Database } {
   let postgres: TestPostgres | undefined;
