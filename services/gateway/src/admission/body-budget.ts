@@ -14,7 +14,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { preParsingAsyncHookHandler } from 'fastify';
 import { overloaded, rateLimited } from '@gateway/contracts';
 import type { UserBodyBudget } from '@gateway/admission';
-import { UNPARSED_METHODS } from '../content-encoding.ts';
+import { UNPARSED_METHODS } from '../http/content-encoding.ts';
 
 export interface BodyBudgetOptions {
   /** Body bytes one API key may have in flight on this gateway (BODY_BUDGET_PER_KEY_BYTES). */

@@ -13,9 +13,9 @@
 import { QueueName, Role, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
 import { RequestLogQuery, type ChannelHealth, type Database } from '@gateway/database';
 import type { BacklogAdmission } from '../admission/backlog-admission.ts';
-import type { BatchOverview, BatchOverviewItem } from '../batch-overview.ts';
-import type { ChannelState, OperationsSnapshot, QueueState } from '../operations-snapshot.ts';
-import { logReads } from '../routes/request-log.ts';
+import type { BatchOverview, BatchOverviewItem } from '../batches/batch-overview.ts';
+import type { ChannelState, OperationsSnapshot, QueueState } from '../management/operations-snapshot.ts';
+import { logReads } from '../management/request-log-routes.ts';
 
 /** The minutes of the request log a channel's recent calls are counted over. */
 export const CHANNEL_HEALTH_MINUTES = 5;

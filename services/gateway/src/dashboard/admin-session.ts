@@ -10,9 +10,9 @@ import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { forbidden, GatewayError, Role, unauthenticated, type Actor } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
-import type { AdminJobs } from '../admin-jobs.ts';
+import type { AdminJobs } from '../management/admin-jobs.ts';
 import { actorOfRequest } from '../auth/request-auth.ts';
-import { setRetryHeaders } from '../error-formats.ts';
+import { setRetryHeaders } from '../http/error-formats.ts';
 import { escapeHtml } from './html.ts';
 import { crossOriginProblem, requestScheme } from './same-origin.ts';
 

@@ -6,8 +6,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayError } from '@gateway/contracts';
-import { fromFastifyError, pathOf } from '../error-formats.ts';
-import { refusedSpan } from '../relay-spans.ts';
+import { fromFastifyError, pathOf } from '../http/error-formats.ts';
+import { refusedSpan } from '../models/relay-spans.ts';
 import type { RefusalLog, RefusedCaller } from './refusal-log.ts';
 
 declare module 'fastify' {
