@@ -13,11 +13,11 @@ import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
-import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
-import { FairTurns } from './admission/fair-turns.ts';
-import { IntakeWindow } from './admission/intake-window.ts';
-import { takeRequestsInTurns } from './http/request-turns.ts';
-import { CredentialPlaces } from './http/credential-places.ts';
+import { BodyBudget, type BodyBudgetOptions } from './intake/body-budget.ts';
+import { FairTurns } from './intake/fair-turns.ts';
+import { IntakeWindow } from './intake/intake-window.ts';
+import { takeRequestsInTurns } from './intake/request-turns.ts';
+import { CredentialPlaces } from './intake/credential-places.ts';
 import { KeyRateLimit, UserBodyBudget } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
@@ -40,7 +40,7 @@ import { metricsRoutes } from './management/metrics-routes.ts';
 import { changeFeed } from './auth/change-feed.ts';
 import { geminiApi } from './models/gemini-api.ts';
 import { anthropicApi } from './models/anthropic-api.ts';
-import { queueBacklog } from './admission/queue-backlog.ts';
+import { queueBacklog } from './intake/queue-backlog.ts';
 import { managementApi } from './management/management-api.ts';
 import { openaiApi } from './models/openai-api.ts';
 import type { Database } from '@gateway/database';
@@ -154,7 +154,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // sends (idle-connections.ts), one that trickles its headers (headersTimeout), one whose
     // body trickles (requestTimeout), both checked every second (Node checks every 30 s by
     // default), and
-    // bytes held (the body budget, admission/body-budget.ts; the reply buffer, model-relay.ts).
+    // bytes held (the body budget, intake/body-budget.ts; the reply buffer, models/model-relay.ts).
     requestTimeout: deps.bodyTimeoutMs,
     keepAliveTimeout: deps.keepAliveTimeoutMs,
     http: { headersTimeout: deps.headersTimeoutMs, connectionsCheckingInterval: 1000 },

@@ -9,7 +9,7 @@ import { forbidden, Role, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from './access-token.ts';
 import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
-import type { CredentialPlaces } from '../http/credential-places.ts';
+import type { CredentialPlaces } from '../intake/credential-places.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { badRequest, batchCreateSchema, notFound, parseOrThrow } from '@gateway/contracts';
 import { BatchStore, FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { PerUserLimit } from '../http/per-user-limit.ts';
+import { PerUserLimit } from '../intake/per-user-limit.ts';
 import { READS_PER_USER } from './file-routes.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
 

@@ -12,7 +12,7 @@ import { FileStore, orUnavailable } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { openSpoolDir, SpoolBudget } from './line-spool.ts';
 import { receiveUpload } from './multipart-upload.ts';
-import { PerUserLimit } from '../http/per-user-limit.ts';
+import { PerUserLimit } from '../intake/per-user-limit.ts';
 import { databaseOf, type BatchApiOptions } from './batch-api-options.ts';
 
 const listQuery = z.object({

@@ -13,7 +13,7 @@ export interface HealthOptions {
  * `/healthz`: the process is up. `/readyz`: it can serve (Redis answers, ADMIN_TOKEN is root's,
  * not stopping), and why not when it cannot. Not @fastify/under-pressure: its status route answers a failed check
  * without the reason, and its load shedding would refuse requests on event-loop delay, which
- * the backlog admission (`admission/`) already decides with the queue's own figures.
+ * the queue backlog check (`intake/queue-backlog.ts`) already decides with the queue's own figures.
  */
 export async function healthRoutes(app: FastifyInstance, options: HealthOptions): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -6,7 +6,7 @@
  * which answer the prefix's unknown paths.
  */
 import type { FastifyInstance } from 'fastify';
-import { bodyBudgetHook } from '../admission/body-budget.ts';
+import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { anthropicFormat, useErrorFormat } from '../http/error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';

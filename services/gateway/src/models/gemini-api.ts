@@ -10,7 +10,7 @@
  * way (the `wire` route constraint, `wire-constraint.ts`), OpenAI's otherwise.
  */
 import type { FastifyInstance } from 'fastify';
-import { bodyBudgetHook } from '../admission/body-budget.ts';
+import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { geminiFormat, useErrorFormat } from '../http/error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';

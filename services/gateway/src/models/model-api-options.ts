@@ -1,7 +1,7 @@
 import type { JobClient } from '@gateway/queue';
-import type { BodyBudget } from '../admission/body-budget.ts';
-import type { FairTurns } from '../admission/fair-turns.ts';
-import type { IntakeWindow } from '../admission/intake-window.ts';
+import type { BodyBudget } from '../intake/body-budget.ts';
+import type { FairTurns } from '../intake/fair-turns.ts';
+import type { IntakeWindow } from '../intake/intake-window.ts';
 import type { ModelAdmission } from '@gateway/admission';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from './model-catalog.ts';

@@ -15,8 +15,8 @@ import { priorityOf, type ModelAdmission } from '@gateway/admission';
 import type { KeyHolder } from '../auth/api-key.ts';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { ErrorFormat } from '../http/error-formats.ts';
-import type { FairTurns } from '../admission/fair-turns.ts';
-import type { IntakeWindow } from '../admission/intake-window.ts';
+import type { FairTurns } from '../intake/fair-turns.ts';
+import type { IntakeWindow } from '../intake/intake-window.ts';
 import { RelaySpans } from './relay-spans.ts';
 import { endSpan, type Span } from '@gateway/tracing';
 

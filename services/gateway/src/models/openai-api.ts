@@ -4,7 +4,7 @@
  * unknown `/v1` paths answer in OpenAI's error body; its routes take an API key in a Bearer header.
  */
 import type { FastifyInstance } from 'fastify';
-import { bodyBudgetHook } from '../admission/body-budget.ts';
+import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../http/error-formats.ts';
 import { logRefusals } from '../refusals/refusal-hooks.ts';

@@ -15,7 +15,7 @@ import { keyHolderOf } from '../auth/request-auth.ts';
 import type { BackgroundRuns } from './background-runs.ts';
 import { followEvents } from './event-follower.ts';
 import { currentResponse } from './run-lease.ts';
-import { PerUserLimit } from '../http/per-user-limit.ts';
+import { PerUserLimit } from '../intake/per-user-limit.ts';
 
 const params = z.object({ id: z.string().min(1).max(128) });
 const retrieveQuery = z.object({

@@ -1,7 +1,9 @@
+import type { FastifyInstance } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
 import { overloaded, type QueueName } from '@gateway/contracts';
 import { drainedCounterKey, shardPrefixes, type Redis } from '@gateway/queue';
 
-export interface BacklogAdmissionOptions {
+export interface QueueBacklogOptions {
   redis: Redis;
   queues: readonly QueueName[];
   /** The shards each queue is split into (QUEUE_SHARDS); their backlogs are summed. Default 1. */
@@ -29,13 +31,14 @@ interface QueueSample {
 }
 
 /**
- * Admission control: refuses a request at once (503 with Retry-After) when its queue's backlog
- * could not drain within the request's time-out at the rate the workers currently finish jobs,
- * instead of accepting work it will time out on. Backlog and drain rate are sampled in the
+ * The model queues' backlog check (the `BacklogGate` of @gateway/admission): refuses a request
+ * at once (503 with Retry-After) when its queue's backlog could not drain within the request's
+ * time-out at the rate the workers currently finish jobs, instead of accepting work it will time
+ * out on. Backlog and drain rate are sampled in the
  * background (one pipelined round trip per period), never per request.
  */
-export class BacklogAdmission {
-  private readonly options: Required<BacklogAdmissionOptions>;
+export class QueueBacklog {
+  private readonly options: Required<QueueBacklogOptions>;
   private readonly samples = new Map<QueueName, QueueSample>();
   /** Per queue, its drained counter as sampled over the last FINISHED_WINDOW_MS, oldest first. */
   private readonly recent = new Map<QueueName, { at: number; drained: number }[]>();
@@ -43,7 +46,7 @@ export class BacklogAdmission {
   private readonly backlogKeys: { wait: string; prioritized: string }[][];
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(options: BacklogAdmissionOptions) {
+  constructor(options: QueueBacklogOptions) {
     this.options = { sampleEveryMs: 250, shards: 1, ...options };
     this.backlogKeys = this.options.queues.map((queue) =>
       shardPrefixes(queue, this.options.shards).map((prefix) => ({ wait: `${prefix}:${queue}:wait`, prioritized: `${prefix}:${queue}:prioritized` })));
@@ -121,3 +124,18 @@ export class BacklogAdmission {
     });
   }
 }
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The model queues' backlog and drain rate, sampled in the background, for admission. */
+    queueBacklog: QueueBacklog;
+  }
+}
+
+/** The backlog sampler as a decorator that owns it: sampling once the app is ready, stopped when it closes. */
+export const queueBacklog = fastifyPlugin(async (app: FastifyInstance, options: QueueBacklogOptions) => {
+  const backlog = new QueueBacklog(options);
+  app.decorate('queueBacklog', backlog);
+  app.addHook('onReady', async () => backlog.start());
+  app.addHook('onClose', async () => backlog.stop());
+}, { name: 'queue-backlog' });

@@ -1,57 +1,27 @@
+/** The model queues' backlog check over a real Redis and real BullMQ queues: refusals by the drain rate the workers show. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { QUEUE_PREFIX, QueueName } from '@gateway/contracts';
 import { createRedis, drainedCounterKey, type Redis } from '@gateway/queue';
 import { useTestRedis, type TestRedis } from '@gateway/testkit';
-import { BacklogAdmission, FINISHED_WINDOW_MS } from './backlog-admission.ts';
-import { KeyRateLimit } from '@gateway/admission';
+import { QueueBacklog, FINISHED_WINDOW_MS } from './queue-backlog.ts';
 
 let server: TestRedis;
 let a: Redis;
-let b: Redis;
 
 beforeAll(async () => {
   server = await useTestRedis();
   a = createRedis(server.url, { name: 'a' });
-  b = createRedis(server.url, { name: 'b' });
 });
 afterAll(async () => {
   a.disconnect();
-  b.disconnect();
   await server.close();
 });
 
-describe('per-key rate limit', () => {
-  it('holds across two limiters on separate connections, and answers 429 with Retry-After', async () => {
-    const first = new KeyRateLimit(a);
-    const second = new KeyRateLimit(b);
-    const now = Date.UTC(2026, 0, 1, 0, 0, 0); // the start of a minute: no carry-over
-    const outcomes = await Promise.allSettled(
-      Array.from({ length: 30 }, (_, i) => (i % 2 ? first : second).check(42, 10, now)),
-    );
-    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(10);
-    const refusal = outcomes.find((o) => o.status === 'rejected') as PromiseRejectedResult;
-    expect(refusal.reason).toMatchObject({ status: 429, code: 'rate_limited' });
-    expect(refusal.reason.retryAfter).toBeGreaterThanOrEqual(1);
-    // Another key is not affected; no limit means no limit.
-    await expect(first.check(43, 10, now)).resolves.toBeUndefined();
-    await expect(first.check(42, 0, now)).resolves.toBeUndefined();
-  });
-
-  it('counts the previous minute in proportion, so a burst at a minute boundary is not doubled', async () => {
-    const limiter = new KeyRateLimit(a);
-    const minute = Date.UTC(2026, 0, 1, 0, 5, 0);
-    for (let i = 0; i < 10; i++) await limiter.check(7, 10, minute + 59_000);
-    // Half a minute later, half of the previous minute still counts: only ~5 more fit.
-    const next = await Promise.allSettled(Array.from({ length: 10 }, () => limiter.check(7, 10, minute + 90_000)));
-    expect(next.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
-  });
-});
-
-describe('admission control', () => {
+describe('the queue backlog check', () => {
   it('refuses with 503 when the backlog cannot drain in time at the measured rate, and admits again when it can', async () => {
     const queue = new Queue(QueueName.completion, { connection: a, prefix: QUEUE_PREFIX });
-    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.completion], maxWaitMs: 1000, maxBacklog: 100_000, sampleEveryMs: 50 });
+    const admission = new QueueBacklog({ redis: a, queues: [QueueName.completion], maxWaitMs: 1000, maxBacklog: 100_000, sampleEveryMs: 50 });
     admission.start();
     expect(() => admission.admit(QueueName.completion)).not.toThrow();
     await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: 'x', data: { i } })));
@@ -77,7 +47,7 @@ describe('admission control', () => {
 
   it('refuses a backlog over the hard cap even before any rate is known', async () => {
     const queue = new Queue(QueueName.audio, { connection: a, prefix: QUEUE_PREFIX });
-    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
+    const admission = new QueueBacklog({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
     admission.start();
     await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'x', data: { i } })));
     await new Promise((r) => setTimeout(r, 150));
@@ -88,7 +58,7 @@ describe('admission control', () => {
   });
 
   it("reports jobs finished a second falling to 0 once none finish, while admission keeps the last rate it measured", async () => {
-    const admission = new BacklogAdmission({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
+    const admission = new QueueBacklog({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
     admission.start();
     // A burst: about 20 jobs a second for a second.
     for (let i = 0; i < 20; i++) {

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { FairTurns } from '../admission/fair-turns.ts';
+import { FairTurns } from './fair-turns.ts';
 import { CredentialPlaces } from './credential-places.ts';
 
 /**
