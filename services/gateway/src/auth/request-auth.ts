@@ -9,13 +9,8 @@ import { forbidden, Role, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from './access-token.ts';
 import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
-import type { CredentialPlaces } from '../intake/credential-places.ts';
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** Where requests take their turns as they are read, by credential (request-turns.ts). */
-    credentialPlaces?: CredentialPlaces;
-  }
   interface FastifyRequest {
     /** The API key's holder, on the model routes. */
     keyHolder: KeyHolder | null;

@@ -1,6 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { bearerToken } from '../auth/access-token.ts';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Where requests take their turns as they are read, by credential (request-turns.ts); the key check vouches for them. */
+    credentialPlaces?: CredentialPlaces;
+  }
+}
+
 /** Places in the turns as requests are read that credentials not yet vouched for share. */
 export const UNVOUCHED_PLACES = 16;
 /** Credentials vouched for that a gateway remembers (those not accepted for longest forgotten first). */

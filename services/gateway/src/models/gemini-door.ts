@@ -18,10 +18,9 @@ import {
   type GeminiBatchEmbedRequest,
   type GeminiEmbedContentRequest,
 } from '@gateway/contracts';
-import { type ModelApiOptions } from './model-api-options.ts';
 import { geminiFormat, pathOf } from '../http/error-formats.ts';
 import { serverSentEvents, type EventStreamFormat } from './model-relay.ts';
-import { modelRouteOptions, relayModelEndpoint, type DoorAdapter } from './model-endpoint-route.ts';
+import { modelRouteOptions, relayModelEndpoint, type DoorAdapter, type ModelRouteOptions } from './model-endpoint-route.ts';
 
 /** Gemini's `?alt=sse` stream: `data: <GenerateContentResponse>` events, CRLF-framed, no `[DONE]`. */
 const geminiEventStream = serverSentEvents(geminiFormat, { eol: '\r\n\r\n' });
@@ -81,7 +80,7 @@ const geminiDoor = (model: string, method: string): DoorAdapter => ({
   eventStream: (request) => ((request.query as { alt?: unknown }).alt === 'sse' ? geminiEventStream : geminiJsonArrayStream()),
 });
 
-export function geminiModelRoutes(app: FastifyInstance, options: ModelApiOptions): void {
+export function geminiModelRoutes(app: FastifyInstance, options: ModelRouteOptions): void {
   const entries = endpointsOf('gemini');
   const methods = [...new Set(entries.flatMap((entry) => entry.paths.map(geminiMethodOf)))];
   const usage = `use /v1beta/models/{model}:${methods.slice(0, -1).join(', :')} or :${methods.at(-1)}`;

@@ -11,8 +11,49 @@ import { badRequest, endpointsOf, parseOrThrow, type AudioJobPayload, type Compl
 import { callerOf } from '@gateway/admission';
 import { conversationOf, openingOfOperation } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { relayOptionsOf, type ModelApiOptions } from './model-api-options.ts';
-import { admissionGate, relayModelJob, type EventStreamFormat } from './model-relay.ts';
+import type { JobClient } from '@gateway/queue';
+import type { ModelAdmission } from '@gateway/admission';
+import type { BodyBudget } from '../intake/body-budget.ts';
+import type { FairTurns } from '../intake/fair-turns.ts';
+import type { IntakeWindow } from '../intake/intake-window.ts';
+import type { ApiKeyAuth } from '../auth/api-key.ts';
+import type { ModelCatalog } from './model-catalog.ts';
+import { admissionGate, relayModelJob, streamWindowOf, type EventStreamFormat, type RequestLogSink } from './model-relay.ts';
+
+/** What the model routes are given (by each model API's plugin), and what they hand the relay. */
+export interface ModelRouteOptions {
+  jobs: JobClient;
+  apiKeys: ApiKeyAuth;
+  admission: ModelAdmission;
+  /** Turns of the gateway's event loop, shared fairly between users (fair-turns.ts). */
+  turns: FairTurns;
+  /** At most so many requests of one user between their admission gate and their enqueue (intake-window.ts). */
+  intake?: IntakeWindow;
+  catalog: ModelCatalog;
+  /** How long a request may wait for its answer (REQUEST_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The largest model request body (BODY_LIMIT_BYTES). */
+  bodyLimitBytes: number;
+  /** Body bytes in flight, per key and in all. */
+  bodyBudget: BodyBudget;
+  /** Bytes of one answer buffered for its client (RESPONSE_BUFFER_BYTES). */
+  responseBufferBytes: number;
+  /** Rows for the requests that end in the gateway without running on a worker. */
+  requestLog?: RequestLogSink;
+}
+
+/** What every model route hands the relay from the plugin's options, besides its own job. */
+export function relayOptionsOf(options: ModelRouteOptions) {
+  return {
+    jobs: options.jobs,
+    timeoutMs: options.timeoutMs,
+    responseBufferBytes: options.responseBufferBytes,
+    streamWindowChars: streamWindowOf(options.responseBufferBytes),
+    requestLog: options.requestLog,
+    admission: options.admission,
+    intake: options.intake,
+  };
+}
 
 /** A body as its entry's schema gave it back (typed by that schema: each door reads what it knows is there). */
 export type ValidBody = Record<string, any>;
@@ -47,7 +88,7 @@ function streams(endpoint: ModelEndpoint, path: string, body: ValidBody): boolea
 
 /** Runs a request to `path`, one of the entry's paths, through its door. */
 export async function relayModelEndpoint(
-  request: FastifyRequest, reply: FastifyReply, options: ModelApiOptions, endpoint: ModelEndpoint, path: string, door: DoorAdapter,
+  request: FastifyRequest, reply: FastifyReply, options: ModelRouteOptions, endpoint: ModelEndpoint, path: string, door: DoorAdapter,
 ): Promise<unknown> {
   const holder = keyHolderOf(request);
   const body = parseOrThrow(endpoint.schema, request.body) as ValidBody;
@@ -73,13 +114,13 @@ export async function relayModelEndpoint(
 }
 
 /** What every model route is registered with: the body's limit, and admission before its body is read. */
-export const modelRouteOptions = (options: ModelApiOptions) => ({ bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) });
+export const modelRouteOptions = (options: ModelRouteOptions) => ({ bodyLimit: options.bodyLimitBytes, onRequest: admissionGate(options) });
 
 /**
  * A route for each path of the door's entries, under the door plugin's `/v1` (but an entry
  * served by a route of its own).
  */
-export function modelEndpointRoutes(app: FastifyInstance, options: ModelApiOptions, door: ModelDoor, adapter: DoorAdapter): void {
+export function modelEndpointRoutes(app: FastifyInstance, options: ModelRouteOptions, door: ModelDoor, adapter: DoorAdapter): void {
   for (const endpoint of endpointsOf(door)) {
     if (endpoint.ownRoute) continue;
     for (const path of endpoint.paths) {

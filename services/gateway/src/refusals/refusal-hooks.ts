@@ -19,6 +19,12 @@ declare module 'fastify' {
   }
 }
 
+/** What a plugin whose routes' refusals are logged is given. */
+export interface RefusalOptions {
+  /** Rows for the requests these routes refuse, sampled (none: not logged). */
+  refusals?: RefusalLog;
+}
+
 const GEMINI_METHODS = new Set(['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents']);
 
 export function logRefusals(app: FastifyInstance, refusals: RefusalLog | undefined): void {

@@ -18,10 +18,9 @@ import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import { relayModelJob } from '../models/model-relay.ts';
-import { modelRouteOptions } from '../models/model-endpoint-route.ts';
+import { modelRouteOptions, relayOptionsOf, type ModelRouteOptions } from '../models/model-endpoint-route.ts';
 import { responsesEventStream } from './responses-event-stream.ts';
 import { followEvents } from './event-follower.ts';
-import { relayOptionsOf, type ModelApiOptions } from '../models/model-api-options.ts';
 import { continued, type Continued } from './response-history.ts';
 import { responseKeeper } from './response-keeper.ts';
 import type { BackgroundRuns } from './background-runs.ts';
@@ -54,7 +53,7 @@ function backgroundStore(body: ResponsesRequest, store: ResponseStore | undefine
 /** Its schema, worst case and queue are its entry's in the endpoint table. */
 const endpoint = modelEndpoints.responses;
 
-export function openaiResponsesRoutes(app: FastifyInstance, options: ModelApiOptions, responses: ResponsesRouteOptions): void {
+export function openaiResponsesRoutes(app: FastifyInstance, options: ModelRouteOptions, responses: ResponsesRouteOptions): void {
   app.post(endpoint.paths[0]!.replace(/^\/v1/, ''), modelRouteOptions(options), async (request, reply) => {
     const holder = keyHolderOf(request);
     parseOrThrow(endpoint.schema, request.body);

@@ -16,6 +16,13 @@ import type { BackgroundRuns } from './background-runs.ts';
 import { followEvents } from './event-follower.ts';
 import { currentResponse } from './run-lease.ts';
 import { PerUserLimit } from '../intake/per-user-limit.ts';
+import type { BatchApiOptions } from '../batches/batch-api-options.ts';
+
+/** Stored responses: the database they are kept in (none without DATABASE_URL) and for how long (RESPONSE_RETENTION_DAYS). */
+export interface StoredResponsesOptions {
+  database?: BatchApiOptions['database'];
+  retentionDays: number;
+}
 
 const params = z.object({ id: z.string().min(1).max(128) });
 const retrieveQuery = z.object({

@@ -9,12 +9,11 @@ import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { anthropicFormat, useErrorFormat } from '../http/error-formats.ts';
-import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { anthropicDoor } from './anthropic-door.ts';
-import { modelEndpointRoutes } from './model-endpoint-route.ts';
-import type { ModelApiOptions } from './model-api-options.ts';
+import { logRefusals, type RefusalOptions } from '../refusals/refusal-hooks.ts';
+import { anthropicDoor } from '../models/anthropic-door.ts';
+import { modelEndpointRoutes, type ModelRouteOptions } from '../models/model-endpoint-route.ts';
 
-export async function anthropicApi(app: FastifyInstance, options: ModelApiOptions): Promise<void> {
+export async function anthropicApi(app: FastifyInstance, options: ModelRouteOptions & RefusalOptions): Promise<void> {
   useErrorFormat(app, anthropicFormat, { notFound: false });
   // Anthropic's SDKs read a reply's id from `request-id` (`_request_id`, and in their errors): the gateway's request id.
   app.addHook('onRequest', async (request, reply) => {

@@ -8,9 +8,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { BatchOverview } from '../batches/batch-overview.ts';
 import { adminFormat, useErrorFormat } from '../http/error-formats.ts';
-import { adminBatchRoutes } from './admin-batch-routes.ts';
-import { adminRoutes, type AdminRoutesOptions } from './admin-routes.ts';
-import { requestLogRoutes } from './request-log-routes.ts';
+import { adminBatchRoutes } from '../management/admin-batch-routes.ts';
+import { adminRoutes, type AdminRoutesOptions } from '../management/admin-routes.ts';
+import { requestLogRoutes } from '../management/request-log-routes.ts';
 import type { Database } from '@gateway/database';
 
 export async function managementApi(app: FastifyInstance, options: AdminRoutesOptions & { batches: BatchOverview; database?: Database }): Promise<void> {

@@ -13,12 +13,12 @@ import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { geminiFormat, useErrorFormat } from '../http/error-formats.ts';
-import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { geminiModelRoutes } from './gemini-door.ts';
-import { geminiModels, modelListRoutes } from './model-list-routes.ts';
-import type { ModelApiOptions } from './model-api-options.ts';
+import type { ModelRouteOptions } from '../models/model-endpoint-route.ts';
+import { logRefusals, type RefusalOptions } from '../refusals/refusal-hooks.ts';
+import { geminiModelRoutes } from '../models/gemini-door.ts';
+import { geminiModels, modelListRoutes } from '../models/model-list-routes.ts';
 
-export async function geminiApi(app: FastifyInstance, options: ModelApiOptions & { version: 'v1' | 'v1beta' }): Promise<void> {
+export async function geminiApi(app: FastifyInstance, options: ModelRouteOptions & RefusalOptions & { version: 'v1' | 'v1beta' }): Promise<void> {
   const besideOpenAI = options.version === 'v1';
   useErrorFormat(app, geminiFormat, { notFound: !besideOpenAI });
   // The key is checked in a context of its own, so an unknown /v1beta path is a 404, not a 401.

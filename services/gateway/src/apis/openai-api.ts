@@ -7,26 +7,19 @@ import type { FastifyInstance } from 'fastify';
 import { bodyBudgetHook } from '../intake/body-budget.ts';
 import { apiKeyHook } from '../auth/request-auth.ts';
 import { openaiFormat, useErrorFormat } from '../http/error-formats.ts';
-import { logRefusals } from '../refusals/refusal-hooks.ts';
-import { modelEndpointRoutes } from './model-endpoint-route.ts';
-import { openaiDoor } from './openai-door.ts';
+import { logRefusals, type RefusalOptions } from '../refusals/refusal-hooks.ts';
+import { modelEndpointRoutes, type ModelRouteOptions } from '../models/model-endpoint-route.ts';
+import { openaiDoor } from '../models/openai-door.ts';
 import { openaiResponsesRoutes } from '../responses/responses-routes.ts';
-import { storedResponseRoutes } from '../responses/stored-response-routes.ts';
+import { storedResponseRoutes, type StoredResponsesOptions } from '../responses/stored-response-routes.ts';
 import { BackgroundRuns } from '../responses/background-runs.ts';
 import { FileStore, ResponseStore } from '@gateway/database';
-import { modelListRoutes, openaiModels } from './model-list-routes.ts';
+import { modelListRoutes, openaiModels } from '../models/model-list-routes.ts';
 import { batchRoutes } from '../batches/batch-routes.ts';
 import { fileRoutes } from '../batches/file-routes.ts';
 import { databaseOf, type BatchApiOptions } from '../batches/batch-api-options.ts';
-import type { ModelApiOptions } from './model-api-options.ts';
 
-/** Stored responses: the database they are kept in (none without DATABASE_URL) and for how long (RESPONSE_RETENTION_DAYS). */
-export interface StoredResponsesOptions {
-  database?: BatchApiOptions['database'];
-  retentionDays: number;
-}
-
-export async function openaiApi(app: FastifyInstance, options: ModelApiOptions & { batch: BatchApiOptions; responses: StoredResponsesOptions }): Promise<void> {
+export async function openaiApi(app: FastifyInstance, options: ModelRouteOptions & RefusalOptions & { batch: BatchApiOptions; responses: StoredResponsesOptions }): Promise<void> {
   const { database, retentionDays } = options.responses;
   const responseStore = database ? () => new ResponseStore(database, retentionDays) : undefined;
   const background = new BackgroundRuns();
