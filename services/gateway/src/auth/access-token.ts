@@ -1,4 +1,4 @@
-import { unauthenticated, type Actor } from '@gateway/contracts';
+import { unauthenticated, UserStatus, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 
 const BEARER = /^Bearer\s+/i;
@@ -21,7 +21,7 @@ export async function authenticateAccessToken(
   if (!token) throw unauthenticated('no credentials: send Authorization: Bearer <access token>');
   const user = await users.findByAccessToken(token);
   if (!user) throw unauthenticated('invalid or revoked access token');
-  if (user.status !== 1) throw unauthenticated('this user is disabled');
+  if (user.status !== UserStatus.enabled) throw unauthenticated('this user is disabled');
   const claimed = headers['new-api-user'];
   if (claimed !== undefined && String(claimed) !== String(user.id)) {
     throw unauthenticated('New-Api-User does not match the access token');

@@ -36,7 +36,7 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
 }
 
 /**
- * An administrator's access token (role ≥ 10), for the management routes the gateway answers
+ * An administrator's access token (`Role.admin` or above), for the management routes the gateway answers
  * itself rather than through the admin queue: a common user's is a 403, as the admin worker's.
  */
 export function administratorHook(users: UserStore): onRequestAsyncHookHandler {

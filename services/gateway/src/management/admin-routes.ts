@@ -4,7 +4,7 @@
  * operation as a job on the admin queue.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { adminOperation, adminOperations, type AdminOperationName, type InputSource } from '@gateway/admin-operations';
+import { adminOperation, adminOperations, ANYONE, type AdminOperationName, type InputSource } from '@gateway/admin-operations';
 import type { UserStore } from '@gateway/store';
 import type { AdminJobs } from './admin-jobs.ts';
 import { accessTokenHook } from '../auth/request-auth.ts';
@@ -35,7 +35,7 @@ declare module 'fastify' {
 const operationOf = (request: FastifyRequest) => request.routeOptions.config.operation!;
 
 export function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): void {
-  app.addHook('onRequest', accessTokenHook(options.users, (request) => adminOperation(operationOf(request)).minRole > 0));
+  app.addHook('onRequest', accessTokenHook(options.users, (request) => adminOperation(operationOf(request)).minRole !== ANYONE));
   for (const operation of Object.keys(adminOperations) as AdminOperationName[]) {
     const { route } = adminOperation(operation);
     if (!route) continue;

@@ -5,7 +5,7 @@
  * cooling down until when, disabled by hand, auto-disabled and why). The metrics endpoint serves
  * it to Prometheus.
  */
-import { QueueName, type Channel } from '@gateway/contracts';
+import { QueueName, ChannelStatus, type Channel } from '@gateway/contracts';
 import { drainedCounterKey, workersOf, type JobClient, type Redis, type WorkerProcess } from '@gateway/queue';
 import { routingKeys } from '@gateway/routing';
 import type { ChannelStore } from '@gateway/store';
@@ -78,7 +78,7 @@ export class OperationsSnapshot {
 }
 
 function stateOf(channel: Channel, inFlight: number, coolingUntil: number, now: number): ChannelState {
-  const condition: ChannelCondition = channel.status === 3 ? 'auto_disabled' : channel.status === 2 ? 'disabled' : coolingUntil > now ? 'cooling_down' : 'enabled';
+  const condition: ChannelCondition = channel.status === ChannelStatus.autoDisabled ? 'auto_disabled' : channel.status === ChannelStatus.manuallyDisabled ? 'disabled' : coolingUntil > now ? 'cooling_down' : 'enabled';
   return {
     id: channel.id,
     name: channel.name,
