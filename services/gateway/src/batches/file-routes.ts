@@ -29,7 +29,7 @@ export const UPLOAD_CONNECTIONS = 8;
 /**
  * Connections of a gateway's pool for downloads' lines larger than a page (main.ts): each is
  * held while its client reads the line, so slow clients of large lines wait for each other, not
- * other tenants' requests for the main pool.
+ * other users' requests for the main pool.
  */
 export const DOWNLOAD_CONNECTIONS = 4;
 /** Uploads one user may have in flight on a gateway; past it, 429. */

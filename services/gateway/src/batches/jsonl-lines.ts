@@ -43,7 +43,7 @@ export async function* jsonlLines(stream: Readable, limits: JsonlLimits, onBytes
     const content = text.endsWith('\r') ? text.slice(0, -1) : text;
     if (content.length * 3 > maxLineBytes && Buffer.byteLength(content) > maxLineBytes) throw lineTooLarge(number);
     // Blank lines count too: uncounted, 200 million of them in one upload cost the event loop
-    // each their turn, and other tenants' requests waited (p99 57 ms → 1.4 s).
+    // each their turn, and other users' requests waited (p99 57 ms → 1.4 s).
     if (number > limits.maxLines) throw badRequest(`the file has more than ${limits.maxLines} lines, blank lines included, the most a batch file may have (FILE_MAX_LINES)`, 'file');
     if (content.trim() === '') return undefined;
     let value: unknown;

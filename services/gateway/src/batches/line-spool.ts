@@ -17,7 +17,7 @@ export interface NumberedLine {
  * no database connection waits on a client's pace: the rows are written from here once the whole
  * form is read, at the disk's speed. Uploads held a pooled connection each for as long as their
  * clients took (up to BODY_TIMEOUT_MS), and four users sending slowly took every connection of
- * the pool; another tenant's upload waited for one until its own time ran out.
+ * the pool; another user's upload waited for one until its own time ran out.
  *
  * The file is in the gateway's own spool directory (`openSpoolDir`), readable by this process's
  * user only, one line of the upload a line (`<number>\t<content>`: a JSONL line never holds a

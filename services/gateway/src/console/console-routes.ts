@@ -25,7 +25,7 @@ import { ConsoleSpend } from './console-spend.ts';
 import { consolePage, loadConsoleAssets } from './console-assets.ts';
 import { ADMIN_PATH, adminGuard, signInRoutes, type AdminSessionOptions } from '../dashboard/admin-session.ts';
 import type { OperationsSnapshot } from '../management/operations-snapshot.ts';
-import { runAdminOperation } from '../management/admin-routes.ts';
+import { answerAdminOperation } from '../management/admin-routes.ts';
 import { logReads, requestLogOf } from '../management/request-log-routes.ts';
 
 export interface ConsoleOptions extends AdminSessionOptions {
@@ -87,7 +87,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleOption
         method,
         url,
         bodyLimit: options.bodyLimitBytes,
-        handler: async (request: FastifyRequest) => runAdminOperation(options.adminJobs, request, operation, parseOrThrow(input, request.body)),
+        handler: async (request: FastifyRequest) => answerAdminOperation(options.adminJobs, request, operation, parseOrThrow(input, request.body)),
       });
     }
   });

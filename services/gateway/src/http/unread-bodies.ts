@@ -12,7 +12,7 @@ const RESUME_BYTES = 256 * 1024;
  * sending reads its answer instead of a reset, and its connection can carry its next request.
  * Node reads such a body as fast as it comes. A flood of them (100 refused bodies of 10 MB is a
  * gigabyte) then costs the gateway, and the sender beside it, a core each, and every other
- * tenant's request waits for CPU: measured, another key's p99 went from 23 ms to 298 ms while
+ * user's request waits for CPU: measured, another key's p99 went from 23 ms to 298 ms while
  * nothing of the flood was admitted, the gateway reading 450 MB a second.
  *
  * Here all such bodies together are read at most at `bytesPerSecond`

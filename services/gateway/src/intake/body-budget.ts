@@ -22,7 +22,7 @@ export interface BodyBudgetOptions {
   /**
    * Body bytes all the keys of one user may have in flight (BODY_BUDGET_PER_USER_BYTES): a user
    * that made ten keys held 250 of the gateway's 256 MiB with bodies trickling a byte a second,
-   * and every other tenant got 503. With a shared budget (Redis), on every gateway and in the
+   * and every other user got 503. With a shared budget (Redis), on every gateway and in the
    * user's batches together; on this gateway alone while Redis is away.
    */
   perUserBytes: number;

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { bearerToken } from '../auth/access-token.ts';
+import { bearerCredential } from '../auth/access-token.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,7 +25,7 @@ const hashOfRequest = new WeakMap<IncomingMessage, number | undefined>();
  * takes its turns in its user's place: one place a user, however many keys and access tokens it
  * has had, as the turns after the key check are by user (model-relay.ts). Any other credential
  * shares one of UNVOUCHED_PLACES places, chosen by the credential: so 5,000 requests each with a
- * made-up key hold 16 places in the round robin, not 5,000 (another tenant's request waited
+ * made-up key hold 16 places in the round robin, not 5,000 (another user's request waited
  * behind all of them), while one new key's requests keep together in one place, usually not the
  * place of another new key.
  *
@@ -78,7 +78,7 @@ function credentialHash(request: IncomingMessage): number | undefined {
  */
 function credentialOf(request: IncomingMessage): string {
   const { authorization } = request.headers;
-  if (authorization) return bearerToken(authorization);
+  if (authorization) return bearerCredential(authorization);
   const google = request.headers['x-goog-api-key'];
   if (typeof google === 'string') return google;
   const anthropic = request.headers['x-api-key'];

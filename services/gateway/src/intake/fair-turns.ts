@@ -1,7 +1,7 @@
 /**
  * Fair turns at the gateway's own event loop. A burst of thousands of requests arrives in a few
  * event-loop turns, and each then costs the loop its routing, authentication, body parse,
- * validation, admission and enqueue; another tenant's request read in the same turns waits
+ * validation, admission and enqueue; another user's request read in the same turns waits
  * behind all of them before the fair shares of the queue and of the channel (which come after)
  * can put it first. Here requests take turns: a few start per loop turn, round robin between
  * their owners, so one owner's thousand wait behind another owner's one, and the loop reads its

@@ -5,10 +5,10 @@ import { clientCancelled, overloaded } from '@gateway/contracts';
  * enqueue at this gateway (admission, quota hold, fair place, the payload and BullMQ's add):
  * the rest of a burst waits its turn here, each one's place handed to the next as a job lands
  * on its queue. A burst's thousands otherwise all stood in those steps at once, their Redis
- * answers and continuations filling the event loop's every turn, and another tenant's request
+ * answers and continuations filling the event loop's every turn, and another user's request
  * waited a turn of them at each of its own steps. Only the enqueue is counted, not the wait for
  * the answer, so a user's requests in flight are not capped by it: a burst of 5,000 was all
- * answered 200, its last reply as soon as before, and the steady tenant beside it waited half as
+ * answered 200, its last reply as soon as before, and the steady user beside it waited half as
  * long (`npm run bench`'s two tenants: +130 to +260 ms over its baseline with a window of 8, +314
  * to +390 without; docs/benchmarks.md).
  *

@@ -4,7 +4,7 @@ import { rateLimited } from '@gateway/contracts';
  * At most `max` of one kind of work per user at once on this gateway (reads of the request log,
  * file uploads and downloads, reads of files and batches): past it, a 429 that names the limit.
  * Work that holds a database connection, or memory, while a client is slow to send or to be
- * answered must not let one user take every connection of a pool that other tenants' requests
+ * answered must not let one user take every connection of a pool that other users' requests
  * share, nor the gateway's memory.
  */
 export class PerUserLimit {

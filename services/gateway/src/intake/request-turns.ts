@@ -24,7 +24,7 @@ type RequestListener = (request: IncomingMessage, response: ServerResponse) => v
  *
  * Node parses every request readable in a loop turn and hands each to Fastify at once: its
  * routing, its child logger and its key's authentication ran for all of a burst's thousands in
- * one turn, and another tenant's request, or the answer Redis had for it, waited out turns of
+ * one turn, and another user's request, or the answer Redis had for it, waited out turns of
  * 100 to 400 ms (traced: the gateway's event loop stalled while the burst was read in, in
  * `parserOnHeadersComplete` and Fastify's hooks). Now a turn begins at most REQUESTS_PER_TURN of
  * them; the rest wait, parsed but not yet routed, their bodies unread, and another credential's

@@ -45,7 +45,7 @@ export function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
       url: path,
       config: { operation },
       bodyLimit: options.bodyLimitBytes,
-      handler: async (request: FastifyRequest) => runAdminOperation(options.adminJobs, request, operation, inputOf(request, from)),
+      handler: async (request: FastifyRequest) => answerAdminOperation(options.adminJobs, request, operation, inputOf(request, from)),
     });
   }
 }
@@ -54,7 +54,7 @@ export function adminRoutes(app: FastifyInstance, options: AdminRoutesOptions): 
  * Runs one admin operation for the request's actor on the admin queue, in new-api's envelope. The management API and the operations console
  * both change things only through this.
  */
-export async function runAdminOperation(
+export async function answerAdminOperation(
   adminJobs: AdminJobs,
   request: FastifyRequest,
   operation: AdminOperationName,

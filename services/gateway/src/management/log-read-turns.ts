@@ -23,7 +23,7 @@ interface Waiter { admin: boolean; grant: (slot: Slot) => void }
 /**
  * Turns on the request log's few connections: each user runs one read at a time, the others
  * wait in a queue served round-robin by user, and administrators have a connection of their own.
- * Two tenants with heavy reads held every connection (two each), and everyone, the console
+ * Two users with heavy reads held every connection (two each), and everyone, the console
  * included, got "PostgreSQL unavailable" 503s after 8 to 10 s of waiting for the pool.
  */
 export class LogReadTurns {
@@ -98,7 +98,7 @@ export class LogReadTurns {
     }
   }
 
-  /** An administrator takes its own connection first, leaving the shared ones to the tenants. */
+  /** An administrator takes its own connection first, leaving the shared ones to the users. */
   private free(admin: boolean): Slot | undefined {
     if (admin && this.inUse.reserved < this.options.reserved) return 'reserved';
     if (this.inUse.shared < this.options.shared) return 'shared';

@@ -21,7 +21,7 @@ const answer = (data: unknown) => ({ success: true, message: '', data });
 
 /** Connections of the request log's reads that any user may take, one read at a time each. */
 const SHARED_CONNECTIONS = 3;
-/** And the administrators' own (the console, the whole log): never taken by a tenant's read. */
+/** And the administrators' own (the console, the whole log): never taken by a user's read. */
 const RESERVED_CONNECTIONS = 1;
 /** Connections of a gateway's pool for reads of the request log (main.ts). */
 export const LOG_READ_CONNECTIONS = SHARED_CONNECTIONS + RESERVED_CONNECTIONS;

@@ -3,7 +3,7 @@
  * (`modelEndpoints`, @gateway/contracts) each: validate the body with the entry's schema, refuse
  * `stream: true` where it does not stream, check the key (authenticated by the door plugin's
  * hook) may use the model, name the request's conversation by its operation's opening, and relay
- * the worker's answer, whole or in the door's event stream (`relayModelJob`: admission, hold,
+ * the worker's answer, whole or in the door's event stream (`relayToWorker`: admission, hold,
  * queue, request log and charge). What a door does its own way is its `DoorAdapter`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -18,7 +18,7 @@ import type { FairTurns } from '../intake/fair-turns.ts';
 import type { IntakeWindow } from '../intake/intake-window.ts';
 import type { ApiKeyAuth } from '../auth/api-key.ts';
 import type { ModelCatalog } from './model-catalog.ts';
-import { admissionGate, relayModelJob, streamWindowOf, type EventStreamFormat, type RequestLogSink } from './model-relay.ts';
+import { admissionGate, relayToWorker, streamWindowOf, type EventStreamFormat, type RequestLogSink } from './model-relay.ts';
 
 /** What the model routes are given (by each model API's plugin), and what they hand the relay. */
 export interface ModelRouteOptions {
@@ -100,7 +100,7 @@ export async function relayModelEndpoint(
   const opening = openingOfOperation[endpoint.operation];
   const conversation = opening && conversationOf({ tokenId: caller.tokenId, model: job.model, headers: request.headers, ...opening(body) });
   const payload = { caller: conversation ? { ...caller, conversation } : caller, operation: endpoint.operation, ...job.fields, request: job.request };
-  return relayModelJob(request, reply, {
+  return relayToWorker(request, reply, {
     ...relayOptionsOf(options),
     queue: endpoint.queue,
     payload: payload as CompletionJobPayload | AudioJobPayload,

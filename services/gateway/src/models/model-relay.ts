@@ -168,7 +168,7 @@ async function settled<P extends RelayedPayload>(request: FastifyRequest, option
  */
 export function admissionGate({ admission, turns }: { admission: ModelAdmission; turns: FairTurns }) {
   // A refused body is read and dropped, never parsed or held: closing the connection on it
-  // instead would cost the other tenants less, but a client still sending would see a broken
+  // instead would cost the other users less, but a client still sending would see a broken
   // pipe before its 429 (seen once in 100). An admitted one waits for its user's turn of the
   // event loop before its body is read (fair-turns.ts).
   return async (request: FastifyRequest): Promise<void> => {
@@ -199,7 +199,7 @@ const stoppedError = () => overloaded('the gateway stopped before this answer wa
  * over); after it, the stream ends with an error event. A client that goes away cancels the job,
  * which aborts the worker's upstream call.
  */
-export async function relayModelJob<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
+export async function relayToWorker<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>): Promise<unknown> {
   const spans = new RelaySpans(request, reply, options.payload, modelOf(options.payload));
   try {
     const answered = await relayTraced(request, reply, options, spans);
@@ -212,7 +212,7 @@ export async function relayModelJob<P extends RelayedPayload>(request: FastifyRe
   }
 }
 
-/** `relayModelJob` within its spans. */
+/** `relayToWorker` within its spans. */
 async function relayTraced<P extends RelayedPayload>(request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>, spans: RelaySpans): Promise<unknown> {
   const { holder } = options;
   const arrivedAt = Date.now();
@@ -245,7 +245,7 @@ async function relayTraced<P extends RelayedPayload>(request: FastifyRequest, re
   }
 }
 
-/** `relayModelJob` once the request has its place in the intake window. */
+/** `relayToWorker` once the request has its place in the intake window. */
 async function relayAdmitted<P extends RelayedPayload>(
   request: FastifyRequest, reply: FastifyReply, options: ModelRelayOptions<P>,
   { jobId, arrivedAt, deadline, priority, leaveIntake, spans, admission, refused }: {

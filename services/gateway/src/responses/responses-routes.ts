@@ -3,7 +3,7 @@
  * server-sent events. Validated with the wire schema, authorized for the model, its
  * `previous_response_id` and item references made explicit (response-history.ts), then run
  * exactly as a chat completion is: the same admission gate, quota hold, completion queue, relay,
- * request log and charge (`relayModelJob`); the worker translates it through the conversation
+ * request log and charge (`relayToWorker`); the worker translates it through the conversation
  * model for the channel it chooses, or passes it through to a channel whose upstream serves it. A failure after the stream began is a `response.failed`
  * event and an `error` event, numbered on from the last event sent. With `store` (the default)
  * the response and its input are kept for its user before the client has the end of it
@@ -17,7 +17,7 @@ import { badRequest, insufficientQuota, modelEndpoints, parseOrThrow, type Respo
 import { newItemId, responseSkeleton } from '@gateway/providers';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { keyHolderOf } from '../auth/request-auth.ts';
-import { relayModelJob } from '../models/model-relay.ts';
+import { relayToWorker } from '../models/model-relay.ts';
 import { modelRouteOptions, relayOptionsOf, type ModelRouteOptions } from '../models/model-endpoint-route.ts';
 import { responsesEventStream } from './responses-event-stream.ts';
 import { followEvents } from './event-follower.ts';
@@ -84,7 +84,7 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelRouteO
       return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease, place!) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
-    return relayModelJob(request, reply, {
+    return relayToWorker(request, reply, {
       ...relayOptionsOf(options),
       queue: endpoint.queue,
       payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: whole },
