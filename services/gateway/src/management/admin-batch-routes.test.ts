@@ -4,6 +4,7 @@
  * APIs give, in each route's format; anyone else is turned away first, as on every admin route.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Role } from '@gateway/contracts';
 import { newAccessToken } from '@gateway/store';
 import { useTestGateway } from '../../test/test-gateway.ts';
 
@@ -12,7 +13,7 @@ const admin = newAccessToken();
 const common = newAccessToken();
 
 beforeAll(async () => {
-  const ops = await gateway.store.users.create({ username: 'ops-in-process', password_hash: 'x', role: 10 });
+  const ops = await gateway.store.users.create({ username: 'ops-in-process', password_hash: 'x', role: Role.admin });
   await gateway.store.users.setAccessToken(ops.id, admin);
   const user = await gateway.store.users.create({ username: 'user-in-process', password_hash: 'x' });
   await gateway.store.users.setAccessToken(user.id, common);
