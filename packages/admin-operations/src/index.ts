@@ -4,5 +4,6 @@
  * the admin worker's apply. The gateway and the admin worker each take their half.
  */
 export { adminOperation, adminOperations, jobSchemaOf, type AdminJobPayload, type AdminOperationName, type AdminResult } from './operations.ts';
+export { ANYONE } from './operation.ts';
 export type { AdminOperation, AdminRoute, InputSource, MinRole, OperationRun, Prepared, PrepareTools } from './operation.ts';
 export { requireRole } from './permissions.ts';

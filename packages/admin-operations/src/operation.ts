@@ -5,7 +5,7 @@
  * worker reads the job schema and the role and runs `apply`. Neither calls the other's half.
  */
 import type { z } from 'zod';
-import type { Actor } from '@gateway/contracts';
+import type { Actor, Role } from '@gateway/contracts';
 import type { Store, WriteOnce } from '@gateway/store';
 
 /** Where a route's input comes from: the JSON body, the query string, the path's `:id`, or nowhere. */
@@ -18,7 +18,10 @@ export interface AdminRoute {
   from: InputSource;
 }
 
-export type MinRole = 0 | 1 | 10 | 100;
+/** The least role of an operation anyone may call, signed in or not (signing in itself). */
+export const ANYONE = 0;
+/** The least role that may call an operation: `ANYONE`, or a `Role`. */
+export type MinRole = typeof ANYONE | Role;
 
 /**
  * What the gateway lends an operation's `prepare`: the steps that need its secrets or its state,
@@ -52,9 +55,9 @@ export interface Prepared<Job> {
  * writes nothing twice: creations return what the first run made, deletions succeed, a new
  * password bumps no second epoch.
  */
-export interface OperationRun<Input, Role extends MinRole> {
+export interface OperationRun<Input, R extends MinRole> {
   store: Store;
-  actor: Role extends 0 ? null : Actor;
+  actor: R extends typeof ANYONE ? null : Actor;
   input: Input;
   once: WriteOnce;
 }

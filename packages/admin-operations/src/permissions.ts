@@ -1,12 +1,13 @@
 /**
- * Who may do what to whom. Roles: 1 common, 10 admin, 100 root. Nobody creates, edits,
+ * Who may do what to whom. Roles (`Role`): common, admin, root, each above the one before. Nobody creates, edits,
  * deletes or sees a user whose role is equal to or above their own (root may edit root), and
  * nobody grants a role equal to or above their own.
  */
 import { forbidden, unauthenticated, Role, type Actor } from '@gateway/contracts';
+import { ANYONE } from './operation.ts';
 
 export function requireRole(actor: Actor | null, minRole: number): Actor | null {
-  if (minRole <= 0) return actor;
+  if (minRole === ANYONE) return actor;
   if (!actor) throw unauthenticated('sign in first: send an access token in the Authorization header');
   if (actor.role < minRole) throw forbidden('insufficient privileges for this operation');
   return actor;

@@ -1,4 +1,4 @@
-import { listPricesQuery, NANOS_PER_USD, notFound, priceQuery, ratiosOfPrice, setOptionBody, setPriceBody } from '@gateway/contracts';
+import { listPricesQuery, NANOS_PER_USD, notFound, priceQuery, ratiosOfPrice, setOptionBody, setPriceBody, Role } from '@gateway/contracts';
 import { ratioOptions, type PriceTable, type Store } from '@gateway/store';
 import { get, operation, put, type AdminRoute } from './operation.ts';
 
@@ -32,12 +32,12 @@ const removeByQuery = (path: string): AdminRoute => ({ method: 'DELETE', path, f
 export const priceOperations = {
   /** Every priced model (the default table's, the ratios', those set, each channel's own). */
   'price.list': operation({
-    route: get('/price/', 'query'), input: listPricesQuery, minRole: 10,
+    route: get('/price/', 'query'), input: listPricesQuery, minRole: Role.admin,
     apply: async ({ store, input }) => ({ items: await priceList(store, input.model), nanos_per_usd: NANOS_PER_USD }),
   }),
 
   'price.set': operation({
-    route: put('/price/'), input: setPriceBody, minRole: 10,
+    route: put('/price/'), input: setPriceBody, minRole: Role.admin,
     apply: async ({ store, input: { model, channel_id: channelId, ...price } }) => {
       if (channelId !== undefined && !(await store.channels.get(channelId))) throw notFound(`no channel with id ${channelId}`);
       await store.prices.setPrice(model, price, channelId);
@@ -47,7 +47,7 @@ export const priceOperations = {
 
   /** The model falls back to its ratios or the default table (a channel's own price to the model's). */
   'price.delete': operation({
-    route: removeByQuery('/price/'), input: priceQuery, minRole: 10,
+    route: removeByQuery('/price/'), input: priceQuery, minRole: Role.admin,
     apply: async ({ store, input }) => {
       if (!(await store.prices.deletePrice(input.model, input.channel_id))) throw notFound(`no price was set for ${input.model}${input.channel_id ? ` on channel ${input.channel_id}` : ''}`);
       return priceList(store, input.model);
@@ -56,12 +56,12 @@ export const priceOperations = {
 
   /** new-api's options, the ratio options only (new-api: root). */
   'option.list': operation({
-    route: get('/option/', 'none'), input: listPricesQuery, minRole: 100,
+    route: get('/option/', 'none'), input: listPricesQuery, minRole: Role.root,
     apply: async ({ store }) => optionList(await store.prices.read()),
   }),
 
   'option.set': operation({
-    route: put('/option/'), input: setOptionBody, minRole: 100,
+    route: put('/option/'), input: setOptionBody, minRole: Role.root,
     apply: async ({ store, input }) => {
       await store.prices.setRatios(input.key, input.value);
       return null;

@@ -1,4 +1,4 @@
-import { createTokenBody, createTokenJob, forbidden, idParam, listTokensQuery, notFound, Role, updateTokenBody, type Actor, type UpdateTokenBody } from '@gateway/contracts';
+import { createTokenBody, createTokenJob, forbidden, idParam, listTokensQuery, notFound, Role, updateTokenBody, TokenStatus, type Actor, type UpdateTokenBody } from '@gateway/contracts';
 import { issueApiKey, publicToken, type Store, type StoredToken } from '@gateway/store';
 import { get, operation, post, put, remove } from './operation.ts';
 import { assertMayManageUser } from './permissions.ts';
@@ -27,7 +27,7 @@ async function ownedToken(store: Store, actor: Actor, id: number, action: 'see' 
 export const tokenOperations = {
   /** The gateway makes the key: the job carries its digest and preview, and the key joins the answer in the gateway. */
   'token.create': operation({
-    route: post('/token/'), input: createTokenBody, job: createTokenJob, minRole: 1,
+    route: post('/token/'), input: createTokenBody, job: createTokenJob, minRole: Role.common,
     prepare: async (input) => {
       const { key, issued } = issueApiKey();
       return { input: { ...input, ...issued }, reveal: { key } };
@@ -45,7 +45,7 @@ export const tokenOperations = {
   }),
 
   'token.list': operation({
-    route: get('/token/', 'query'), input: listTokensQuery, minRole: 1,
+    route: get('/token/', 'query'), input: listTokensQuery, minRole: Role.common,
     apply: async ({ store, actor, input }) => {
       const userId = input.user_id ?? actor.id;
       await assertMayManageKeysOf(store, actor, userId, 'see');
@@ -55,12 +55,12 @@ export const tokenOperations = {
   }),
 
   'token.get': operation({
-    route: get('/token/:id', 'params'), input: idParam, minRole: 1,
+    route: get('/token/:id', 'params'), input: idParam, minRole: Role.common,
     apply: async ({ store, actor, input }) => publicToken(await ownedToken(store, actor, input.id, 'see')),
   }),
 
   'token.update': operation({
-    route: put('/token/'), input: updateTokenBody, minRole: 1,
+    route: put('/token/'), input: updateTokenBody, minRole: Role.common,
     apply: async ({ store, actor, input }) => {
       await ownedToken(store, actor, input.id, 'edit');
       const { id, ...changes } = input;
@@ -72,7 +72,7 @@ export const tokenOperations = {
   }),
 
   'token.delete': operation({
-    route: remove('/token/:id'), input: idParam, minRole: 1,
+    route: remove('/token/:id'), input: idParam, minRole: Role.common,
     apply: async ({ store, actor, input, once }) => {
       // Run again after its worker died, the job finds its key gone: it was this job that deleted it.
       if (await store.alreadyWritten(once)) return null;
@@ -95,7 +95,7 @@ function assertOnlyTightens(current: StoredToken, changes: TokenChanges): void {
   const refuse = (field: string, what: string) => {
     throw forbidden(`only an administrator may ${what} (${field})`);
   };
-  if (changes.status === 1 && current.status !== 1) refuse('status', 're-enable a key');
+  if (changes.status === TokenStatus.enabled && current.status !== TokenStatus.enabled) refuse('status', 're-enable a key');
   if (changes.remain_quota !== undefined && changes.remain_quota > current.remain_quota) refuse('remain_quota', "raise a key's quota");
   if (changes.unlimited_quota === true && !current.unlimited_quota) refuse('unlimited_quota', 'make a key unlimited');
   if (changes.expired_time !== undefined) {

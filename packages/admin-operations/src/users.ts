@@ -4,7 +4,7 @@ import {
 } from '@gateway/contracts';
 import { newAccessToken, publicUser, sha256, type Store, type UserChanges } from '@gateway/store';
 import { z } from 'zod';
-import { get, operation, post, put, remove } from './operation.ts';
+import { get, operation, post, put, remove, ANYONE } from './operation.ts';
 import { assertMayGrant, assertMayManageUser, mayManageUser } from './permissions.ts';
 
 export const userOperations = {
@@ -13,7 +13,7 @@ export const userOperations = {
    * carrying only its digest; the previous token is revoked.
    */
   'user.login': operation({
-    route: post('/user/login'), input: loginBody, job: loginJob, minRole: 0,
+    route: post('/user/login'), input: loginBody, job: loginJob, minRole: ANYONE,
     prepare: async (input, tools, address) => {
       const accessToken = newAccessToken();
       const signedIn = await tools.signIn(input.username, input.password, address);
@@ -22,7 +22,7 @@ export const userOperations = {
     apply: async ({ store, input }) => {
       const user = await store.users.get(input.user_id);
       if (!user || user.session_epoch !== input.session_epoch) throw unauthenticated('invalid username or password');
-      if (user.status !== 1) throw forbidden('this user is disabled');
+      if (user.status !== UserStatus.enabled) throw forbidden('this user is disabled');
       await store.users.setAccessTokenHash(user.id, input.access_token_hash);
       // The gateway adds the token it made to the answer: it never travels through Redis.
       return { id: user.id, username: user.username, role: user.role };
@@ -30,7 +30,7 @@ export const userOperations = {
   }),
 
   'user.self': operation({
-    route: get('/user/self', 'none'), input: z.strictObject({}), minRole: 1,
+    route: get('/user/self', 'none'), input: z.strictObject({}), minRole: Role.common,
     apply: async ({ store, actor }) => {
       const user = await store.users.get(actor.id);
       if (!user) throw notFound('your user no longer exists');
@@ -40,12 +40,12 @@ export const userOperations = {
 
   /** The gateway hashes the password (scrypt): the job carries the hash. */
   'user.create': operation({
-    route: post('/user/'), input: createUserBody, job: createUserJob, minRole: 10,
+    route: post('/user/'), input: createUserBody, job: createUserJob, minRole: Role.admin,
     prepare: async ({ password, ...rest }, tools) => ({
       input: { ...rest, password_hash: await tools.hashPassword(password), id_above: await tools.highestUserIdOnRecord() },
     }),
     apply: async ({ store, actor, input, once }) => {
-      const role = input.role ?? 1;
+      const role = input.role ?? Role.common;
       assertMayGrant(actor, role);
       const user = await store.users.create({
         username: input.username,
@@ -62,7 +62,7 @@ export const userOperations = {
   }),
 
   'user.update': operation({
-    route: put('/user/'), input: updateUserBody, job: updateUserJob, minRole: 10,
+    route: put('/user/'), input: updateUserBody, job: updateUserJob, minRole: Role.admin,
     prepare: async ({ password, ...rest }, tools) => ({
       input: password === undefined ? rest : { ...rest, password_hash: await tools.hashPassword(password) },
     }),
@@ -80,7 +80,7 @@ export const userOperations = {
   }),
 
   'user.list': operation({
-    route: get('/user/', 'query'), input: listUsersQuery, minRole: 10,
+    route: get('/user/', 'query'), input: listUsersQuery, minRole: Role.admin,
     apply: async ({ store, actor, input }) => {
       const all = await store.users.list(1, Number.MAX_SAFE_INTEGER, input.keyword);
       const visible = all.items.filter((u) => mayManageUser(actor, u, 'see') && u.id !== actor.id);
@@ -95,7 +95,7 @@ export const userOperations = {
   }),
 
   'user.get': operation({
-    route: get('/user/:id', 'params'), input: idParam, minRole: 10,
+    route: get('/user/:id', 'params'), input: idParam, minRole: Role.admin,
     apply: async ({ store, actor, input }) => {
       const user = await store.users.get(input.id);
       if (!user) throw notFound(`no user with id ${input.id}`);
@@ -105,7 +105,7 @@ export const userOperations = {
   }),
 
   'user.delete': operation({
-    route: remove('/user/:id'), input: idParam, minRole: 10,
+    route: remove('/user/:id'), input: idParam, minRole: Role.admin,
     apply: async ({ store, actor, input, once }) => {
       const user = await store.users.get(input.id);
       // Run again after its worker died between the user's deletion and its keys', the job finishes the keys.

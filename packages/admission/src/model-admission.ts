@@ -2,7 +2,7 @@ import { badRequest, GatewayError, insufficientQuota, invalidApiKey, periodEnd, 
 import type { HoldRefusal, PriceBook, QuotaHolds } from '@gateway/store';
 import type { KeyHolder } from './key-holder.ts';
 
-/** Refuses a request its queue's backlog could not serve in time (the gateway's `BacklogAdmission`). */
+/** Refuses a request its queue's backlog could not serve in time (the gateway's `QueueBacklog`). */
 export interface BacklogGate {
   admit(queue: QueueName): void;
 }

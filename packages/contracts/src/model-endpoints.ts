@@ -2,13 +2,13 @@
  * Every model endpoint of every door, one entry each: the path a client calls, its door, the
  * operation its job asks for, its queue, its body schema, the most quota a request may use,
  * whether and how it streams, and whether batches take it. The gateway registers its model
- * routes from this table (routes/model-endpoint-route.ts), the Batch API checks and holds a line
+ * routes from this table (models/model-endpoint-route.ts), the Batch API checks and holds a line
  * by it (`batchEndpoints`), and the request log names routes by it (`routeOfOperation`): adding
  * an endpoint is its entry here and its mappings (packages/providers/src/doors and the
  * providers'), nothing else.
  *
  * `/v1/responses` is served by a route of its own (stored responses, background runs:
- * routes/openai-responses.ts in the gateway), which takes its schema, worst case and queue from
+ * responses/responses-routes.ts in the gateway), which takes its schema, worst case and queue from
  * its entry here.
  */
 import { z } from 'zod';

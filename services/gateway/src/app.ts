@@ -6,47 +6,47 @@ import type { GatewayMetrics } from '@gateway/observability';
 import { FairShares, type JobClient, type Redis, type ReplyInbox } from '@gateway/queue';
 import { HOP_HEADER, type AddressPolicy } from '@gateway/providers';
 import { PriceBook, QuotaHolds, type ChannelKeyCipher, type Store } from '@gateway/store';
-import { AdminJobs } from './admin-jobs.ts';
-import { BatchOverview } from './batch-overview.ts';
-import type { FileLimits } from './routes/batch-api-options.ts';
+import { AdminJobs } from './management/admin-jobs.ts';
+import { BatchOverview } from './batches/batch-overview.ts';
+import type { FileLimits } from './batches/batch-api-options.ts';
 import { LoginThrottle, type LoginThrottleOptions } from './auth/login-throttle.ts';
 import { PasswordLane } from './auth/password-lane.ts';
 import { PasswordSignIn } from './auth/password-sign-in.ts';
 import { rootCredentialCheck } from './auth/root-credential.ts';
-import { BodyBudget, type BodyBudgetOptions } from './admission/body-budget.ts';
-import { FairTurns } from './admission/fair-turns.ts';
-import { IntakeWindow } from './admission/intake-window.ts';
-import { takeRequestsInTurns } from './request-turns.ts';
-import { CredentialPlaces } from './credential-places.ts';
+import { BodyBudget, type BodyBudgetOptions } from './intake/body-budget.ts';
+import { FairTurns } from './intake/fair-turns.ts';
+import { IntakeWindow } from './intake/intake-window.ts';
+import { takeRequestsInTurns } from './intake/request-turns.ts';
+import { CredentialPlaces } from './intake/credential-places.ts';
 import { KeyRateLimit, UserBodyBudget } from '@gateway/admission';
 import { ModelAdmission } from '@gateway/admission';
 import { ApiKeyAuth } from './auth/api-key.ts';
-import { ModelCatalog } from './model-catalog.ts';
-import { watchClient } from './client-signal.ts';
-import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './error-formats.ts';
-import { registerContentDecoding } from './content-encoding.ts';
-import { clientErrorHandler, rememberRequestPaths } from './client-errors.ts';
-import { registerJsonBodyParser } from './json-body.ts';
-import { wireConstraint } from './wire-constraint.ts';
-import { closeIdleConnections } from './idle-connections.ts';
-import { RequestsInFlight } from './requests-in-flight.ts';
-import { dropStalledReaders } from './stalled-readers.ts';
-import { UnreadBodies } from './unread-bodies.ts';
-import { DASHBOARD_PATH, dashboardRoutes } from './routes/dashboard.ts';
-import { consoleRoutes } from './routes/console.ts';
+import { ModelCatalog } from './models/model-catalog.ts';
+import { watchClient } from './http/client-signal.ts';
+import { adminFormat, formatForUrl, pathOf, sendError, useErrorFormat } from './http/error-formats.ts';
+import { registerContentDecoding } from './http/content-encoding.ts';
+import { clientErrorHandler, rememberRequestPaths } from './http/client-errors.ts';
+import { registerJsonBodyParser } from './http/json-body.ts';
+import { wireConstraint } from './http/wire-constraint.ts';
+import { closeIdleConnections } from './http/idle-connections.ts';
+import { RequestsInFlight } from './http/requests-in-flight.ts';
+import { dropStalledReaders } from './http/stalled-readers.ts';
+import { UnreadBodies } from './http/unread-bodies.ts';
+import { DASHBOARD_PATH, dashboardRoutes } from './dashboard/dashboard-routes.ts';
+import { consoleRoutes } from './console/console-routes.ts';
 import { ADMIN_PATH } from './dashboard/admin-session.ts';
-import { healthRoutes } from './routes/health.ts';
-import { metricsRoutes } from './routes/metrics.ts';
-import { changeFeed } from './plugins/change-feed.ts';
-import { geminiApi } from './plugins/gemini-api.ts';
-import { anthropicApi } from './plugins/anthropic-api.ts';
-import { queueBacklog } from './plugins/queue-backlog.ts';
-import { managementApi } from './plugins/management-api.ts';
-import { openaiApi } from './plugins/openai-api.ts';
+import { healthRoutes } from './http/health-routes.ts';
+import { metricsRoutes } from './management/metrics-routes.ts';
+import { changeFeed } from './auth/change-feed.ts';
+import { geminiApi } from './apis/gemini-api.ts';
+import { anthropicApi } from './apis/anthropic-api.ts';
+import { queueBacklog } from './intake/queue-backlog.ts';
+import { managementApi } from './apis/management-api.ts';
+import { openaiApi } from './apis/openai-api.ts';
 import type { Database } from '@gateway/database';
-import type { RequestLogSink } from './model-relay.ts';
+import type { RequestLogSink } from './models/model-relay.ts';
 import type { RefusalLog } from './refusals/refusal-log.ts';
-import { OperationsSnapshot } from './operations-snapshot.ts';
+import { OperationsSnapshot } from './management/operations-snapshot.ts';
 
 export interface GatewayDeps {
   redis: Redis;
@@ -154,7 +154,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
     // sends (idle-connections.ts), one that trickles its headers (headersTimeout), one whose
     // body trickles (requestTimeout), both checked every second (Node checks every 30 s by
     // default), and
-    // bytes held (the body budget, admission/body-budget.ts; the reply buffer, model-relay.ts).
+    // bytes held (the body budget, intake/body-budget.ts; the reply buffer, models/model-relay.ts).
     requestTimeout: deps.bodyTimeoutMs,
     keepAliveTimeout: deps.keepAliveTimeoutMs,
     http: { headersTimeout: deps.headersTimeoutMs, connectionsCheckingInterval: 1000 },

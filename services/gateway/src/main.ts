@@ -6,8 +6,8 @@ import { createRedis, JobClient, ReplyInbox, waitForRedis } from '@gateway/queue
 import { forbidClusterNodes, ownAddresses, redisAddresses } from '@gateway/providers';
 import { ChannelKeyCipher, createStore } from '@gateway/store';
 import { createDatabase, migrate, startRequestLog } from '@gateway/database';
-import { LOG_READ_CONNECTIONS } from './routes/request-log.ts';
-import { DOWNLOAD_CONNECTIONS, UPLOAD_CONNECTIONS } from './routes/files.ts';
+import { LOG_READ_CONNECTIONS } from './management/request-log-routes.ts';
+import { DOWNLOAD_CONNECTIONS, UPLOAD_CONNECTIONS } from './batches/file-routes.ts';
 import { buildGateway } from './app.ts';
 import { RefusalLog } from './refusals/refusal-log.ts';
 import { startTracing } from '@gateway/tracing';
@@ -44,11 +44,11 @@ if (config.DATABASE_URL) {
 const database = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-${ingressId}` }) : undefined;
 // Reads of the request log, which a user can make as heavy as its filters allow, on a pool of
 // their own with a statement time-out: they never take the connections of files, batches and
-// the log's writes (routes/request-log.ts).
+// the log's writes (management/request-log-routes.ts).
 const logReads = config.DATABASE_URL
   ? createDatabase(config.DATABASE_URL, { name: `gateway-log-reads-${ingressId}`, max: LOG_READ_CONNECTIONS, statementTimeoutMs: config.LOG_QUERY_TIMEOUT_MS })
   : undefined;
-// Uploads, each holding a connection while its client sends, on a pool of their own (routes/files.ts).
+// Uploads, each holding a connection while its client sends, on a pool of their own (batches/file-routes.ts).
 const uploads = config.DATABASE_URL ? createDatabase(config.DATABASE_URL, { name: `gateway-uploads-${ingressId}`, max: UPLOAD_CONNECTIONS }) : undefined;
 // A download waits its turn for one, however long, while others' clients read their large lines:
 // it has begun its answer, and a time-out could only cut it short.

@@ -1,10 +1,10 @@
-import { unauthenticated, type Actor } from '@gateway/contracts';
+import { unauthenticated, UserStatus, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 
 const BEARER = /^Bearer\s+/i;
 
-/** The token of an Authorization header: `Bearer` (in any case) and the spaces around it dropped. */
-export const bearerToken = (header: string): string => header.trim().replace(BEARER, '').trim();
+/** The credential of an Authorization header (an API key or an access token): `Bearer` (in any case) and the spaces around it dropped. */
+export const bearerCredential = (header: string): string => header.trim().replace(BEARER, '').trim();
 
 /**
  * Resolves a management caller from `Authorization: [Bearer ]<access token>` and the optional
@@ -17,11 +17,11 @@ export async function authenticateAccessToken(
   const raw = headers.authorization;
   const header = Array.isArray(raw) ? raw[0] : raw;
   if (!header) throw unauthenticated('no credentials: send Authorization: Bearer <access token>');
-  const token = bearerToken(header);
-  if (!token) throw unauthenticated('no credentials: send Authorization: Bearer <access token>');
-  const user = await users.findByAccessToken(token);
+  const accessToken = bearerCredential(header);
+  if (!accessToken) throw unauthenticated('no credentials: send Authorization: Bearer <access token>');
+  const user = await users.findByAccessToken(accessToken);
   if (!user) throw unauthenticated('invalid or revoked access token');
-  if (user.status !== 1) throw unauthenticated('this user is disabled');
+  if (user.status !== UserStatus.enabled) throw unauthenticated('this user is disabled');
   const claimed = headers['new-api-user'];
   if (claimed !== undefined && String(claimed) !== String(user.id)) {
     throw unauthenticated('New-Api-User does not match the access token');

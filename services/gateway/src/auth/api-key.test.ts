@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import { TokenStatus, UserStatus } from '@gateway/contracts';
 import { InvalidationFeed, issueApiKey, type Store } from '@gateway/store';
 import { useTestStore, type TestRedis, type TestStore } from '@gateway/testkit';
 import { ApiKeyAuth } from './api-key.ts';
@@ -87,7 +88,7 @@ describe('API-key authentication', () => {
   it('stops a disabled or deleted key, and a disabled user, as soon as the change is announced', async () => {
     const a = await newKey();
     await auth.authenticate(bearer(a.key));
-    await store.tokens.update(a.token.id, { status: 2 });
+    await store.tokens.update(a.token.id, { status: TokenStatus.disabled });
     await expect.poll(() => auth.authenticate(bearer(a.key)).then(() => 'ok', (e) => e.status), { timeout: 1000, interval: 5 }).toBe(401);
 
     const b = await newKey();
@@ -97,7 +98,7 @@ describe('API-key authentication', () => {
 
     const c = await newKey();
     await auth.authenticate(bearer(c.key));
-    await store.users.update(c.user.id, { status: 2 });
+    await store.users.update(c.user.id, { status: UserStatus.disabled });
     await expect.poll(() => auth.authenticate(bearer(c.key)).then(() => 'ok', (e) => e.message), { timeout: 1000, interval: 5 }).toContain('user is disabled');
   });
 

@@ -1,4 +1,4 @@
-import { unauthenticated } from '@gateway/contracts';
+import { unauthenticated, UserStatus } from '@gateway/contracts';
 import { hashPassword, type StoredUser, type UserStore } from '@gateway/store';
 import type { LoginThrottle } from './login-throttle.ts';
 import type { PasswordLane } from './password-lane.ts';
@@ -41,7 +41,7 @@ export class PasswordSignIn {
       await this.throttle.withdraw(attempt).catch(() => {});
       throw error;
     }
-    if (!user || !valid || user.status !== 1) throw unauthenticated('invalid username or password');
+    if (!user || !valid || user.status !== UserStatus.enabled) throw unauthenticated('invalid username or password');
     await this.throttle.succeeded(attempt);
     return user;
   }

@@ -9,13 +9,8 @@ import { forbidden, Role, type Actor } from '@gateway/contracts';
 import type { UserStore } from '@gateway/store';
 import { authenticateAccessToken } from './access-token.ts';
 import type { ApiKeyAuth, KeyHolder } from './api-key.ts';
-import type { CredentialPlaces } from '../credential-places.ts';
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    /** Where requests take their turns as they are read, by credential (request-turns.ts). */
-    credentialPlaces?: CredentialPlaces;
-  }
   interface FastifyRequest {
     /** The API key's holder, on the model routes. */
     keyHolder: KeyHolder | null;
@@ -41,7 +36,7 @@ export function accessTokenHook(users: UserStore, needsActor: (request: FastifyR
 }
 
 /**
- * An administrator's access token (role ≥ 10), for the management routes the gateway answers
+ * An administrator's access token (`Role.admin` or above), for the management routes the gateway answers
  * itself rather than through the admin queue: a common user's is a 403, as the admin worker's.
  */
 export function administratorHook(users: UserStore): onRequestAsyncHookHandler {

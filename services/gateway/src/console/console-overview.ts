@@ -12,10 +12,10 @@
  */
 import { QueueName, Role, RUNNING_BATCH_STATUSES } from '@gateway/contracts';
 import { RequestLogQuery, type ChannelHealth, type Database } from '@gateway/database';
-import type { BacklogAdmission } from '../admission/backlog-admission.ts';
-import type { BatchOverview, BatchOverviewItem } from '../batch-overview.ts';
-import type { ChannelState, OperationsSnapshot, QueueState } from '../operations-snapshot.ts';
-import { logReads } from '../routes/request-log.ts';
+import type { QueueBacklog } from '../intake/queue-backlog.ts';
+import type { BatchOverview, BatchOverviewItem } from '../batches/batch-overview.ts';
+import type { ChannelState, OperationsSnapshot, QueueState } from '../management/operations-snapshot.ts';
+import { logReads } from '../management/request-log-routes.ts';
 
 /** The minutes of the request log a channel's recent calls are counted over. */
 export const CHANNEL_HEALTH_MINUTES = 5;
@@ -77,14 +77,14 @@ const NO_CALLS: Omit<ChannelHealth, 'channel_id'> = { calls: 0, errors: 0, rate_
 export class ConsoleOverview {
   private readonly operations: OperationsSnapshot;
   /** Admission's sampler (a decorator of the app, there once it is ready). */
-  private readonly admission: () => BacklogAdmission;
+  private readonly admission: () => QueueBacklog;
   private readonly batches: BatchOverview;
   private readonly database: Database | undefined;
   private readonly overview = new Shared(() => this.compose(), OVERVIEW_FRESH_MS);
   // In the administrators' turns of the log's connections, as the console's own reads.
   private readonly health = new Shared(() => logReads.run(CONSOLE_READER, () => new RequestLogQuery(this.database!).channelHealth(CHANNEL_HEALTH_MINUTES * 60)), LOG_PARTS_FRESH_MS);
 
-  constructor(operations: OperationsSnapshot, admission: () => BacklogAdmission, batches: BatchOverview, database: Database | undefined) {
+  constructor(operations: OperationsSnapshot, admission: () => QueueBacklog, batches: BatchOverview, database: Database | undefined) {
     this.operations = operations;
     this.admission = admission;
     this.batches = batches;

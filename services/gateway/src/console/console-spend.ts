@@ -8,7 +8,7 @@
 import { DEFAULT_PRICES_DATE, Role, type ModelPrice } from '@gateway/contracts';
 import { RequestLogQuery, type Database, type Spend } from '@gateway/database';
 import type { PriceSource, Store } from '@gateway/store';
-import { logReads } from '../routes/request-log.ts';
+import { logReads } from '../management/request-log-routes.ts';
 import { LOG_PARTS_FRESH_MS, Shared } from './console-overview.ts';
 
 /** The console's own reads of the log: an administrator's, of no user. */

@@ -8,11 +8,11 @@
 import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { forbidden, GatewayError, Role, unauthenticated, type Actor } from '@gateway/contracts';
+import { forbidden, GatewayError, Role, unauthenticated, UserStatus, type Actor } from '@gateway/contracts';
 import type { Store } from '@gateway/store';
-import type { AdminJobs } from '../admin-jobs.ts';
+import type { AdminJobs } from '../management/admin-jobs.ts';
 import { actorOfRequest } from '../auth/request-auth.ts';
-import { setRetryHeaders } from '../error-formats.ts';
+import { setRetryHeaders } from '../http/error-formats.ts';
 import { escapeHtml } from './html.ts';
 import { crossOriginProblem, requestScheme } from './same-origin.ts';
 
@@ -58,7 +58,7 @@ async function actorOf(request: FastifyRequest, store: Store, what: string): Pro
     const owner = await store.sessions.userOf(session);
     const user = owner ? await store.users.get(owner.userId) : null;
     // A session outlives neither a new password nor a disabled or deleted user.
-    if (user && user.status === 1 && user.session_epoch === owner!.epoch) return { id: user.id, role: user.role };
+    if (user && user.status === UserStatus.enabled && user.session_epoch === owner!.epoch) return { id: user.id, role: user.role };
   }
   if (request.headers.authorization) return actorOfRequest(store.users, request);
   throw unauthenticated(`sign in to see the ${what}`);

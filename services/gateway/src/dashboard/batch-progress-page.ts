@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { RUNNING_BATCH_STATUSES, type BatchStatus, type Page } from '@gateway/contracts';
-import type { BatchOverviewItem } from '../batch-overview.ts';
+import type { BatchOverviewItem } from '../batches/batch-overview.ts';
 import { escapeHtml } from './html.ts';
 
 export const BATCH_PAGE_REFRESH_SECONDS = 5;

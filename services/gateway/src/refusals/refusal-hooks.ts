@@ -6,8 +6,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { GatewayError } from '@gateway/contracts';
-import { fromFastifyError, pathOf } from '../error-formats.ts';
-import { refusedSpan } from '../relay-spans.ts';
+import { fromFastifyError, pathOf } from '../http/error-formats.ts';
+import { refusedSpan } from '../models/relay-spans.ts';
 import type { RefusalLog, RefusedCaller } from './refusal-log.ts';
 
 declare module 'fastify' {
@@ -17,6 +17,12 @@ declare module 'fastify' {
     /** Its request log row is a job's (written by a worker or the relay), not a refusal's. */
     loggedAsJob: boolean;
   }
+}
+
+/** What a plugin whose routes' refusals are logged is given. */
+export interface RefusalOptions {
+  /** Rows for the requests these routes refuse, sampled (none: not logged). */
+  refusals?: RefusalLog;
 }
 
 const GEMINI_METHODS = new Set(['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents']);

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestLogRow } from '@gateway/contracts';
 import { maskSecret, sha256 } from '@gateway/store';
-import type { RequestLogSink } from '../model-relay.ts';
+import type { RequestLogSink } from '../models/model-relay.ts';
 
 export interface RefusalLogOptions {
   /** REFUSAL_LOG_WINDOW_MS. */

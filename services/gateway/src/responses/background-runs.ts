@@ -14,7 +14,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, type ResponsesRequest } from '@gateway/contracts';
 import { orUnavailable, type ResponseStore, type StoredItem } from '@gateway/database';
-import { cutShort } from '../client-signal.ts';
+import { cutShort } from '../http/client-signal.ts';
 import { Followers } from './event-follower.ts';
 import { DEFAULT_RUN_LEASE, holdRunLease, type RunLeaseOptions } from './run-lease.ts';
 

@@ -10,7 +10,7 @@ import type { FastifyReply } from 'fastify';
 import { orUnavailable, type ResponseStore } from '@gateway/database';
 import { responsesEventStream } from './responses-event-stream.ts';
 import { currentResponse, type RunLeaseOptions } from './run-lease.ts';
-import { PerUserLimit } from '../per-user-limit.ts';
+import { PerUserLimit } from '../intake/per-user-limit.ts';
 
 /** Most followers of one user's streams, and of one response's, at once on this gateway: each polls PostgreSQL. */
 export const FOLLOWERS_PER_USER = 4;

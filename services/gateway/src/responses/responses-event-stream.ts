@@ -4,8 +4,8 @@
  * numbered on from the last event sent; the failed response is handed to the keeper.
  */
 import type { GatewayError, ResponsesResponse } from '@gateway/contracts';
-import { openaiFormat } from '../error-formats.ts';
-import type { EventStreamFormat } from '../model-relay.ts';
+import { openaiFormat } from '../http/error-formats.ts';
+import type { EventStreamFormat } from '../models/model-relay.ts';
 import type { ResponseKeeper } from './response-keeper.ts';
 
 /** The event's name and number from its JSON, whose `type` and `sequence_number` come first (the encoder writes them so). */
