@@ -64,14 +64,9 @@ function notAnError(value: unknown): { type: string; message: string } {
 /**
  * Log lines go to stdout through an asynchronous destination: lines written while an earlier
  * write is still in flight are coalesced into one write, instead of one blocking write(2) per
- * line (measured: a tenth of the gateway's CPU at load went to synchronous log writes). They are
- * held until 4 KiB have gathered, or for LOG_HOLD_MS at most: at load each process wrote its lines a
- * write or so a request (the gateway's line per request, the worker's per job), each an
- * asynchronous write's round trip through libuv's thread pool. Held for up to 100 ms, the
- * gateway's reads and writes to the kernel fell from 6.0 to 7.1 a request to 4.3 to 5.7, the
- * completion worker's from 8.2 to 8.3 to 6.2 to 6.8, and their CPU a request by about 5% (0.951
- * → 0.900 ms and 0.922 → 0.872, means of four to six `BENCH_ONLY=cost` runs, within any one run's
- * noise); for up to 10 ms, the default, 6.3 and 6.8 to 7.0 (at 3,000 requests at c=16).
+ * line. They are held until 4 KiB have gathered, or for LOG_HOLD_MS at most (10 ms by default),
+ * so that at load a process writes once for many requests (docs/benchmarks.md, "Why the tuned
+ * constants are what they are").
  * Whatever is still held is written when the process exits. Warnings and errors go out at once,
  * with whatever is held before them, as every line did before the hold (the lines that explain a
  * crash must not wait out the hold in a process then killed outright, or out of memory), and so

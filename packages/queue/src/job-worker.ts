@@ -20,9 +20,9 @@ import { finishedJobData, keptWhenFailed, keptWhenFinished, shrinkLeftWhole } fr
 
 /**
  * Most jobs one BullMQ Worker (lane) runs at once by default; higher concurrency opens more
- * lanes. Measured with `npm run bench` (request/reply at c=16 and c=64): one lane of 256 spends
- * 46 Redis commands a request against 53 for eight lanes of 32 (idle lanes each wake and look for
- * the next job), with the same throughput.
+ * lanes. Fewer, larger lanes spend fewer Redis commands a request (idle lanes each wake and look
+ * for the next job), at the same throughput (docs/benchmarks.md, "Why the tuned constants are
+ * what they are").
  */
 export const LANE_CONCURRENCY = 256;
 

@@ -2,12 +2,10 @@ import { Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import { TenantSlots } from './tenant-slots.ts';
 
 /**
- * How long a job waits for room elsewhere before it stops holding its lane's slot. Measured with
- * `BENCH_ONLY=burst,tenants npm run bench` (5,000 at once on a 32-slot channel of 20 ms calls,
- * whose jobs wait a few hundred ms in the worker): released at once, the lane held twice the jobs
- * and the p99 beside the burst rose by 40 to 60 ms (by 100 to 250 ms holding five times as many);
- * after a second, the burst runs as before, and a slow channel's waiters still give their slots
- * up within a second instead of after a whole turn of it.
+ * How long a job waits for room elsewhere before it stops holding its lane's slot: released at
+ * once, a lane holds many more jobs and the requests beside a burst wait longer; after a second,
+ * a slow channel's waiters still give their slots up well within one of its turns
+ * (docs/benchmarks.md, "Why the tuned constants are what they are").
  */
 export const IDLE_AFTER_MS = 1000;
 
@@ -16,12 +14,9 @@ export const IDLE_AFTER_MS = 1000;
  * (each a Redis round trip) while its worker has room, and begins none until a fetch comes back
  * empty: a lane with room for 256 fetched 256 before it began any, so a job fetched early waited
  * for the rest: another tenant's request 1.5 s into a 5,000-request burst waited 89 to 132 ms
- * between its fetch and its start (traced; `BENCH_ONLY=tenants npm run bench`). Past this many
- * fetched and not begun, fetches come back empty at once until BullMQ has begun all of them (one
- * at a time, as each comes back empty; beginning one and fetching again kept 8 waiting for good,
- * each job 8 round trips late, and cost 17% of the throughput at c=64): no more Redis calls, c=64
- * throughput 1,342 and 1,405 req/s against 1,154 and 1,310 without the cap, and the steady
- * tenant's p99 beside the burst +160 and +130 ms (`BENCH_ONLY=throughput`, `BENCH_ONLY=tenants`).
+ * between its fetch and its start (traced). Past this many
+ * fetched and not begun, fetches come back empty at once until BullMQ has begun all of them (the
+ * measurements: docs/benchmarks.md, "Why the tuned constants are what they are").
  */
 export const FETCHED_BEFORE_BEGUN = 8;
 

@@ -4,14 +4,10 @@ import { FairTurns } from './fair-turns.ts';
 import { CredentialPlaces } from './credential-places.ts';
 
 /**
- * Requests that Fastify begins per event-loop turn, round robin between credentials. Measured
- * with `BENCH_ONLY=tenants npm run bench` (a user bursting 5,000 at once beside a steady one)
- * and `BENCH_ONLY=burst` (one key's 5,000 batch requests with that key's interactive load
- * beside them), one evening: with 32 a turn the steady user's pooled p99 was +225 ms over its
- * baseline on average over 16 runs, against +296 without turns, but one key's burst drained in
- * 9.1 s against 7.9 and its own interactive p99 rose from 123 to 165 ms; with 128, +236, +214
- * and +217 (without, in the same half hour: +242 and +521), and the one-key burst as without
- * (7.8 to 7.9 s, interactive p99 112 and 131 ms).
+ * Requests that Fastify begins per event-loop turn, round robin between credentials: enough that
+ * one key's own burst drains as fast as without turns, few enough that another user's request is
+ * begun within a turn or two of a burst (docs/benchmarks.md, "Why the tuned constants are what
+ * they are").
  */
 export const REQUESTS_PER_TURN = 128;
 
