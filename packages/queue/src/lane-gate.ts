@@ -14,9 +14,9 @@ export const IDLE_AFTER_MS = 1000;
  * (each a Redis round trip) while its worker has room, and begins none until a fetch comes back
  * empty: a lane with room for 256 fetched 256 before it began any, so a job fetched early waited
  * for the rest: another tenant's request 1.5 s into a 5,000-request burst waited 89 to 132 ms
- * between its fetch and its start (traced). Past this many
- * fetched and not begun, fetches come back empty at once until BullMQ has begun all of them (the
- * measurements: docs/benchmarks.md, "Why the tuned constants are what they are").
+ * between its fetch and its start (traced). Past this many fetched and not begun, fetches come
+ * back empty at once until BullMQ has begun all of them (the measurements: docs/benchmarks.md,
+ * "Why the tuned constants are what they are").
  */
 export const FETCHED_BEFORE_BEGUN = 8;
 
