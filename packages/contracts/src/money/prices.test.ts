@@ -43,3 +43,13 @@ describe('budget periods (UTC)', () => {
     expect(periodStart('weekly', Date.UTC(2026, 10, 30, 12))).toBe(Date.UTC(2026, 10, 30) / 1000);
   });
 });
+
+describe('a cost Redis can add', () => {
+  it('is a safe integer whatever counts an upstream reports', () => {
+    const price = { input: 1_000_000, output: 1_000_000 };
+    expect(costOf({ totalTokens: 1e30, promptTokens: 1e30, completionTokens: 1e30 }, price)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(costOf({ totalTokens: -5, promptTokens: -5, completionTokens: Number.NaN }, price)).toBe(0);
+    expect(worstCaseCostOf(Number.POSITIVE_INFINITY, price)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(worstCaseCostOf(Number.NaN, { input: 0.01, output: 0.01 })).toBeGreaterThan(0);
+  });
+});

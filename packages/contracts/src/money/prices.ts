@@ -5,6 +5,7 @@
  * costs something (10 tokens at $0.02 per million: 200 nano-dollars).
  */
 import { z } from 'zod';
+import { MAX_REQUEST_TOKENS, tokenCount } from '../worst-case-usage.ts';
 
 /** USD per million tokens: never negative, at most $1,000,000 per million tokens. */
 const perMillion = z.number().min(0).max(1_000_000);
@@ -43,17 +44,24 @@ export interface PricedUsage {
  * taken as input.
  */
 export function costOf(usage: PricedUsage, price: ModelPrice, groupRatio = 1): number {
-  const output = usage.completionTokens ?? 0;
-  const prompt = usage.promptTokens ?? Math.max(0, usage.totalTokens - output);
-  const read = usage.cacheReadTokens ?? 0;
-  const written = usage.cacheWriteTokens ?? 0;
+  // An upstream's counts as the quota takes them: whole, never negative, never past MAX_REQUEST_TOKENS.
+  const output = tokenCount(usage.completionTokens ?? 0);
+  const prompt = usage.promptTokens === undefined ? Math.max(0, tokenCount(usage.totalTokens) - output) : tokenCount(usage.promptTokens);
+  const read = tokenCount(usage.cacheReadTokens ?? 0);
+  const written = tokenCount(usage.cacheWriteTokens ?? 0);
   const uncached = Math.max(0, prompt - read - written);
   const nanos = nanosOf(uncached, price.input)
     + nanosOf(read, price.cached_input ?? price.input)
     + nanosOf(written, price.cache_write ?? price.input)
     + nanosOf(output, price.output);
-  return Math.ceil(nanos * groupRatio);
+  return nanosBounded(nanos * groupRatio);
 }
+
+/**
+ * Whole nano-dollars, rounded up, at most Number.MAX_SAFE_INTEGER ($9 million): an integer Redis
+ * adds exactly, whatever counts an upstream reports.
+ */
+const nanosBounded = (nanos: number) => (Number.isFinite(nanos) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(nanos))) : Number.MAX_SAFE_INTEGER);
 
 /**
  * The most `tokens` tokens of a request may cost at `price`: each at the dearest of the model's
@@ -61,7 +69,9 @@ export function costOf(usage: PricedUsage, price: ModelPrice, groupRatio = 1): n
  */
 export function worstCaseCostOf(tokens: number, price: ModelPrice, groupRatio = 1): number {
   const dearest = Math.max(price.input, price.output, price.cached_input ?? 0, price.cache_write ?? 0);
-  return Math.ceil(nanosOf(tokens, dearest) * groupRatio);
+  // A worst case some field made no number holds the most, never nothing (as a quota hold does).
+  const held = Number.isFinite(tokens) ? tokenCount(tokens) : MAX_REQUEST_TOKENS;
+  return nanosBounded(nanosOf(held, dearest) * groupRatio);
 }
 
 /** Nano-dollars as dollars, for replies and the console (the log keeps the integer). */
