@@ -14,17 +14,18 @@ async function priceList(store: Store, model?: string) {
  * reads the map, edits it and writes it back keeps every model's price).
  */
 function optionList(table: PriceTable) {
-  const maps: Record<string, Record<string, number>> = { ModelRatio: {}, CompletionRatio: {}, CacheRatio: {}, CreateCacheRatio: {} };
+  // Built as entries: a model is a name an administrator chose ("__proto__" is one like any other).
+  const maps: Record<string, [string, number][]> = { ModelRatio: [], CompletionRatio: [], CacheRatio: [], CreateCacheRatio: [] };
   for (const entry of table.entries()) {
     if (entry.channel_id !== undefined) continue;
     const ratios = ratiosOfPrice(entry.price);
-    maps.ModelRatio![entry.model] = ratios.model;
-    maps.CompletionRatio![entry.model] = ratios.completion;
-    if (ratios.cache !== undefined) maps.CacheRatio![entry.model] = ratios.cache;
-    if (ratios.createCache !== undefined) maps.CreateCacheRatio![entry.model] = ratios.createCache;
+    maps.ModelRatio!.push([entry.model, ratios.model]);
+    maps.CompletionRatio!.push([entry.model, ratios.completion]);
+    if (ratios.cache !== undefined) maps.CacheRatio!.push([entry.model, ratios.cache]);
+    if (ratios.createCache !== undefined) maps.CreateCacheRatio!.push([entry.model, ratios.createCache]);
   }
-  maps.GroupRatio = { default: 1, ...table.ratios.GroupRatio };
-  return ratioOptions.map((key) => ({ key, value: JSON.stringify(maps[key]) }));
+  maps.GroupRatio = [['default', 1], ...Object.entries(table.ratios.GroupRatio)];
+  return ratioOptions.map((key) => ({ key, value: JSON.stringify(Object.fromEntries(maps[key]!)) }));
 }
 
 const removeByQuery = (path: string): AdminRoute => ({ method: 'DELETE', path, from: 'query' });

@@ -10,7 +10,7 @@
  * A user's group multiplies every price by its `GroupRatio` (1 unless set).
  */
 import type { RedisClient as Redis } from '@gateway/config';
-import { defaultPrices, modelPrice, priceOfRatios, type ModelPrice, type NewApiRatios } from '@gateway/contracts';
+import { defaultPrices, modelPrice, ownValue, priceOfRatios, type ModelPrice, type NewApiRatios } from '@gateway/contracts';
 import { publishChange, touchesPrices } from './change-messages.ts';
 import type { InvalidationFeed } from './invalidation-feed.ts';
 import { keys } from './keys.ts';
@@ -96,7 +96,7 @@ export class PriceTable {
 
   /** The multiplier of a user's group (new-api's `GroupRatio`): 1 unless set. */
   groupRatio(group: string | undefined): number {
-    return this.ratios.GroupRatio[group || 'default'] ?? 1;
+    return ownValue(this.ratios.GroupRatio, group || 'default') ?? 1;
   }
 
   /** Every priced model: the defaults, the ratios', the administrators' and the channels' own. */

@@ -24,6 +24,8 @@ describe('prices', () => {
   it("reads new-api's ratios as new-api bills them: ModelRatio 1 is $2 per million input tokens", () => {
     expect(priceOfRatios('m', { ModelRatio: { m: 1.25 }, CompletionRatio: { m: 4 }, CacheRatio: { m: 0.1 } })).toEqual({ input: 2.5, output: 10, cached_input: 0.25 });
     expect(priceOfRatios('other', { ModelRatio: { m: 1 } })).toBeUndefined();
+    // A model named as what every object inherits has no ratio.
+    for (const name of ['constructor', 'toString', '__proto__']) expect(priceOfRatios(name, JSON.parse('{"ModelRatio":{"m":1},"CompletionRatio":{}}'))).toBeUndefined();
     expect(ratiosOfPrice({ input: 2.5, output: 10, cached_input: 0.25 })).toEqual({ model: 1.25, completion: 4, cache: 0.1 });
   });
 });

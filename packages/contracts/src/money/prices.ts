@@ -5,6 +5,7 @@
  * costs something (10 tokens at $0.02 per million: 200 nano-dollars).
  */
 import { z } from 'zod';
+import { ownValue } from '../own-value.ts';
 import { MAX_REQUEST_TOKENS, tokenCount } from '../worst-case-usage.ts';
 
 /** USD per million tokens: never negative, at most $1,000,000 per million tokens. */
@@ -97,14 +98,16 @@ export interface NewApiRatios {
 
 /** The price new-api's ratios give a model, or undefined when its ModelRatio is unset. */
 export function priceOfRatios(model: string, ratios: Partial<NewApiRatios>): ModelPrice | undefined {
-  const ratio = ratios.ModelRatio?.[model];
+  // A model is a name a client chose: only a table's own entries ("constructor" is none).
+  const ratioOf = (table: Record<string, number> | undefined) => (table ? ownValue(table, model) : undefined);
+  const ratio = ratioOf(ratios.ModelRatio);
   if (ratio === undefined) return undefined;
   const input = ratio * USD_PER_MILLION_PER_MODEL_RATIO;
-  const cache = ratios.CacheRatio?.[model];
-  const createCache = ratios.CreateCacheRatio?.[model];
+  const cache = ratioOf(ratios.CacheRatio);
+  const createCache = ratioOf(ratios.CreateCacheRatio);
   return {
     input,
-    output: input * (ratios.CompletionRatio?.[model] ?? 1),
+    output: input * (ratioOf(ratios.CompletionRatio) ?? 1),
     ...(cache === undefined ? {} : { cached_input: input * cache }),
     ...(createCache === undefined ? {} : { cache_write: input * createCache }),
   };
