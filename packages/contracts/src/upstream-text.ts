@@ -53,7 +53,7 @@ export function withoutSecretForms(text: string, forms: readonly string[]): stri
  * A Google service account's key names its endpoints and certificate URLs beside its secrets.
  */
 const NOT_SECRET_FIELDS = new Set([
-  'api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth',
+  'api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth', 'credentials',
   'token_uri', 'auth_uri', 'auth_provider_x509_cert_url', 'client_x509_cert_url', 'universe_domain',
 ]);
 
