@@ -141,5 +141,8 @@ describe('a vertex channel through the SDKs', () => {
     await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
     expect([revoked.requests.length, steady.requests.length]).toEqual([2, 3]);
     expect(revoked.oauth.issued).toHaveLength(1);
+    // Neither the key nor a token is in any process's log, nor in the reason the channel shows.
+    const written = [...[stack.gateway, ...stack.services].flatMap((service) => service.output), JSON.stringify(stored)].join('\n');
+    for (const secret of [revoked.account.privateKeyPem.split('\n')[1]!, revoked.account.privateKeyId, revoked.oauth.issued[0]!.token]) expect(written).not.toContain(secret);
   });
 });
