@@ -9,6 +9,7 @@
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
 import { ChannelStatus } from '@gateway/contracts';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -93,7 +94,7 @@ describe('a vertex channel through the SDKs', () => {
     expect(mock.requests.at(-1)!.body).not.toHaveProperty('model');
   });
 
-  it('embeds through :predict, and speaks through the audio worker', async ({ upstream, channel, apiKey, client }) => {
+  it("embeds through :predict for OpenAI's SDK and Google's, and speaks through the audio worker", async ({ stack, upstream, channel, apiKey, client }) => {
     const mock = await upstream.vertex();
     const [embedder, speaker] = [uniqueModel(), uniqueModel()];
     await channel(mock, ['text-embedding-005', 'gemini-2.5-flash-preview-tts'], { model_mapping: { [embedder]: 'text-embedding-005', [speaker]: 'gemini-2.5-flash-preview-tts' } });
@@ -102,11 +103,15 @@ describe('a vertex channel through the SDKs', () => {
     const embedded = await client(key).embeddings.create({ model: embedder, input: ['first text', 'second'], encoding_format: 'float' });
     expect(embedded.data.map((d) => d.embedding.length)).toEqual([8, 8]);
     expect(embedded.usage.prompt_tokens).toBe(Math.ceil('first text'.length / 4) + Math.ceil('second'.length / 4));
+    const google = new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 15_000 } });
+    const fromGoogle = await google.models.embedContent({ model: embedder, contents: ['hello there', 'world'], config: { outputDimensionality: 4, taskType: 'RETRIEVAL_DOCUMENT' } });
+    expect(fromGoogle.embeddings!.map((e) => e.values!.length)).toEqual([4, 4]);
+    expect(mock.requests.at(-1)!.body).toEqual({ instances: [{ content: 'hello there', task_type: 'RETRIEVAL_DOCUMENT' }, { content: 'world', task_type: 'RETRIEVAL_DOCUMENT' }], parameters: { outputDimensionality: 4 } });
 
     const speech = await client(key).audio.speech.create({ model: speaker, input: 'Hello from Vertex', voice: 'alloy', response_format: 'wav' });
     expect(speech.headers.get('content-type')).toBe('audio/wav');
     expect((await speech.arrayBuffer()).byteLength).toBeGreaterThan(1000);
-    expect(mock.requests.map((r) => [r.model, r.action])).toEqual([['text-embedding-005', 'predict'], ['gemini-2.5-flash-preview-tts', 'streamGenerateContent']]);
+    expect(mock.requests.map((r) => [r.model, r.action])).toEqual([['text-embedding-005', 'predict'], ['text-embedding-005', 'predict'], ['gemini-2.5-flash-preview-tts', 'streamGenerateContent']]);
   });
 
   it('refreshes a token before it expires: Vertex never sees an expired one', async ({ upstream, channel, apiKey, client }) => {
@@ -131,6 +136,8 @@ describe('a vertex channel through the SDKs', () => {
     await channel(steady, [GEMINI], { model_mapping: { [model]: GEMINI } });
     const openai = client((await apiKey()).key);
     await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    // Its answer is charged (which counts as the channel working, and resets its failures) before it is revoked.
+    await expect.poll(async () => (await stack.adminData('GET', `/api/channel/${bad.id}`)).used_quota).toBeGreaterThan(0);
 
     revoked.oauth.revoke(revoked.account.clientEmail);
     // The held token is refused (401 UNAUTHENTICATED), then the new token request (invalid_grant).

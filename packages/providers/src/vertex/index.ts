@@ -3,7 +3,8 @@
  * with OAuth access tokens from the channel's service account (`credential.ts`,
  * `access-tokens.ts`, `api.ts`). The upstream model's name chooses the publisher (`claude-*`:
  * Anthropic's; `forModel`): Gemini's mappings (`gemini/`) for chat through every door, its own
- * generateContent and speech, and `:predict` for embeddings (`embeddings.ts`); Anthropic's
+ * generateContent and speech, and `:predict` for embeddings through OpenAI's door and Gemini's
+ * (`embeddings.ts`); Anthropic's
  * (`anthropic/`) for chat through every door, Messages passed through, in Vertex's body
  * (`anthropic-body.ts`).
  */
@@ -21,7 +22,7 @@ import { speech } from '../gemini/speech.ts';
 import type { OperationMapping, ProviderOperation } from '../provider.ts';
 import { onVertex } from './anthropic-body.ts';
 import { isAnthropicModel, vertexAnthropicApi, vertexGoogleApi } from './api.ts';
-import { embeddings } from './embeddings.ts';
+import { embedContent, embeddings } from './embeddings.ts';
 
 const google = <Q, R, E>(mapping: OperationMapping<Q, R, E>): ProviderOperation<Q, R, E> =>
   ({ api: vertexGoogleApi, endpoint: vertexGoogleApi.endpoints.generateContent, mapping });
@@ -42,4 +43,5 @@ export const vertex = {
   generateContent: google(generateContent),
   speech: google(speech),
   embeddings: { api: vertexGoogleApi, endpoint: vertexGoogleApi.endpoints.predict, mapping: embeddings },
+  embedContent: { api: vertexGoogleApi, endpoint: vertexGoogleApi.endpoints.predict, mapping: embedContent },
 };

@@ -5,7 +5,7 @@
  * wire format (Gemini's for Google's models, Messages' for Anthropic's) through the same doors.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { channelKeySecrets, UpstreamError, type ChatChunk, type ChatRequest, type EmbeddingRequest, type MessagesRequest, type MessagesStreamEvent } from '@gateway/contracts';
+import { channelKeySecrets, UpstreamError, type ChatChunk, type ChatRequest, type EmbeddingRequest, type GeminiBatchEmbedRequest, type MessagesRequest, type MessagesStreamEvent } from '@gateway/contracts';
 import { newServiceAccount, startMockVertexUpstream, type MockVertexUpstream } from '@gateway/testkit';
 import { callUpstream, operationUrl, streamUpstream } from '../call-upstream.ts';
 import type { UpstreamTarget } from '../provider.ts';
@@ -44,6 +44,10 @@ describe('a vertex channel', () => {
     expect(embedded.usage).toEqual({ prompt_tokens: 1 + 3, total_tokens: 4 });
     const refused = await failureOf(callUpstream(vertex.embeddings, target('gemini-embedding-001'), { model: 'e', input: ['one', 'two'] } as EmbeddingRequest));
     expect(refused.status).toBe(400);
+    // Gemini's own door: a batch's requests as instances, the task type in Vertex's spelling.
+    const batch = await callUpstream(vertex.embedContent, target('text-embedding-005'), { requests: [{ content: { parts: [{ text: 'one' }] }, taskType: 'RETRIEVAL_QUERY', outputDimensionality: 3 }] } as GeminiBatchEmbedRequest);
+    expect([batch.embeddings[0]!.values.length, batch.promptTokens]).toEqual([3, 1]);
+    expect(mock.requests.at(-1)!.body).toEqual({ instances: [{ content: 'one', task_type: 'RETRIEVAL_QUERY' }], parameters: { outputDimensionality: 3 } });
   });
 
   it("calls a Claude model through :rawPredict and :streamRawPredict in Messages' format with Vertex's version in the body", async () => {
@@ -59,15 +63,15 @@ describe('a vertex channel', () => {
   });
 
   it('holds one token while it is fresh, and fetches the next before the last expires', async () => {
-    const shortLived = await startMockVertexUpstream({ tokenLifetimeSeconds: 2 });
+    const shortLived = await startMockVertexUpstream({ tokenLifetimeSeconds: 4 });
     try {
       const at: UpstreamTarget = { channel: { base_url: shortLived.url }, key: shortLived.credential(), upstreamModel: 'gemini-2.5-flash', timeoutMs: 5000 };
       // Requests at once share one token request.
       await Promise.all([1, 2, 3].map(() => callUpstream(vertex.chat, at, chat())));
       await callUpstream(vertex.chat, at, chat());
       expect(shortLived.oauth.issued).toHaveLength(1);
-      // Past half its life (1 s) it is refreshed, while it still holds: Vertex never refuses one.
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // Past half its life (2 s) it is refreshed, while it still holds: Vertex never refuses one.
+      await new Promise((resolve) => setTimeout(resolve, 2100));
       await callUpstream(vertex.chat, at, chat());
       expect(shortLived.oauth.issued).toHaveLength(2);
       expect(shortLived.requests.map((r) => r.token)).toEqual([...Array(4).fill(shortLived.oauth.issued[0]!.token), shortLived.oauth.issued[1]!.token]);
