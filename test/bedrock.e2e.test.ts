@@ -7,12 +7,18 @@
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { ChannelStatus } from '@gateway/contracts';
-import { bedrockCredentialOf } from '@gateway/testkit';
+import { bedrockCredentialOf, MOCK_AWS_KEY } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
   workers: ['completion-worker'],
-  env: { REQUEST_TIMEOUT_MS: '15000', CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: '2' },
+  env: {
+    REQUEST_TIMEOUT_MS: '15000',
+    CHANNEL_AUTH_FAILURES_BEFORE_DISABLE: '2',
+    // The workers' own AWS credentials, for a channel that says "credentials": "environment".
+    AWS_ACCESS_KEY_ID: MOCK_AWS_KEY.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: MOCK_AWS_KEY.secretAccessKey,
+  },
   channelDefaults: { timeout_ms: 5000 },
 }).extend('client', async ({ stack }) => (key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 }));
 
@@ -82,6 +88,17 @@ describe('a bedrock channel through the openai SDK', () => {
     expect(embedded.data[0]!.embedding).toHaveLength(8);
     expect(embedded.usage.prompt_tokens).toBeGreaterThan(0);
     expect(mock.requests.at(-1)).toMatchObject({ modelId: 'amazon.titan-embed-text-v2:0', action: 'invoke', body: { inputText: 'first text' } });
+  });
+
+  it("signs with the completion worker's own AWS credentials where the channel names only its region", async ({ upstream, channel, apiKey, client }) => {
+    const mock = await upstream.bedrock({ models: [CLAUDE] });
+    const model = uniqueModel();
+    await channel(mock, [CLAUDE], { model_mapping: { [model]: CLAUDE }, key: JSON.stringify({ region: mock.region, credentials: 'environment' }) });
+    const { key } = await apiKey();
+
+    const reply = await client(key).chat.completions.create({ model, messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(reply.choices[0]!.message.content).toBe('Hello from Bedrock');
+    expect(mock.requests.at(-1)).toMatchObject({ modelId: CLAUDE, action: 'converse', accessKeyId: MOCK_AWS_KEY.accessKeyId });
   });
 
   it('auto-disables a bedrock channel whose signatures AWS refuses twice, its requests served by another channel', async ({ stack, upstream, channel, apiKey, client }) => {

@@ -48,8 +48,14 @@ export function withoutSecretForms(text: string, forms: readonly string[]): stri
   return out;
 }
 
-/** Fields of a structured credential that say where or how, not who: never taken out of a text. */
-const NOT_SECRET_FIELDS = new Set(['api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth']);
+/**
+ * Fields of a structured credential that say where or how, not who: never taken out of a text.
+ * A Google service account's key names its endpoints and certificate URLs beside its secrets.
+ */
+const NOT_SECRET_FIELDS = new Set([
+  'api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth', 'credentials',
+  'token_uri', 'auth_uri', 'auth_provider_x509_cert_url', 'client_x509_cert_url', 'universe_domain',
+]);
 
 /**
  * The secrets of a channel key: the key itself, and for a structured credential (a JSON object in

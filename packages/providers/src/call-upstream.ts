@@ -17,12 +17,13 @@ export function operationUrl(operation: ProviderOperation<unknown, unknown, unkn
 }
 
 /** One call, answered whole. */
-export async function callUpstream<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
+export async function callUpstream<Request, Reply, Event>(chosen: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget, request: Request): Promise<Reply> {
+  const operation = forTheModel(chosen, target);
   try {
     const raw = await postUpstreamJson(await upstreamRequest(operation, target, request, false), replySecretForms(target.key));
     return operation.mapping.fromReply(raw, request);
   } catch (error) {
-    throw providerFailure(operation, error);
+    throw providerFailure(operation, error, target.key);
   }
 }
 
@@ -32,17 +33,18 @@ export async function callUpstream<Request, Reply, Event>(operation: ProviderOpe
  * then come as the upstream sends them.
  */
 export async function streamUpstream<Request, Reply, Event>(
-  operation: ProviderOperation<Request, Reply, Event>,
+  chosen: ProviderOperation<Request, Reply, Event>,
   target: UpstreamTarget,
   request: Request,
 ): Promise<AsyncGenerator<Event>> {
+  const operation = forTheModel(chosen, target);
   let reply: OpenUpstreamReply;
   try {
     reply = await openUpstreamStream(await upstreamRequest(operation, target, request, true));
   } catch (error) {
-    throw providerFailure(operation, error);
+    throw providerFailure(operation, error, target.key);
   }
-  return events(operation, reply, request, replySecretForms(target.key));
+  return events(operation, reply, request, target.key);
 }
 
 /** Audio an upstream is sending: its Content-Type as the upstream labelled it, and its bytes as they come. */
@@ -55,23 +57,29 @@ export interface UpstreamAudio {
  * One call whose reply is audio bytes (`replies: 'audio'`): resolves once the upstream accepted
  * it; the bytes then come as the upstream sends them. A body cut short is a broken connection.
  */
-export async function streamUpstreamAudio<Request>(operation: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<UpstreamAudio> {
+export async function streamUpstreamAudio<Request>(chosen: ProviderOperation<Request, unknown, unknown>, target: UpstreamTarget, request: Request): Promise<UpstreamAudio> {
+  const operation = forTheModel(chosen, target);
   let reply: OpenUpstreamReply;
   try {
     reply = await openUpstreamStream(await upstreamRequest(operation, target, request, false));
   } catch (error) {
-    throw providerFailure(operation, error);
+    throw providerFailure(operation, error, target.key);
   }
-  return { contentType: reply.contentType, bytes: audioBytes(operation, reply) };
+  return { contentType: reply.contentType, bytes: audioBytes(operation, reply, target.key) };
 }
 
-async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknown>, reply: OpenUpstreamReply): AsyncGenerator<Buffer> {
+/** The operation for the target's model, where the provider's wire format depends on it (`forModel`). */
+function forTheModel<Request, Reply, Event>(operation: ProviderOperation<Request, Reply, Event>, target: UpstreamTarget): ProviderOperation<Request, Reply, Event> {
+  return operation.forModel ? operation.forModel(target.upstreamModel) : operation;
+}
+
+async function* audioBytes(operation: ProviderOperation<unknown, unknown, unknown>, reply: OpenUpstreamReply, key: string): AsyncGenerator<Buffer> {
   let finished = false;
   try {
     for await (const chunk of reply.body) yield chunk as Buffer;
     finished = true;
   } catch (error) {
-    throw providerFailure(operation, reply.failure(error));
+    throw providerFailure(operation, reply.failure(error), key);
   } finally {
     if (!finished) reply.body.destroy();
   }
@@ -97,9 +105,10 @@ async function upstreamRequest<Request>(operation: ProviderOperation<Request, un
   return { ...prepared, timeoutMs: target.timeoutMs, signal: target.signal };
 }
 
-/** `keyForms`: the channel key's forms (replySecretForms), taken out of each event's strings before it is read. */
-async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request, keyForms: readonly string[]): AsyncGenerator<Event> {
+/** The channel key's forms (replySecretForms) are taken out of each event's strings before it is read. */
+async function* events<Request, Event>(operation: ProviderOperation<Request, unknown, Event>, reply: OpenUpstreamReply, request: Request, key: string): AsyncGenerator<Event> {
   const { fromEvent, streamEnd } = operation.mapping;
+  const keyForms = replySecretForms(key);
   let finished = false;
   const state: Record<string, unknown> = {};
   try {
@@ -117,7 +126,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
     if (!finished) throw new UpstreamError({ kind: 'connection', message: `the upstream stream ended before ${streamEnd.name}` });
     if (operation.mapping.finish) yield* operation.mapping.finish(request, state);
   } catch (error) {
-    throw providerFailure(operation, reply.failure(error));
+    throw providerFailure(operation, reply.failure(error), key);
   } finally {
     // A complete stream's connection goes back to the pool; any other is closed.
     if (finished) reply.body.resume();
@@ -141,6 +150,6 @@ function parseEvent(data: string): unknown {
   }
 }
 
-function providerFailure(operation: ProviderOperation<unknown, unknown, unknown>, error: unknown): unknown {
-  return error instanceof UpstreamError && operation.api.failure ? operation.api.failure(error) : error;
+function providerFailure(operation: ProviderOperation<unknown, unknown, unknown>, error: unknown, key: string): unknown {
+  return error instanceof UpstreamError && operation.api.failure ? operation.api.failure(error, key) : error;
 }

@@ -17,6 +17,7 @@ export { anthropic } from './anthropic/index.ts';
 export { azure } from './azure/index.ts';
 export { AZURE_API_VERSION } from './azure/credential.ts';
 export { bedrock } from './bedrock/index.ts';
+export { vertex } from './vertex/index.ts';
 export { channelTypesFor, operationFor, operationOn, passesThrough, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';

@@ -63,8 +63,12 @@ export interface ProviderApi {
    * betas), over its own of the same name; every other client header stays behind.
    */
   clientHeaders?: readonly string[];
-  /** This provider's own reading of a failure, where its status alone says the wrong thing (optional). */
-  failure?(error: UpstreamError): UpstreamError;
+  /**
+   * This provider's own reading of a failure, where its status alone says the wrong thing
+   * (optional). `credential` is the channel's, as `prepare` had it: a provider that caches
+   * something made from it (an access token) drops it here when the upstream refuses it.
+   */
+  failure?(error: UpstreamError, credential: string): UpstreamError;
 }
 
 /**
@@ -106,4 +110,10 @@ export interface ProviderOperation<Request, Reply, Event> {
   mapping: OperationMapping<Request, Reply, Event>;
   /** `audio`: the reply is audio bytes, relayed as they come (`streamUpstreamAudio`), not JSON. */
   replies?: 'json' | 'audio';
+  /**
+   * The operation that serves this upstream model, for a provider whose wire format depends on
+   * the model (Vertex AI: Google's models in Gemini's format, Anthropic's in Messages'); called
+   * before anything else, and the operation it gives is the one called. Unset: this one.
+   */
+  forModel?(upstreamModel: string): ProviderOperation<Request, Reply, Event>;
 }

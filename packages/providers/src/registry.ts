@@ -36,6 +36,7 @@ import { azure } from './azure/index.ts';
 import { bedrock } from './bedrock/index.ts';
 import { gemini } from './gemini/index.ts';
 import { openai } from './openai/index.ts';
+import { vertex } from './vertex/index.ts';
 import type { ProviderOperation } from './provider.ts';
 
 /** Each operation's request, reply and stream event, as the client's wire format has them. */
@@ -67,6 +68,7 @@ const registry: Record<ChannelType, Partial<OperationShapes>> = {
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
   azure: { completions: azure.completions, chat: azure.chat, embeddings: azure.embeddings, embedContent: azure.embedContent, speech: azure.speech, messages: azure.messages, responses: azure.responses, geminiChat: azure.geminiChat },
   bedrock: { chat: bedrock.chat, embeddings: bedrock.embeddings, messages: bedrock.messages, responses: bedrock.responses, geminiChat: bedrock.geminiChat },
+  vertex: { chat: vertex.chat, messages: vertex.messages, responses: vertex.responses, geminiChat: vertex.geminiChat, generateContent: vertex.generateContent, speech: vertex.speech, embeddings: vertex.embeddings, embedContent: vertex.embedContent },
   gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
 

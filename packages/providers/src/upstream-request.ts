@@ -10,7 +10,7 @@
  * complete within `timeoutMs` (`replyDeadline`).
  */
 import { isIP } from 'node:net';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, fetch as undiciFetch, request, type Dispatcher } from 'undici';
 import { policedConnector } from './policed-connector.ts';
 import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
 import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
@@ -52,6 +52,17 @@ const upstreamAgent = new Agent({
   headersTimeout: 0,
   bodyTimeout: 0,
 });
+
+/**
+ * `fetch` over the same pool and address policy as every upstream call, for a provider that
+ * fetches something before its call (an OAuth token from the token endpoint a credential names)
+ * through a library that takes a `fetch`.
+ */
+export const policedFetch = ((input: string | URL, init?: Parameters<typeof undiciFetch>[1]) => {
+  const refused = literalAddressProblem(String(input instanceof URL ? input.href : input));
+  if (refused) return Promise.reject(Object.assign(new Error(`upstream address refused: ${refused}`), { code: 'EUPSTREAMFORBIDDEN' }));
+  return undiciFetch(input, { ...init, dispatcher: upstreamAgent });
+}) as unknown as typeof fetch;
 
 /** A request as its provider prepared it (`OutgoingRequest`), and how long it may take. */
 export interface UpstreamRequest {

@@ -12,6 +12,8 @@ export { startMockUpstream, sleepUnlessGone, writeOrWait, type MockUpstream, typ
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
 export { startMockBedrockUpstream, bedrockCredentialOf, MOCK_AWS_KEY, MOCK_AWS_REGION, type MockBedrockUpstream, type MockBedrockOptions, type MockBedrockBehaviour, type MockBedrockRequest } from './mock-bedrock-upstream.ts';
 export type { MockAwsKey } from './mock-aws-signature.ts';
+export { startMockVertexUpstream, MOCK_VERTEX_PROJECT, MOCK_VERTEX_REGION, type MockVertexUpstream, type MockVertexOptions, type MockVertexBehaviour, type MockVertexRequest } from './mock-vertex-upstream.ts';
+export { MockGoogleOAuth, newServiceAccount, type MockServiceAccount, type IssuedToken } from './mock-google-oauth.ts';
 export { startMockAzureUpstream, MOCK_AZURE_API_KEY, MOCK_AZURE_API_VERSIONS, type MockAzureUpstream, type MockAzureOptions, type MockAzureRequest } from './mock-azure-upstream.ts';
 export {
   startMockAnthropicUpstream,

@@ -103,13 +103,17 @@ function anthropicWireFormat(promptCache: MockPromptCache): MockWireFormat<MockA
       return errorBody(type, status === 529 ? 'Overloaded' : `mock ${type}`, requestId(r));
     },
     overLimitBody: (r) => errorBody('rate_limit_error', 'This request would exceed the rate limit for your organization. Please retry later.', requestId(r)),
-    answer: (exchange, b) => answer(exchange, idOf(exchange.request), b, promptCache),
+    answer: (exchange, b) => answerAnthropic(exchange, idOf(exchange.request), b, promptCache),
   };
 }
 
-async function answer({ res, request, gone }: MockExchange, n: number, b: MockAnthropicBehaviour, promptCache: MockPromptCache): Promise<void> {
+/**
+ * Anthropic's answer to a Messages body, whole or streamed as its `stream` says; request `n`
+ * names it (`req_mock_<n>`). Vertex AI's mock answers its Claude models with it.
+ */
+export async function answerAnthropic({ res, request, gone }: MockExchange, n: number, b: MockAnthropicBehaviour, promptCache?: MockPromptCache): Promise<void> {
   const body = request.json ?? {};
-  const cache = b.promptCache ? promptCache.use(body) : b.cacheUse;
+  const cache = b.promptCache && promptCache ? promptCache.use(body) : b.cacheUse;
   const plan = cache ? { ...planReply(body, b, n), cache } : planReply(body, b, n);
   if (body.stream !== true) {
     res.writeHead(200, { 'content-type': 'application/json', 'request-id': `req_mock_${n}` }).end(JSON.stringify(wholeMessage(plan)));

@@ -74,8 +74,13 @@ export interface MockWireFormat<B extends MockBehaviour, R> {
    * `answered-outside`, a request answered outside behaviours and counters (`answerOutside`).
    */
   check(request: ReceivedRequest): MockCheck | Promise<MockCheck>;
-  /** For `check`'s `answered-outside`: answers it whole. */
+  /** For `check`'s `answered-outside`, and for a request `servedBeside` the API: answers it whole. */
   answerOutside?(exchange: MockExchange): void;
+  /**
+   * A request the service answers beside its API, before its body is read as JSON and outside
+   * behaviours and counters (an OAuth token endpoint, whose body is a form), by `answerOutside`.
+   */
+  servedBeside?(request: ReceivedRequest): boolean;
   /** The error body of a scripted failure's status, and of a 429 past the concurrency limit. */
   failureBody(status: number, request: ReceivedRequest): unknown;
   overLimitBody(request: ReceivedRequest): unknown;
@@ -184,6 +189,7 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
       res.writeHead(status, headers).end(JSON.stringify(body));
     };
     const exchange: MockExchange = { request, res, gone: gone.signal, fail };
+    if (format.servedBeside?.(request)) return format.answerOutside?.(exchange);
     if (request.json === undefined) return fail(400, format.invalidJson(request));
     requests.push(format.record(request));
     const refusal = await format.check(request);

@@ -14,6 +14,7 @@ import { expect, test as base } from 'vitest';
 import { startMockAnthropicUpstream, type MockAnthropicBehaviour, type MockAnthropicUpstream } from './mock-anthropic-upstream.ts';
 import { bedrockCredentialOf, startMockBedrockUpstream, type MockBedrockBehaviour, type MockBedrockOptions, type MockBedrockUpstream } from './mock-bedrock-upstream.ts';
 import { startMockAzureUpstream, type MockAzureOptions, type MockAzureUpstream } from './mock-azure-upstream.ts';
+import { startMockVertexUpstream, type MockVertexBehaviour, type MockVertexOptions, type MockVertexUpstream } from './mock-vertex-upstream.ts';
 import { startMockGeminiUpstream, type MockGeminiOptions, type MockGeminiUpstream } from './mock-gemini-upstream.ts';
 import { startMockOpenAIUpstream, type MockOpenAIBehaviour, type MockOpenAIUpstream } from './mock-openai-upstream.ts';
 import { spawnRedisCluster, type TestRedisCluster } from './redis-cluster.ts';
@@ -35,23 +36,26 @@ export interface Upstreams {
   anthropic(behaviour?: MockAnthropicBehaviour): Promise<MockAnthropicUpstream>;
   azure(options?: MockAzureOptions, behaviour?: MockOpenAIBehaviour): Promise<MockAzureUpstream>;
   bedrock(options?: MockBedrockOptions, behaviour?: MockBedrockBehaviour): Promise<MockBedrockUpstream>;
+  vertex(options?: MockVertexOptions, behaviour?: MockVertexBehaviour): Promise<MockVertexUpstream>;
 }
 
 /**
  * Makes a channel on the stack for `models`, pointing at `mock`: a gemini channel with the
  * mock's key for a Gemini mock, an azure (bedrock) channel with the mock's key (AWS credential)
- * for an Azure (Bedrock) mock, an
+ * for an Azure (Bedrock) mock, a vertex channel with its service account's JSON key for a Vertex
+ * mock, an
  * anthropic channel for an Anthropic mock, else an openai
  * channel; each but gemini with a key of its own (`sk-upstream-<n>` unless `fields.key` says). Returns the channel as the management API shows it.
  */
-export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream | MockAnthropicUpstream | MockAzureUpstream | MockBedrockUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
+export type MakeChannel = (mock: MockOpenAIUpstream | MockGeminiUpstream | MockAnthropicUpstream | MockAzureUpstream | MockBedrockUpstream | MockVertexUpstream, models: string[], fields?: Record<string, unknown>) => Promise<any>;
 
 /** Makes an API key as root, with unlimited quota unless `fields` say otherwise; returns its id and full key. */
 export type MakeApiKey = (fields?: Record<string, unknown>) => Promise<{ id: number; key: string }>;
 
 let made = 0;
-/** The Anthropic, Azure and Bedrock mocks started here: their channels are of those types. */
+/** The Anthropic, Azure, Bedrock and Vertex mocks started here: their channels are of those types. */
 const anthropicMocks = new WeakSet<object>();
+const vertexMocks = new WeakSet<object>();
 const azureMocks = new WeakSet<object>();
 const bedrockMocks = new WeakSet<object>();
 
@@ -98,11 +102,18 @@ export function stackTest(options: StackTestOptions = {}) {
           bedrockMocks.add(mock);
           return mock;
         },
+        vertex: async (vertexOptions, behaviour) => {
+          const mock = await started(startMockVertexUpstream(vertexOptions, behaviour));
+          vertexMocks.add(mock);
+          return mock;
+        },
       };
     })
     .extend('channel', async ({ stack }): Promise<MakeChannel> => async (mock, models, fields = {}) => {
       const n = ++made;
-      const identity = bedrockMocks.has(mock)
+      const identity = vertexMocks.has(mock)
+        ? { name: `vertex-${n}`, type: 'vertex', key: (mock as MockVertexUpstream).credential() }
+        : bedrockMocks.has(mock)
         ? { name: `bedrock-${n}`, type: 'bedrock', key: bedrockCredentialOf((mock as MockBedrockUpstream).key, (mock as MockBedrockUpstream).region) }
         : azureMocks.has(mock)
         ? { name: `azure-${n}`, type: 'azure', key: (mock as MockAzureUpstream).apiKey }

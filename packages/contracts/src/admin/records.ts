@@ -12,7 +12,7 @@ export const TokenStatus = { enabled: 1, disabled: 2, expired: 3, exhausted: 4 }
  * The kinds of upstream a channel may be, one per provider folder in @gateway/providers: the one
  * list the channel schema and the provider registry are written from.
  */
-export const CHANNEL_TYPES = ['openai', 'gemini', 'anthropic', 'azure', 'bedrock'] as const;
+export const CHANNEL_TYPES = ['openai', 'gemini', 'anthropic', 'azure', 'bedrock', 'vertex'] as const;
 export type ChannelType = (typeof CHANNEL_TYPES)[number];
 
 /**

@@ -1,8 +1,9 @@
 /**
  * Where a Bedrock runtime is, how a request is signed, and how its failures read. Every request
  * is signed with AWS Signature V4 (the AWS SDK's own signer, `@smithy/signature-v4`) over its
- * method, path, query, host and body, with the channel's access key for service `bedrock` in the
- * credential's region. ConverseStream answers in AWS's binary event stream.
+ * method, path, query, host and body, with the channel's access key (or the worker's own, from
+ * the AWS credential chain, where the channel says so) for service `bedrock` in the credential's
+ * region. ConverseStream answers in AWS's binary event stream.
  *
  * Failures: AWS answers a key it does not know, a bad signature or an expired session token with
  * 403 (UnrecognizedClientException, InvalidSignatureException, ExpiredTokenException): the
@@ -14,6 +15,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { UpstreamError } from '@gateway/contracts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
+import { awsCredentialsFromEnvironment } from './aws-credential-chain.ts';
 import { bedrockCredential } from './credential.ts';
 
 const modelPath = (model: string) => `/model/${encodeURIComponent(model)}`;
@@ -25,7 +27,7 @@ export async function signedForBedrock(request: OutgoingRequest, key: string): P
   const signer = new SignatureV4({
     service: 'bedrock',
     region: credential.region,
-    credentials: { accessKeyId: credential.accessKeyId, secretAccessKey: credential.secretAccessKey, sessionToken: credential.sessionToken },
+    credentials: 'key' in credential ? credential.key : await awsCredentialsFromEnvironment(),
     sha256: Sha256,
   });
   const signed = await signer.sign({

@@ -82,6 +82,25 @@ describe('a bedrock channel', () => {
     expect(await failureOf(callUpstream(bedrock.chat, { ...target, key: '{"access_key_id":"AKIA"}' }, chat()))).toMatchObject({ status: 401, message: expect.stringContaining("read as the bedrock provider's credential") });
   });
 
+  it("signs with the worker's own AWS credentials where the channel says \"credentials\": \"environment\"", async () => {
+    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+    process.env.AWS_ACCESS_KEY_ID = MOCK_AWS_KEY.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = MOCK_AWS_KEY.secretAccessKey;
+    try {
+      const fromEnvironment = { ...target, key: JSON.stringify({ region: mock.region, credentials: 'environment' }) };
+      const reply = await callUpstream(bedrock.chat, fromEnvironment, chat());
+      expect(reply.choices[0]!.message.content).toBe('Hello from Bedrock');
+      expect(mock.requests[0]).toMatchObject({ action: 'converse', accessKeyId: MOCK_AWS_KEY.accessKeyId });
+      const both = await failureOf(callUpstream(bedrock.chat, { ...target, key: JSON.stringify({ region: mock.region, credentials: 'environment', access_key_id: 'AKIA0' }) }, chat()));
+      expect([both.status, both.message]).toEqual([401, expect.stringContaining('it takes one')]);
+    } finally {
+      process.env.AWS_ACCESS_KEY_ID = saved.id;
+      process.env.AWS_SECRET_ACCESS_KEY = saved.secret;
+      if (saved.id === undefined) delete process.env.AWS_ACCESS_KEY_ID;
+      if (saved.secret === undefined) delete process.env.AWS_SECRET_ACCESS_KEY;
+    }
+  });
+
   it('reads throttling as a 429 that waits, and an unknown model as the request\'s 400', async () => {
     mock.next({ status: 429, retryAfter: 3 });
     expect(await failureOf(callUpstream(bedrock.chat, target, chat()))).toMatchObject({ kind: 'http', status: 429, retryAfter: 3, message: expect.stringContaining('Too many requests') });
