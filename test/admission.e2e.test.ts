@@ -100,8 +100,12 @@ describe('admission control', () => {
     const { key } = await apiKey();
     const waiting = Array.from({ length: 8 }, () => complete(crowded.url, key));
     await expect.poll(waitingJobs).toBe(waiting.length);
-    // The gateway samples the backlog every 250 ms, inside its process: give it two samples to see it.
-    await new Promise((r) => setTimeout(r, 500));
+    // The gateway samples the backlog every 250 ms, inside its process: until a sample has seen it
+    // (later on a loaded machine), a probe is admitted; it gives up after a second.
+    await expect.poll(async () => (await fetch(`${crowded.url}/v1/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', prompt: 'probe' }), signal: AbortSignal.timeout(1000),
+    }).then((r) => r.status, () => 0)), { timeout: 15_000, interval: 100 }).toBe(503);
     const started = Date.now();
     const refused = await complete(crowded.url, key);
     expect(refused.status).toBe(503);

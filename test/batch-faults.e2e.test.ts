@@ -57,7 +57,7 @@ async function settled(openai: () => OpenAI, id: string, timeoutMs = 90_000): Pr
     const batch = await openai().batches.retrieve(id).catch(() => undefined);
     if (batch && ['completed', 'failed', 'cancelled', 'expired'].includes(batch.status)) return batch;
     if (Date.now() > deadline) throw new Error(`batch ${id} not ended after ${timeoutMs} ms: ${JSON.stringify(batch?.request_counts)}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 250)); // the poll's pace
   }
 }
 
@@ -180,7 +180,7 @@ describe('a batch through crashes and restarts', () => {
   it('loses no line when Redis is stopped for 2 s mid-batch and restarted', async ({ stack }) => {
     const { owner, openai, created } = await midBatch(stack);
     await stack.redis.stop();
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, 2000)); // Redis stays down 2 s: what the test is about
     await stack.redis.restart();
     const batch = await settled(() => openai, created.id);
     expect(batch.status).toBe('completed');
@@ -201,7 +201,7 @@ describe('a batch through crashes and restarts', () => {
       // A live request does not touch PostgreSQL.
       const live = await openai.completions.create({ model: 'm', prompt: 'live while PostgreSQL is down', max_tokens: 5 });
       expect(live.choices[0]!.text).toContain('live while PostgreSQL is down');
-      await new Promise((r) => setTimeout(r, 2000));
+      await new Promise((r) => setTimeout(r, 2000)); // PostgreSQL stays down 2 s more: the test's timeline
     } finally {
       await stack.postgres!.restart();
     }

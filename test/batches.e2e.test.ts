@@ -36,7 +36,7 @@ async function settled(openai: OpenAI, id: string, timeoutMs = 60_000): Promise<
   const deadline = Date.now() + timeoutMs;
   while (!ends.includes(batch.status)) {
     if (Date.now() > deadline) throw new Error(`batch ${id} still ${batch.status} after ${timeoutMs} ms: ${JSON.stringify(batch.request_counts)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 200)); // the poll's pace
     batch = await openai.batches.retrieve(id);
   }
   return batch;
@@ -201,7 +201,7 @@ describe('the Batch API', () => {
     expect(completed + failed).toBe(300);
     expect(completed).toBeLessThan(200);
     const calls = mock.requests.length;
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 500)); // a window on purpose: no call comes after the end
     expect(mock.requests.length).toBe(calls);
     expect(calls).toBe(completed);
     const errors = await fileLines(openai, batch.error_file_id);
@@ -247,7 +247,7 @@ describe('the Batch API', () => {
     const deadline = Date.now() + 60_000;
     let batch = await stack.adminData('GET', `/api/batch/${created.id}`);
     while (!['completed', 'failed', 'cancelled', 'expired'].includes(batch.status) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // the poll's pace
       batch = await stack.adminData('GET', `/api/batch/${created.id}`);
     }
     // The lines in flight (at most the window, 128) end; no new one reaches the upstream, and
@@ -266,7 +266,7 @@ describe('the Batch API', () => {
     const expiresAt = Math.ceil(Date.now() / 1000) + 4;
     await stack.adminData('PUT', '/api/token/', { id: owner.tokenId, expired_time: expiresAt });
     const created = await submit(openai, Array.from({ length: 1000 }, (_, i) => line(model, i)));
-    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt * 1000 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt * 1000 - Date.now()))); // to the key's expiry, on purpose
     const callsAtExpiry = mock.requests.length;
     expect(callsAtExpiry).toBeGreaterThan(0);
     // Read through root: the key itself is refused now.
@@ -309,7 +309,7 @@ describe('the Batch API', () => {
     const usage = output.reduce((sum, l) => sum + l.response.body.usage.total_tokens, 0);
     await expect.poll(async () => (await stack.adminData('GET', `/api/token/${owner.tokenId}`)).used_quota).toBe(usage);
     const calls = mock.requests.length;
-    await new Promise((r) => setTimeout(r, 1500));
+    await new Promise((r) => setTimeout(r, 1500)); // a window on purpose: no call comes after the end
     expect(mock.requests.length).toBe(calls);
   });
 
@@ -410,6 +410,7 @@ describe("what one user may keep", () => {
     const kept: OpenAI.FileObject[] = [];
     for (let i = 0; i < 4; i++) kept.push(await upload(jsonl([line(model, i)])));
     const both = [heldUpload(stack, owner.key, jsonl([line(model, 8)])), heldUpload(stack, owner.key, jsonl([line(model, 9)]))];
+    // A window for both forms to reach the gateway (unseen from here; one late is refused all the same).
     await new Promise((r) => setTimeout(r, 500));
     const race = await Promise.all(both.map((held) => held.finish()));
     expect(race.map((r) => r.status).sort()).toEqual([200, 429]);

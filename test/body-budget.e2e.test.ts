@@ -99,6 +99,7 @@ describe("a user's keys trickling chunked bodies", () => {
     const timers: NodeJS.Timeout[] = [];
     // And one with a length, the gateway's budget less what the 25 would hold, less 20 bytes.
     const topUp = 256 * 1024 * 1024 - 25 * 10 * 1024 * 1024 - 20;
+    let answeredSoFar = 0;
     const statuses = Array.from({ length: 28 }, (_, i) => new Promise<number>((resolve) => {
       const length = i === 27 ? { 'content-length': topUp } : { 'transfer-encoding': 'chunked' };
       const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { authorization: `Bearer ${keys[i % keys.length]}`, 'content-type': 'application/json', ...length } }, (res) => {
@@ -108,10 +109,11 @@ describe("a user's keys trickling chunked bodies", () => {
       req.on('error', () => resolve(0));
       req.write('{');
       timers.push(setInterval(() => req.write(' '), 500));
-    }));
+    }).then((status) => (answeredSoFar++, status)));
     try {
       const other = await apiKey();
-      await new Promise((r) => setTimeout(r, 1000)); // every body begun, and the refused ones answered
+      // Every body begun, and the refused ones answered (the other 6 are held on).
+      await expect.poll(() => answeredSoFar, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(22);
       const agentOther = new Agent({ keepAlive: true, maxSockets: 1 });
       const answer = await post(stack.gateway, agentOther, other.key, Buffer.from(JSON.stringify({ model: 'budget-trickle', prompt: 'hello' })));
       agentOther.destroy();

@@ -123,7 +123,7 @@ test('a body that is not what its Content-Encoding says, sent where no route rea
       expect(status, `${coding} ${path}`).toBeLessThan(500);
     }
   }
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await new Promise((resolve) => setTimeout(resolve, 200)); // a window on purpose: a crash would come in it
   expect(stack.gateway.child.exitCode, 'the gateway is still running').toBeNull();
   expect((await fetch(`${stack.gateway.url}/readyz`)).status).toBe(200);
 });

@@ -145,6 +145,7 @@ describe('reads of large files', () => {
         // Then four read their files whole at full speed, byte for byte as stored, while another
         // tenant lists its files (4 such downloads took its p99 from 58 to 811 ms).
         const other = await tenant(stack);
+        // 2 s of the other tenant's latencies alone: the baseline's span.
         const baseline = await latencies(other.openai, new Promise((resolve) => setTimeout(resolve, 2000)));
         made = Date.now();
         const fast = Promise.all(users.map((user, i) => slowDownload(stack, user.key, files[i]!.id, Infinity).done));
@@ -295,6 +296,7 @@ describe('lists of batches', () => {
       // 30 lists at once by one user: 4 at a time run, the others are refused (429, Retry-After);
       // another tenant's requests meanwhile (21 MB answers took its p99 from 57 ms to 2.2 s).
       const other = await tenant(stack);
+      // 2 s of the other tenant's latencies alone: the baseline's span.
       const baseline = await latencies(other.openai, new Promise((resolve) => setTimeout(resolve, 2000)));
       const lists = Promise.all(Array.from({ length: 30 }, () =>
         fetch(`${stack.gateway.url}/v1/batches?limit=100&after=${all[99]}`, { headers: { authorization: `Bearer ${user.key}` } })

@@ -544,6 +544,7 @@ describe('the Files API', () => {
     } as RequestInit);
     const bytes = (text: string) => send.enqueue(new TextEncoder().encode(text));
     bytes(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${JSON.stringify(request(1))}\n`);
+    // A window for the gateway to take the key and begin the upload: nothing outside it shows that.
     await new Promise((r) => setTimeout(r, 300));
     await stack.adminData('DELETE', `/api/user/${gone.userId}`);
     bytes(`${JSON.stringify(request(2))}\n\r\n--${boundary}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}--\r\n`);

@@ -114,6 +114,7 @@ describe('a flood of made-up keys, one request each', () => {
     const asks = flood.map((_, i) => ask(`sk-made-up-${i}-${'x'.repeat(40)}`));
     flood.forEach((socket, i) => socket.write(asks[i]!.slice(0, -1)));
     single.write(ask(known).slice(0, -1));
+    // A window for the gateway to read every partial request (unseen from here) before the last bytes.
     await new Promise((resolve) => setTimeout(resolve, 500));
     let answered = 0;
     const refused: string[] = [];

@@ -37,7 +37,7 @@ it('answers /readyz 200 only once ADMIN_TOKEN is a credential of root, so the fi
   for (;;) {
     polls++;
     if ((await readyz(gateway.url)).status === 200) break;
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 5)); // the poll's pace
   }
   const answer = await self(gateway.url);
   expect(answer.status).toBe(200);

@@ -224,7 +224,7 @@ describe('a master killed with SIGKILL under load', () => {
     // on the dead master. A lock that does not outlast the failover makes the promoted replica's
     // stalled check run them again while their first run finishes (2 or 3 a run, lane-timing.ts).
     openaiUpstream.setBehaviour({ delayMs: 1500 });
-    await new Promise((r) => setTimeout(r, 1600));
+    await new Promise((r) => setTimeout(r, 1600)); // the test's timeline: calls of 1.5 s in flight at the kill
     // What is left of the locks of the jobs in flight on the victim's shards (the least of them).
     const probe = new Cluster(cluster!.seeds.split(',').map((address) => ({ host: '127.0.0.1', port: Number(address.split(':')[1]) })));
     const lockLeft: number[] = [];

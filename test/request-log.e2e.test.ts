@@ -23,6 +23,19 @@ async function logPage(stack: Stack, query: Record<string, string | number>, tok
   return stack.admin('GET', `/api/log/?${search}`, undefined, token);
 }
 
+/**
+ * Until `count` reads of the log wait on the lock `locker` holds in PostgreSQL (the log's writer,
+ * blocked too, not counted): they have passed the gateway's turns and hold a connection each.
+ */
+async function readsBlockedBy(locker: pg.Client, count: number): Promise<void> {
+  await expect.poll(async () => {
+    await locker.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await locker.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query !~* '^\\s*insert'");
+    return rows[0]!.n;
+  }, { timeout: 15_000, interval: 50 }).toBeGreaterThanOrEqual(count);
+}
+
 async function rowOf(stack: Stack, requestId: string): Promise<any> {
   let row: any;
   await expect.poll(async () => {
@@ -159,7 +172,8 @@ describe('the request log', () => {
     try {
       const started = Date.now();
       const reads = [stack.admin('GET', '/api/log/self', undefined, token), stack.admin('GET', '/api/log/stat?interval=minute', undefined, token)];
-      await new Promise((r) => setTimeout(r, 300));
+      // The first runs (the second, sent with it, waits its turn in the gateway).
+      await readsBlockedBy(locker, 1);
       expect((await stack.admin('GET', '/api/log/self', undefined, token)).status, 'a third at once').toBe(429);
       // The files and batches of everyone answer meanwhile: their pool is another.
       const files = await fetch(`${stack.gateway.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } });
@@ -183,7 +197,8 @@ describe('the request log', () => {
     await locker.query('LOCK TABLE request_log IN ACCESS EXCLUSIVE MODE');
     try {
       const reads = [stack.admin('GET', '/admin/api/log'), stack.admin('GET', '/admin/api/log/stat?interval=minute')];
-      await new Promise((r) => setTimeout(r, 300));
+      // The first runs (the second, sent with it, waits its turn in the gateway).
+      await readsBlockedBy(locker, 1);
       expect((await stack.admin('GET', '/api/log/')).status, 'a third at once, through the management API').toBe(429);
       expect((await stack.admin('GET', '/admin/api/log')).status, 'or the console').toBe(429);
       const answers = await Promise.all(reads);
@@ -222,7 +237,8 @@ describe('the request log', () => {
     await locker.query('LOCK TABLE request_log_20200101 IN ACCESS EXCLUSIVE MODE');
     try {
       const stuck = [slow(a), slow(a), slow(b), slow(b)];
-      await new Promise((r) => setTimeout(r, 300));
+      // One read of each runs; their second ones wait their turns.
+      await readsBlockedBy(locker, 2);
       const third = await timed(stack.admin('GET', `/api/log/self?${today}`, undefined, c));
       const admin = await timed(stack.admin('GET', `/api/log/?${today}`));
       const consoleRead = await timed(stack.admin('GET', `/admin/api/log?${today}`));
@@ -234,7 +250,7 @@ describe('the request log', () => {
       // Variant: a third tenant's slow read takes the last shared connection; the administrators
       // still read at once, and a fourth user waits its turn or is told the log is busy.
       stuck.push(slow(d));
-      await new Promise((r) => setTimeout(r, 300));
+      await readsBlockedBy(locker, 3);
       const adminAgain = await timed(stack.admin('GET', `/admin/api/log?${today}`));
       expect(adminAgain.status).toBe(200);
       expect(adminAgain.ms).toBeLessThan(1500);
@@ -303,7 +319,9 @@ describe('the request log', () => {
       // unless it left before the gateway had the whole of it (then the gateway never saw it).
       const missing = async (of: string[]) => (await db.query(`SELECT id FROM unnest($1::text[]) AS id WHERE id NOT IN (SELECT request_id FROM request_log WHERE token_id = $2)`, [of, key.id])).rows.map((r) => r.id as string);
       await expect.poll(async () => (await missing(answered)).length, { timeout: 30_000, interval: 500 }).toBe(0);
-      await new Promise((r) => setTimeout(r, 1500)); // the last rows of requests that left
+      // A window on purpose: the last rows of requests that left (which have no id to wait for)
+      // would come in it, and a second row of one already written too.
+      await new Promise((r) => setTimeout(r, 1500));
       const twice = await db.query(`SELECT request_id, created_at, status, error_code, channel_id, total_ms, queue_ms, jsonb_array_length(attempts) AS tries FROM request_log
         WHERE token_id = $1 AND request_id IN (SELECT request_id FROM request_log WHERE token_id = $1 GROUP BY 1 HAVING count(*) > 1) ORDER BY 1 LIMIT 12`, [key.id]);
       expect(twice.rows, 'requests with more than one row').toEqual([]);

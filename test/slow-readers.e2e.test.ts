@@ -50,7 +50,7 @@ async function peakRss(gateway: ServiceProcess, ms: number): Promise<number> {
   let peak = 0;
   for (const end = Date.now() + ms; Date.now() < end;) {
     peak = Math.max(peak, rssMb(gateway));
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 500)); // the sampling's pace
   }
   return peak;
 }

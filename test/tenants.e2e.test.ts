@@ -98,6 +98,8 @@ describe('fair shares', () => {
     const shortLived = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: hog.key, maxRetries: 0, timeout: 5000 });
     const burst = Array.from({ length: 5 }, () => shortLived.completions.create({ model: slowModel, prompt: 'hi' }).then(() => 200, () => 0));
     await expect.poll(() => slow.inFlight).toBe(1);
+    // A window for the other 4 to queue behind it (unseen from here; late, they would only make
+    // the test easier, never fail it).
     await new Promise((resolve) => setTimeout(resolve, 300));
     // Holding a worker slot each while they waited, they kept every other request out for a
     // turn of the slow channel (measured 2.5 to 3.0 s with 3 s calls, 8 slots, 20 waiting). A job
@@ -126,6 +128,7 @@ describe('fair shares', () => {
     // The channel answers 429 with Retry-After 3 and rests: these wait for it, not for a lease.
     const burst = Array.from({ length: 8 }, () => shortLived().completions.create({ model: limitedModel, prompt: 'hi' }).catch(() => null));
     await expect.poll(() => limited.requests.length).toBeGreaterThan(0);
+    // A window for the rest to queue (unseen from here; late, they would only make the test easier).
     await new Promise((resolve) => setTimeout(resolve, 300));
     const { ms, value } = await timed(complete(stack, steady.key, { model: fastModel }));
     console.log(`[fair] another tenant's request while 8 wait for a rate-limited channel to rest: ${Math.round(ms)} ms`);
@@ -281,6 +284,7 @@ describe('quota held before a job exists', () => {
     const photo = [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/jpeg;base64,${'/9j/'.repeat(200_000)}` } }] }];
     const beside = await Promise.all([
       ...Array.from({ length: 3 }, () => client(stack, key).chat.completions.create({ model, messages: photo, max_tokens: 5 } as never).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status)),
+      // A stagger on purpose: the text a moment after the photos (late, it would pass all the same).
       new Promise((r) => setTimeout(r, 100)).then(() => client(stack, key).chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 }).then(() => 200, (e: InstanceType<typeof OpenAI.APIError>) => e.status)),
     ]);
     expect(beside).toEqual([200, 200, 200, 200]);
@@ -366,7 +370,8 @@ describe('limits an administrator sets on a user', () => {
     expect(await complete(stack, key, { model: allowed, priority: -100 })).toMatchObject({ status: 400 });
     const [first, second] = await Promise.all([
       complete(stack, key, { model: allowed }, { 'x-priority': 'interactive' }),
-      new Promise((r) => setTimeout(r, 100)).then(() => complete(stack, key, { model: allowed })),
+      // Once the first is in flight (max_in_flight 1).
+      expect.poll(() => mock.inFlight, { timeout: 10_000, interval: 10 }).toBe(1).then(() => complete(stack, key, { model: allowed })),
     ]);
     expect(first, JSON.stringify(first)).toMatchObject({ status: 200, priority: 'batch' });
     expect(second).toMatchObject({ status: 429, code: 'rate_limited', retryAfter: '1' });
@@ -388,7 +393,7 @@ describe('limits an administrator sets on a user', () => {
     const own = await stack.adminData('POST', '/api/token/', { name: 'mine' }, access_token);
     // A key renamed again and again. The count is a sliding minute (the last minute's weighted
     // in): crossing into a new minute lets a few more through, so the test starts early in one.
-    if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000)));
+    if (Date.now() % 60_000 > 40_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - (Date.now() % 60_000))); // to a minute's start, on purpose
     const answers = [];
     for (let i = 0; i < 70; i++) answers.push(await stack.admin('PUT', '/api/token/', { id: own.id, name: `mine-${i}` }, access_token));
     const refused = answers.filter((a) => a.status === 429);

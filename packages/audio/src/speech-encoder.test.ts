@@ -42,7 +42,7 @@ describe('encodeSpeech', () => {
         for await (const piece of tone(2)) {
           fed++;
           yield piece;
-          await new Promise((r) => setTimeout(r, 20));
+          await new Promise((r) => setTimeout(r, 20)); // the pace of a slow feed: what the test is about
         }
       }
       let fedAtFirst = -1;
@@ -65,7 +65,7 @@ describe('encodeSpeech', () => {
     async function* endless(): AsyncGenerator<Buffer> {
       for (;;) {
         yield Buffer.alloc(4800);
-        await new Promise((r) => setTimeout(r, 5));
+        await new Promise((r) => setTimeout(r, 5)); // the pace of the endless feed
       }
     }
     const reading = collect(encodeSpeech(endless(), { format: 'mp3', signal: controller.signal }));

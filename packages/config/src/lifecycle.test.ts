@@ -15,7 +15,7 @@ async function stopWith(signals: NodeJS.Signals[]): Promise<{ code: number | nul
     const log = { info: (_o, m) => console.log(m), error: (_o, m) => console.log(m) };
     onShutdown(async () => {
       console.log('draining');
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await new Promise((resolve) => setTimeout(resolve, 500)); // the work a drain stands for
       console.log('drained');
     }, 5000, log);
     setInterval(() => {}, 1000);
@@ -23,18 +23,25 @@ async function stopWith(signals: NodeJS.Signals[]): Promise<{ code: number | nul
   `;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
-  let ready!: () => void;
-  const isReady = new Promise<void>((resolve) => (ready = resolve));
+  const printed = (line: string) => new Promise<void>((resolve) => {
+    const seen = () => {
+      if (!lines.includes(line)) return;
+      child.stdout.off('data', seen);
+      resolve();
+    };
+    child.stdout.on('data', seen);
+  });
   child.stdout.setEncoding('utf8').on('data', (text: string) => {
     lines.push(...text.split('\n').filter(Boolean));
-    if (lines.includes('ready')) ready();
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  await isReady;
-  for (const signal of signals) {
-    child.kill(signal);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await printed('ready');
+  const [first, ...later] = signals;
+  const draining = printed('draining');
+  child.kill(first!);
+  // The later signals arrive while the drain runs (500 ms from its start).
+  await draining;
+  for (const signal of later) child.kill(signal);
   return { code: await exited, lines };
 }
 

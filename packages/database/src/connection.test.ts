@@ -4,6 +4,7 @@
  * `pg_terminate_backend`) fails its own work, never the process: real PostgreSQL.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
 import type { Database } from './connection.ts';
 import { useTestDatabase } from '@gateway/testkit/test-database';
 import { FileStore } from './file-store.ts';
@@ -18,6 +19,10 @@ describe('a connection the server ends while it is taken out of the pool', () =>
   it("fails the upload it carried, and the pool goes on with a new one (no 'error' thrown at the process)", async () => {
     const files = new FileStore(db);
     let killed = false;
+    // The connections taken out of the pool, to find the one the server ends and wait for its end.
+    const taken: pg.PoolClient[] = [];
+    const onAcquire = (client: pg.PoolClient) => taken.push(client);
+    db.on('acquire', onAcquire);
     // An upload whose lines come slowly; while it waits, its connection is ended from outside.
     const lines = async function* () {
       yield { line: 1, content: '{"custom_id":"1"}' };
@@ -26,17 +31,18 @@ describe('a connection the server ends while it is taken out of the pool', () =>
       expect(rows.length).toBeGreaterThan(0);
       await db.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
       killed = true;
-      // Gone on the server's side; then a moment for its FATAL to reach the connection, which
-      // emits 'error' while nothing of it is in progress.
-      for (let i = 0; i < 50; i++) {
-        const left = await db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [rows[0]!.pid]);
-        if (left.rowCount === 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Its FATAL reaches the connection, which emits 'error' while nothing of it is in progress,
+      // then 'end' (listened to, not 'error': a listener of ours would hide a missing one).
+      const victim = taken.find((client) => (client as unknown as { processID: number }).processID === rows[0]!.pid);
+      expect(victim).toBeDefined();
+      await new Promise<void>((resolve) => {
+        if ((victim as unknown as { _ended?: boolean })._ended) return resolve();
+        victim!.once('end', () => resolve());
+      });
       for (let i = 2; i <= 2000; i++) yield { line: i, content: `{"custom_id":"${i}"}` };
     };
     await expect(files.upload(91, 'in.jsonl', lines(), { bytes: 100, purpose: 'batch' })).rejects.toThrow();
+    db.off('acquire', onAcquire);
     expect(killed).toBe(true);
     // Nothing of it was kept, and the next work gets a working connection.
     expect((await db.query('SELECT count(*)::int AS n FROM files WHERE user_id = 91')).rows[0].n).toBe(0);

@@ -33,7 +33,7 @@ describe('migrate', () => {
     await watcher.connect();
     const until = Date.now() + 10_000;
     while (Date.now() < until && Number((await watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = 'fresh'")).rows[0].n) > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the poll's pace
     }
     await watcher.end();
   }, 60_000);

@@ -28,7 +28,7 @@ async function runWorker(concurrency: number) {
     seen.atWork++;
     seen.mostAtWork = Math.max(seen.mostAtWork, seen.atWork);
     if (!waited) seen.mostFresh = Math.max(seen.mostFresh, ++seen.fresh);
-    await sleep(ms);
+    await sleep(ms); // the work a job stands for
     seen.atWork--;
     if (!waited) seen.fresh--;
   };
@@ -77,7 +77,7 @@ describe('a job waiting for room elsewhere', () => {
     const waiting = Array.from({ length: 12 }, () => request({ waits: true }));
     const most = 1 + WAITING_PER_SLOT;
     await expect.poll(() => seen.waiting, { timeout: 5000 }).toBe(most);
-    await sleep(300);
+    await sleep(300); // a window on purpose: no more jobs start while these wait
     expect(seen.started).toBe(most);
     openRoom();
     expect(await Promise.all(waiting)).toHaveLength(12);

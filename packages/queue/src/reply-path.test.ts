@@ -86,7 +86,7 @@ describe('the reply path', () => {
     handler = async ({ payload, sendChunk }) => {
       for (let i = 0; i < payload.chunks!; i++) {
         await sendChunk(`${payload.n}:${i}`);
-        if (i % 5 === 4) await new Promise((r) => setTimeout(r, 1));
+        if (i % 5 === 4) await new Promise((r) => setTimeout(r, 1)); // the pace of a model's tokens
       }
       return payload.n;
     };
@@ -144,7 +144,7 @@ describe('the reply path', () => {
       for (let i = 0; i < payload.chunks!; i++) {
         await sendChunk(`chunk-${i}`);
         sent++;
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setTimeout(r, 2)); // the pace of a model's tokens
       }
       return 'done';
     };
@@ -197,6 +197,7 @@ describe('the reply path', () => {
     const undo = setInterval(() => void q.redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
     try {
       await vi.waitFor(() => expect(seen).toBeGreaterThan(0), { timeout: 3000 });
+      // A window on purpose: the worker must not send past its window meanwhile.
       await new Promise((r) => setTimeout(r, 300));
       // At most the window, and the chunk that crossed it: not 200 kB into the gateway's memory.
       expect(sentChars).toBeLessThanOrEqual(5_000 + 1_000);
@@ -213,14 +214,19 @@ describe('the reply path', () => {
 
   it('ends a job waiting for credit when its client leaves, and sends no credit for it after', async () => {
     let sentChars = 0;
+    let jobEnded = false;
     handler = async ({ sendChunk, signal }) => {
-      for (let i = 0; i < 1000 && !signal.aborted; i++) {
-        const chunk = `${i}:`.padEnd(1000, '.');
-        await sendChunk(chunk);
-        sentChars += chunk.length;
+      try {
+        for (let i = 0; i < 1000 && !signal.aborted; i++) {
+          const chunk = `${i}:`.padEnd(1000, '.');
+          await sendChunk(chunk);
+          sentChars += chunk.length;
+        }
+        if (signal.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' });
+        return 'done';
+      } finally {
+        jobEnded = true;
       }
-      if (signal.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' });
-      return 'done';
     };
     await runWorker();
     const heard = await hearJobControls();
@@ -238,6 +244,7 @@ describe('the reply path', () => {
     const undo = setInterval(() => void q.redis.publish(CANCEL_CHANNEL, `resume:${jobId}`), 1);
     try {
       await vi.waitFor(() => expect(seen).toBeGreaterThan(10), { timeout: 3000 });
+      // A window on purpose: the worker must not send past its credit meanwhile.
       await new Promise((r) => setTimeout(r, 300));
       // Credited for the 10 chunks it took: the window past that, and the chunk that crossed it.
       expect(sentChars).toBeLessThanOrEqual(10_000 + 5_000 + 1_000);
@@ -245,7 +252,7 @@ describe('the reply path', () => {
       controller.abort();
       await expect(result).rejects.toMatchObject({ status: 499 });
       // The cancel reaches the worker: its wait ends with the chunk it was sending, then the job.
-      await new Promise((r) => setTimeout(r, 300));
+      await vi.waitFor(() => expect(jobEnded).toBe(true), { timeout: 10_000 });
       const ended = sentChars;
       expect(ended).toBeLessThanOrEqual(10_000 + 5_000 + 1_000);
       const creditsAtEnd = heard.filter((m) => m.startsWith('credit:')).length;
@@ -268,7 +275,7 @@ describe('the reply path', () => {
     let seen = 0;
     await q.jobs.request(QueueName.admin, { n: 1 }, { requestId: 'short', timeoutMs: 5000, windowChars: 5_000, onChunk: () => void seen++ });
     expect(seen).toBe(10);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 100)); // a window on purpose: no credit comes late either
     expect(heard.filter((m) => m.startsWith('credit:'))).toEqual([]);
   });
 
@@ -278,7 +285,7 @@ describe('the reply path', () => {
       for (let i = 0; i < payload.chunks! && !signal.aborted; i++) {
         await sendChunk(`chunk-${i}`);
         sent++;
-        await new Promise((r) => setTimeout(r, 2));
+        await new Promise((r) => setTimeout(r, 2)); // the pace of a model's tokens
       }
       if (signal.aborted) throw new GatewayError({ status: 499, code: 'cancelled', message: 'cancelled' });
       return 'done';
@@ -295,7 +302,7 @@ describe('the reply path', () => {
       },
     });
     await vi.waitFor(() => expect(seen).toBeGreaterThan(0), { timeout: 3000 });
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 200)); // a window on purpose: the worker stays paused
     const sentWhilePaused = sent;
     expect(sentWhilePaused).toBeLessThan(20);
     // The client's socket closes: no resume. Its cancel comes a little later, as it does when a

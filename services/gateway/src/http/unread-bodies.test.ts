@@ -66,7 +66,7 @@ describe('bodies answered before they were read', () => {
       expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(8000);
       const start = reads();
       const startedAt = performance.now();
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await new Promise((resolve) => setTimeout(resolve, 1500)); // the span the rate is measured over
       const seconds = (performance.now() - startedAt) / 1000;
       // The rate, with a tenth of a second of it at once after a quiet spell, and what one 10 ms
       // measurement of four sockets may read past it.

@@ -28,18 +28,21 @@ describe('the queue backlog check', () => {
     // Workers finish 20 jobs a second: 200 waiting would take 10 s, more than the 1 s allowed.
     for (let i = 0; i < 12; i++) {
       await a.incrby(drainedCounterKey(QueueName.completion), 1);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // the pace of the workers' drain
     }
-    let refusal: any;
-    try {
-      admission.admit(QueueName.completion);
-    } catch (error) {
-      refusal = error;
-    }
-    expect(refusal).toMatchObject({ status: 503, code: 'overloaded' });
-    expect(refusal.retryAfter).toBeGreaterThanOrEqual(1);
+    const refusalOf = (): any => {
+      try {
+        admission.admit(QueueName.completion);
+        return undefined;
+      } catch (error) {
+        return error;
+      }
+    };
+    // Refused once a sample has seen the backlog and the rate (later on a loaded machine).
+    await expect.poll(refusalOf, { timeout: 10_000 }).toMatchObject({ status: 503, code: 'overloaded' });
+    expect(refusalOf().retryAfter).toBeGreaterThanOrEqual(1);
     await queue.drain();
-    await new Promise((r) => setTimeout(r, 120));
+    await expect.poll(refusalOf, { timeout: 10_000 }).toBeUndefined();
     expect(() => admission.admit(QueueName.completion)).not.toThrow();
     admission.stop();
     await queue.close();
@@ -50,7 +53,8 @@ describe('the queue backlog check', () => {
     const admission = new QueueBacklog({ redis: a, queues: [QueueName.audio], maxWaitMs: 60_000, maxBacklog: 50, sampleEveryMs: 50 });
     admission.start();
     await queue.addBulk(Array.from({ length: 60 }, (_, i) => ({ name: 'x', data: { i } })));
-    await new Promise((r) => setTimeout(r, 150));
+    // Once a sample has seen the backlog (later on a loaded machine).
+    await expect.poll(() => { try { admission.admit(QueueName.audio); return ''; } catch (error) { return String(error); } }, { timeout: 10_000 }).toMatch(/too long/);
     expect(() => admission.admit(QueueName.audio)).toThrow(/too long/);
     admission.stop();
     await queue.obliterate({ force: true });
@@ -63,7 +67,7 @@ describe('the queue backlog check', () => {
     // A burst: about 20 jobs a second for a second.
     for (let i = 0; i < 20; i++) {
       await a.incrby(drainedCounterKey(QueueName.audio), 1);
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 50)); // the pace of the burst
     }
     expect(admission.finishedRate(QueueName.audio)).toBeGreaterThan(5);
     // The burst's last jobs are measured by a sample after it (later on a loaded machine): the

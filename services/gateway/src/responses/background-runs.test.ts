@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ResponsesResponse } from '@gateway/contracts';
 import { createDatabase, ResponseStore, type Database } from '@gateway/database';
@@ -79,11 +79,14 @@ describe('background runs', () => {
     await store.setStatus('resp_cancelled_here', USER, 'cancelled');
     runs.cancel('resp_cancelled_here');
     await store.setStatus('resp_cancelled_elsewhere', USER, 'cancelled');
+    // The runs' own writes, after these two: each refused run stores its failure.
+    const writes = vi.spyOn(store, 'setStatus');
     release();
     await expect.poll(() => claims.length).toBe(2);
     expect(claims.map((claim) => claim.outcome)).toEqual(['refused', 'refused']);
-    // The refused run's failure does not overwrite its cancel.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The refused run's failure does not overwrite its cancel: read once both were written.
+    await expect.poll(() => writes.mock.results.length).toBe(2);
+    await Promise.allSettled(writes.mock.results.map((result) => result.value));
     expect(await store.status('resp_cancelled_here', USER)).toBe('cancelled');
     expect(await store.status('resp_cancelled_elsewhere', USER)).toBe('cancelled');
     await app.close();
