@@ -115,6 +115,8 @@ describe('a budget in money', () => {
     expect((await put({ max_budget: 3 })).status).toBe(200);
     expect((await put({ max_budget: 4 })).status).toBe(403);
     expect((await put({ max_budget: 0 })).status).toBe(403);
+    // Too small to store, it would be none: refused, not taken as a lowering.
+    expect((await put({ max_budget: 1e-10 })).status).toBe(400);
     expect((await put({ budget_duration: 'daily' })).status).toBe(403);
     // LiteLLM's spelling of a period is taken, as an administrator writes it.
     expect((await stack.admin('PUT', '/api/token/', { id: token.id, budget_duration: '7d' })).status).toBe(200);

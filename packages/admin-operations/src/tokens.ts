@@ -1,4 +1,4 @@
-import { createTokenBody, createTokenJob, forbidden, idParam, listTokensQuery, notFound, Role, updateTokenBody, TokenStatus, type Actor, type UpdateTokenBody } from '@gateway/contracts';
+import { createTokenBody, createTokenJob, forbidden, idParam, listTokensQuery, nanosOfUsd, notFound, Role, updateTokenBody, TokenStatus, type Actor, type UpdateTokenBody } from '@gateway/contracts';
 import { issueApiKey, publicToken, type Store, type StoredToken } from '@gateway/store';
 import { get, operation, post, put, remove } from './operation.ts';
 import { assertMayManageUser } from './permissions.ts';
@@ -116,7 +116,9 @@ function assertOnlyTightens(current: StoredToken, changes: TokenChanges): void {
     if (lifts) refuse('max_in_flight', "raise or lift a key's cap on requests in flight");
   }
   if (changes.max_budget !== undefined) {
-    const lifts = changes.max_budget === 0 ? current.max_budget > 0 : current.max_budget > 0 && changes.max_budget > current.max_budget;
+    // In nano-dollars, as stored: a budget too small to store would be none.
+    const [next, now] = [nanosOfUsd(changes.max_budget), nanosOfUsd(current.max_budget)];
+    const lifts = next === 0 ? now > 0 : now > 0 && next > now;
     if (lifts) refuse('max_budget', "raise or lift a key's budget");
   }
   // A period of another length may allow more spend (a daily budget made monthly): an administrator's call.

@@ -82,5 +82,24 @@ describe('quota holds', () => {
       expect((await db.store.tokens.get(token.id))!.budget_period, period).toBe(periodStart(period));
     }
   });
+
+  test('a hold ends with its tokens, as the earlier form did, so processes of either version read each other\'s holds during an upgrade', async ({ db }) => {
+    const holds = new QuotaHolds(db.redis);
+    const user = await db.store.users.create({ username: `h${++seq}`, password_hash: 'x' });
+    const { token } = await db.store.tokens.create({ user_id: user.id, name: 't', remain_quota: 100, max_budget: 1 }, issueApiKey().issued);
+    const subject = { tokenId: token.id, userId: user.id, keyInFlightCap: 0, userInFlightCap: 0 };
+    const { hold } = await holds.reserve(subject, 30, 60_000, 500) as { hold: string };
+    // The earlier scripts read a hold's tokens as its last number.
+    expect(/:(\d+)$/.exec(hold)?.[1]).toBe('30');
+    // A hold of the earlier form, made by a gateway not yet upgraded: its tokens, and no money.
+    const earlier = 'f81d4fae-7dec-11d0-a765-00a0c91e6bf6:20';
+    await db.redis.zadd(keys.holds('token', token.id), Date.now() + 60_000, earlier);
+    await db.redis.incrby(keys.heldSum('token', token.id), 20);
+    expect(await db.redis.mget(keys.heldSum('token', token.id), keys.heldCost('token', token.id))).toEqual(['50', '500']);
+    await holds.release(token.id, user.id, [earlier]);
+    await holds.settle(token.id, user.id, hold, { quota: 10, cost: 200 });
+    expect(await db.redis.exists(keys.holds('token', token.id), keys.heldSum('token', token.id), keys.heldCost('token', token.id))).toBe(0);
+    expect(await db.store.tokens.get(token.id)).toMatchObject({ remain_quota: 90, spend: 2e-7 });
+  });
 });
 

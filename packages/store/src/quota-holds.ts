@@ -69,7 +69,8 @@ export class QuotaHolds {
     // An amount that is no number (a worst case some field made NaN) holds the most, never nothing.
     const held = Number.isFinite(amount) ? tokenCount(Math.ceil(amount)) : MAX_REQUEST_TOKENS;
     const heldCost = Number.isFinite(cost) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(cost))) : Number.MAX_SAFE_INTEGER;
-    const hold = `${randomUUID()}:${held}:${heldCost}`;
+    // The tokens last, as holds have always ended (includes/holds.lua): the money beside the id.
+    const hold = `${randomUUID()}.${heldCost}:${held}`;
     return refusalOf(await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve', heldCost)) ?? { hold };
   }
 

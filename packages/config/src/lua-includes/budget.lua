@@ -30,7 +30,8 @@ local function budgetLeft(max, duration, period, spend)
   return max - (tonumber(spend) or 0)
 end
 
--- Adds `cost` to the record's spend, counting its period's afresh when a new period began.
+-- Adds `cost` to the record's spend, counting its period's afresh when a new period began. A
+-- count at the most a 64-bit integer holds stays there (pcall: the script goes on).
 local function addSpend(record, cost)
   if cost <= 0 then return end
   local fields = redis.call('HMGET', record, 'budget_duration', 'budget_period')
@@ -38,7 +39,7 @@ local function addSpend(record, cost)
   if (tonumber(fields[2]) or -1) ~= start then
     redis.call('HSET', record, 'budget_period', start, 'budget_spend', cost)
   else
-    redis.call('HINCRBY', record, 'budget_spend', cost)
+    redis.pcall('HINCRBY', record, 'budget_spend', cost)
   end
-  redis.call('HINCRBY', record, 'spend', cost)
+  redis.pcall('HINCRBY', record, 'spend', cost)
 end

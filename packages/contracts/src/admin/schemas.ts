@@ -82,7 +82,8 @@ const passwordHash = z.string().startsWith('scrypt$', 'must be hashed by the gat
 
 /** A budget in money on a key or a user (records.ts `Budget`): US dollars, and its period. */
 const budgetSettings = {
-  max_budget: z.number().min(0).max(1_000_000_000).optional(),
+  // 0 (none), or at least a nano-dollar: a smaller one would be stored as none.
+  max_budget: z.number().min(0).max(1_000_000_000).refine((usd) => usd === 0 || usd >= 1e-9, 'must be 0 (no budget) or at least 0.000000001').optional(),
   budget_duration: z.preprocess((value) => budgetPeriodAliases[String(value)] ?? value, budgetPeriod).optional(),
 };
 /** LiteLLM's spellings of a period, as its users write them. */

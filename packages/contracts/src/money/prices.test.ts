@@ -14,6 +14,8 @@ describe('prices', () => {
     expect(costOf({ totalTokens: 1, promptTokens: 1, completionTokens: 0 }, { input: 0.0001, output: 0 })).toBe(1);
     // No split reported: every token not known to be output is input.
     expect(costOf({ totalTokens: 10 }, price)).toBe(10 * 3000);
+    // A prompt count and a total, no output count: the rest is output.
+    expect(costOf({ totalTokens: 10, promptTokens: 4 }, price)).toBe(4 * 3000 + 6 * 15_000);
   });
 
   it('holds a worst case at the dearest rate, never below what the request can cost', () => {

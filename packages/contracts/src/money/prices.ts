@@ -42,7 +42,8 @@ export interface PricedUsage {
 /**
  * What `usage` cost at `price`, times the caller's group ratio, in whole nano-dollars (rounded
  * up). Where the upstream reported no split (an estimate), every token not known to be output is
- * taken as input.
+ * taken as input; where it reported a prompt count but no output count, the rest of its total is
+ * output.
  */
 export function costOf(usage: PricedUsage, price: ModelPrice, groupRatio = 1): number {
   // An upstream's counts as the quota takes them: whole, never negative, never past MAX_REQUEST_TOKENS.
@@ -51,10 +52,12 @@ export function costOf(usage: PricedUsage, price: ModelPrice, groupRatio = 1): n
   const read = tokenCount(usage.cacheReadTokens ?? 0);
   const written = tokenCount(usage.cacheWriteTokens ?? 0);
   const uncached = Math.max(0, prompt - read - written);
+  // Tokens the total counts and the split does not (an upstream that reported no output count) are output.
+  const unsplit = Math.max(0, tokenCount(usage.totalTokens) - prompt - output);
   const nanos = nanosOf(uncached, price.input)
     + nanosOf(read, price.cached_input ?? price.input)
     + nanosOf(written, price.cache_write ?? price.input)
-    + nanosOf(output, price.output);
+    + nanosOf(output + unsplit, price.output);
   return nanosBounded(nanos * groupRatio);
 }
 

@@ -1,7 +1,7 @@
 -- A request's hold on its key's and its user's quota, budgets and in-flight slots (quota-holds.ts).
 -- KEYS: token record, user record, then for the token and for the user: holds (set), held sum
 -- (tokens), held cost (nano-dollars).
--- ARGV: member ("<id>:<tokens>:<nano-dollars>"), tokens, ttl ms, key in-flight cap, user
+-- ARGV: member ("<id>.<nano-dollars>:<tokens>"), tokens, ttl ms, key in-flight cap, user
 -- in-flight cap (0: none), mode ("check": decide only; "reserve": decide and hold), nano-dollars.
 -- Returns {'OK'}, {'GONE'}, {'KEY_IN_FLIGHT'|'USER_IN_FLIGHT', cap},
 -- {'KEY_QUOTA'|'USER_QUOTA', 'exhausted'|'held'},

@@ -12,15 +12,17 @@ dropIfEmpty(KEYS[6], KEYS[7], KEYS[8])
 local quota = tonumber(ARGV[2])
 local cost = tonumber(ARGV[5]) or 0
 if tonumber(ARGV[3]) == 0 then return 1 end
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local token, user = redis.call('EXISTS', KEYS[1]) == 1, redis.call('EXISTS', KEYS[2]) == 1
+if token then
   if redis.call('HGET', KEYS[1], 'unlimited_quota') ~= '1' then redis.call('HINCRBY', KEYS[1], 'remain_quota', -quota) end
   redis.call('HINCRBY', KEYS[1], 'used_quota', quota)
   redis.call('HSET', KEYS[1], 'accessed_time', ARGV[4])
-  addSpend(KEYS[1], cost)
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then
+if user then
   redis.call('HINCRBY', KEYS[2], 'used_quota', quota)
   redis.call('HINCRBY', KEYS[2], 'request_count', ARGV[3])
-  addSpend(KEYS[2], cost)
 end
+-- Money last: quota is charged whatever becomes of it.
+if token then addSpend(KEYS[1], cost) end
+if user then addSpend(KEYS[2], cost) end
 return 1

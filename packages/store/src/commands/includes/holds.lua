@@ -1,18 +1,20 @@
--- Quota holds (quota-holds.ts): a sorted set of "<id>:<tokens>:<nano-dollars>" scored by expiry,
--- the sum of their tokens, and the sum of their nano-dollars (held on a budget). A member of
--- the earlier form "<id>:<tokens>" holds no money.
+-- Quota holds (quota-holds.ts): a sorted set of "<id>.<nano-dollars>:<tokens>" scored by expiry,
+-- the sum of their tokens, and the sum of their nano-dollars (held on a budget). The tokens come
+-- last, as in the earlier form "<id>:<tokens>" (which holds no money), so that a process of either
+-- version reads the other's holds' tokens alike during a rolling upgrade.
 local function amountOf(member)
-  return tonumber(string.match(member, '^[^:]*:(%d+)')) or 0
+  return tonumber(string.match(member, ':(%d+)$')) or 0
 end
 
 local function costOfHold(member)
-  return tonumber(string.match(member, '^[^:]*:%d+:(%d+)$')) or 0
+  return tonumber(string.match(member, '^[^:.]*%.(%d+):')) or 0
 end
 
 local function takeOff(sum, costSum, member)
   redis.call('DECRBY', sum, amountOf(member))
   local cost = costOfHold(member)
-  if cost > 0 then redis.call('DECRBY', costSum, cost) end
+  -- A cost sum that ran out before its set (its last money hold's expiry passed) is not made negative.
+  if cost > 0 and redis.call('EXISTS', costSum) == 1 then redis.call('DECRBY', costSum, cost) end
 end
 
 -- Drops the holds of a set that ran out (their request's process died before giving them back),
