@@ -17,7 +17,9 @@ function optionList(table: PriceTable) {
   // Built as entries: a model is a name an administrator chose ("__proto__" is one like any other).
   const maps: Record<string, [string, number][]> = { ModelRatio: [], CompletionRatio: [], CacheRatio: [], CreateCacheRatio: [] };
   for (const entry of table.entries()) {
-    if (entry.channel_id !== undefined) continue;
+    // A channel's own price is no ratio; nor a price whose input is free and output is not (no
+    // ModelRatio and CompletionRatio say that: read and written back, it would be free).
+    if (entry.channel_id !== undefined || (entry.price.input === 0 && entry.price.output > 0)) continue;
     const ratios = ratiosOfPrice(entry.price);
     maps.ModelRatio!.push([entry.model, ratios.model]);
     maps.CompletionRatio!.push([entry.model, ratios.completion]);

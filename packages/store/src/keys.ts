@@ -40,8 +40,10 @@ export const keys = {
   /** The sum of the same holds' worst-case costs, in nano-dollars, on a budget in money. */
   heldCost: (of: 'token' | 'user', id: number | string) => `${STORE_PREFIX}held-cost:${of}:${id}`,
 
-  /** Prices administrators set (price-store.ts): `model` or `model@<channel id>` → its price as JSON. */
+  /** Prices administrators set (price-store.ts): model → its price as JSON. */
   prices: `${STORE_PREFIX}prices`,
+  /** Channels' own prices: `<channel id>:<model>` → its price as JSON. */
+  channelPrices: `${STORE_PREFIX}channel-prices`,
   /** new-api's ratio options as set (`ModelRatio`, `GroupRatio`, …), each a JSON object. */
   priceOptions: `${STORE_PREFIX}price-options`,
 

@@ -2,7 +2,7 @@
  * Prices, as administrators set them (`PUT /api/price/`, new-api's ratio options), and the price
  * table every gateway and worker reads them through (`PriceBook`). A model's price, for a request
  * served by a channel, is the first of:
- * 1. the channel's own price for the model (`model@<channel id>`);
+ * 1. the channel's own price for the model;
  * 2. the price an administrator set for the model;
  * 3. new-api's ratios for it (`ModelRatio` and the ratios beside it);
  * 4. the default table (`defaultPrices`);
@@ -10,7 +10,7 @@
  * A user's group multiplies every price by its `GroupRatio` (1 unless set).
  */
 import type { RedisClient as Redis } from '@gateway/config';
-import { defaultPrices, modelPrice, ownValue, priceOfRatios, type ModelPrice, type NewApiRatios } from '@gateway/contracts';
+import { defaultPrices, modelPrice, ownValue, priceOfRatios, USD_PER_MILLION_PER_MODEL_RATIO, type ModelPrice, type NewApiRatios } from '@gateway/contracts';
 import { publishChange, touchesPrices } from './change-messages.ts';
 import type { InvalidationFeed } from './invalidation-feed.ts';
 import { keys } from './keys.ts';
@@ -30,11 +30,13 @@ export interface PriceEntry {
   source: PriceSource;
 }
 
-const field = (model: string, channelId?: number) => (channelId === undefined ? model : `${model}@${channelId}`);
+/** A channel's own price's field: its id first, so that any model name (Vertex's `claude-…@2024…`) follows whole. */
+const channelField = (model: string, channelId: number) => `${channelId}:${model}`;
 
-function parseField(name: string): { model: string; channelId?: number } {
-  const at = /^(.*)@(\d+)$/.exec(name);
-  return at ? { model: at[1]!, channelId: Number(at[2]) } : { model: name };
+function parseChannelField(name: string): { model: string; channelId: number } | undefined {
+  const colon = name.indexOf(':');
+  const channelId = Number(name.slice(0, colon));
+  return colon > 0 && Number.isSafeInteger(channelId) ? { model: name.slice(colon + 1), channelId } : undefined;
 }
 
 function parsePrice(json: string): ModelPrice | undefined {
@@ -59,23 +61,26 @@ function parseRatios(json: string | undefined): Record<string, number> {
 
 /** The prices as one read of the store saw them: answers every lookup without Redis. */
 export class PriceTable {
-  /** Prices an administrator set: `model` and `model@channel`. */
+  /** Prices an administrator set for a model. */
   private readonly set: Map<string, ModelPrice>;
+  /** Channels' own prices, by `<channel id>:<model>`. */
+  private readonly channelSet: Map<string, ModelPrice>;
   readonly ratios: Record<RatioOption, Record<string, number>>;
 
-  constructor(set: Map<string, ModelPrice>, ratios: Record<RatioOption, Record<string, number>>) {
+  constructor(set: Map<string, ModelPrice>, channelSet: Map<string, ModelPrice>, ratios: Record<RatioOption, Record<string, number>>) {
     this.set = set;
+    this.channelSet = channelSet;
     this.ratios = ratios;
   }
 
   static empty(): PriceTable {
-    return new PriceTable(new Map(), Object.fromEntries(ratioOptions.map((name) => [name, {}])) as Record<RatioOption, Record<string, number>>);
+    return new PriceTable(new Map(), new Map(), Object.fromEntries(ratioOptions.map((name) => [name, {}])) as Record<RatioOption, Record<string, number>>);
   }
 
   /** The price of `model` served by channel `channelId` (see the order above); undefined: not priced. */
   priceOf(model: string, channelId?: number): { price: ModelPrice; source: PriceSource } | undefined {
     if (channelId !== undefined) {
-      const own = this.set.get(field(model, channelId));
+      const own = this.channelSet.get(channelField(model, channelId));
       if (own) return { price: own, source: 'channel' };
     }
     return this.modelPrice(model);
@@ -87,8 +92,8 @@ export class PriceTable {
    */
   dearestOf(model: string): ModelPrice | undefined {
     let dearest = this.modelPrice(model)?.price;
-    for (const [name, price] of this.set) {
-      if (!name.startsWith(`${model}@`) || parseField(name).model !== model) continue;
+    for (const [name, price] of this.channelSet) {
+      if (parseChannelField(name)?.model !== model) continue;
       dearest = dearest ? dearer(dearest, price) : price;
     }
     return dearest;
@@ -103,10 +108,10 @@ export class PriceTable {
   entries(): PriceEntry[] {
     const models = new Set([...Object.keys(defaultPrices), ...Object.keys(this.ratios.ModelRatio)]);
     const entries: PriceEntry[] = [];
-    for (const name of this.set.keys()) {
-      const { model, channelId } = parseField(name);
-      if (channelId === undefined) models.add(model);
-      else entries.push({ model, channel_id: channelId, price: this.set.get(name)!, source: 'channel' });
+    for (const model of this.set.keys()) models.add(model);
+    for (const [name, price] of this.channelSet) {
+      const own = parseChannelField(name);
+      if (own) entries.push({ model: own.model, channel_id: own.channelId, price, source: 'channel' });
     }
     for (const model of models) {
       const priced = this.modelPrice(model);
@@ -144,38 +149,48 @@ export class PriceStore {
   }
 
   async read(): Promise<PriceTable> {
-    const [set, options] = await Promise.all([this.redis.hgetall(keys.prices), this.redis.hgetall(keys.priceOptions)]);
-    const prices = new Map<string, ModelPrice>();
-    for (const [name, json] of Object.entries(set)) {
-      const price = parsePrice(json);
-      if (price) prices.set(name, price);
-    }
+    const [set, channelSet, options] = await Promise.all([this.redis.hgetall(keys.prices), this.redis.hgetall(keys.channelPrices), this.redis.hgetall(keys.priceOptions)]);
+    const pricesOf = (hash: Record<string, string>) => {
+      const prices = new Map<string, ModelPrice>();
+      for (const [name, json] of Object.entries(hash)) {
+        const price = parsePrice(json);
+        if (price) prices.set(name, price);
+      }
+      return prices;
+    };
     const ratios = Object.fromEntries(ratioOptions.map((name) => [name, parseRatios(options[name])])) as Record<RatioOption, Record<string, number>>;
-    return new PriceTable(prices, ratios);
+    return new PriceTable(pricesOf(set), pricesOf(channelSet), ratios);
   }
 
   /** Sets the price of `model` (on channel `channelId` alone, when given). */
   async setPrice(model: string, price: ModelPrice, channelId?: number): Promise<void> {
-    await this.redis.hset(keys.prices, field(model, channelId), JSON.stringify(price));
+    if (channelId === undefined) await this.redis.hset(keys.prices, model, JSON.stringify(price));
+    else await this.redis.hset(keys.channelPrices, channelField(model, channelId), JSON.stringify(price));
     await publishChange(this.redis, { kind: 'prices' });
   }
 
   /** Removes a price an administrator set; the model falls back to its ratios or the default table. Whether there was one. */
   async deletePrice(model: string, channelId?: number): Promise<boolean> {
-    const removed = await this.redis.hdel(keys.prices, field(model, channelId));
+    const removed = channelId === undefined ? await this.redis.hdel(keys.prices, model) : await this.redis.hdel(keys.channelPrices, channelField(model, channelId));
     await publishChange(this.redis, { kind: 'prices' });
     return removed > 0;
   }
 
   /**
    * Sets one of new-api's ratio options, whole, as new-api does. A `ModelRatio` written after a
-   * model's price was set is the later word: the models it names lose the price set for them
-   * (their channels' own prices stay).
+   * model's price was set is the later word where it says something else: a model it gives
+   * another input price loses the price set for it (its channels' own prices stay); one it gives
+   * the same (a console that read the map and wrote it back) keeps it.
    */
   async setRatios(option: RatioOption, ratios: Record<string, number>): Promise<void> {
     const multi = this.redis.multi().hset(keys.priceOptions, option, JSON.stringify(ratios));
-    const models = Object.keys(ratios);
-    if (option === 'ModelRatio' && models.length > 0) multi.hdel(keys.prices, ...models);
+    if (option === 'ModelRatio') {
+      const set = await this.redis.hgetall(keys.prices);
+      const changed = Object.entries(ratios)
+        .filter(([model, ratio]) => Object.hasOwn(set, model) && parsePrice(set[model]!)?.input !== ratio * USD_PER_MILLION_PER_MODEL_RATIO)
+        .map(([model]) => model);
+      if (changed.length > 0) multi.hdel(keys.prices, ...changed);
+    }
     await multi.exec();
     await publishChange(this.redis, { kind: 'prices' });
   }

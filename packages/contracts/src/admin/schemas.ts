@@ -305,8 +305,8 @@ export type ListChannelsQuery = z.infer<typeof listChannelsQuery>;
 export type ListTokensQuery = z.infer<typeof listTokensQuery>;
 export type ListBatchesQuery = z.infer<typeof listBatchesQuery>;
 
-/** A model's name as prices name it: what a client asks for (no `@`, which scopes a channel's own price). */
-const pricedModel = z.string().trim().min(1).max(128).regex(/^[^@\p{Cc}]+$/u, 'must not hold "@" or control characters');
+/** A model's name as prices name it: what a client asks for. */
+const pricedModel = z.string().trim().min(1).max(128).regex(/^[^\p{Cc}]+$/u, 'must not hold control characters');
 /** `channel_id`: the price of the model on that channel alone, over the model's own. */
 export const setPriceBody = modelPrice.extend({ model: pricedModel, channel_id: z.number().int().positive().optional() }).strict();
 export const priceQuery = z.strictObject({ model: pricedModel, channel_id: z.coerce.number().int().positive().optional() });
