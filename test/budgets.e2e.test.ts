@@ -122,4 +122,31 @@ describe('a budget in money', () => {
     expect((await stack.admin('PUT', '/api/token/', { id: token.id, budget_duration: '7d' })).status).toBe(200);
     expect((await stack.adminData('GET', `/api/token/${token.id}`)).budget_duration).toBe('weekly');
   });
+
+  it('a caller with a budget is sent the output cap its hold assumes where a request names none, so no request spends past what it held', async ({ stack, upstream, channel, apiKey }) => {
+    const model = `budget-cap${++seq}`;
+    const mock = await upstream.openai();
+    await channel(mock, [model]);
+    await stack.adminData('PUT', '/api/price/', { model, ...price });
+    const budgeted = await apiKey({ max_budget: 10, budget_duration: 'monthly' });
+    const unbudgeted = await apiKey();
+    const openai = (key: string) => new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0 });
+    const sentBody = () => mock.requests.at(-1)!.body as Record<string, unknown>;
+
+    await openai(budgeted.key).chat.completions.create({ model, messages: [{ role: 'user', content: 'no cap' }] });
+    expect(sentBody()).toMatchObject({ max_completion_tokens: 4096 });
+    // A cap the client named stands.
+    await openai(budgeted.key).chat.completions.create({ model, messages: [{ role: 'user', content: 'its own cap' }], max_tokens: 7 });
+    expect(sentBody()).toMatchObject({ max_tokens: 7 });
+    expect(sentBody().max_completion_tokens).toBeUndefined();
+    // A key with no budget is sent as it asked: no cap.
+    await openai(unbudgeted.key).chat.completions.create({ model, messages: [{ role: 'user', content: 'no cap' }] });
+    expect(sentBody().max_completion_tokens).toBeUndefined();
+    // The Responses door the same (its max_output_tokens, translated to chat's max_tokens for this channel).
+    await openai(budgeted.key).responses.create({ model, input: 'no cap', store: false });
+    expect(sentBody()).toMatchObject({ max_tokens: 4096 });
+    await openai(unbudgeted.key).responses.create({ model, input: 'no cap', store: false });
+    expect(sentBody().max_tokens).toBeUndefined();
+  });
 });
+

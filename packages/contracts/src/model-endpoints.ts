@@ -22,7 +22,7 @@ import { responsesBatchLineSchema, responsesRequestSchema, responsesWorstCase } 
 import { countTokensRequestSchema, messagesRequestSchema, messagesRequestTokens, messagesWorstCase } from './wire/anthropic-messages.ts';
 import { geminiGenerateRequest } from './wire/gemini-generate.ts';
 import { asksForSpeech, geminiBatchEmbedRequest, geminiChatRequest, geminiEmbedContentRequest } from './wire/gemini-content.ts';
-import { chatWorstCase, completionWorstCase, embeddingWorstCase, openaiSpeechWorstCase, speechWorstCase } from './worst-case-usage.ts';
+import { CHAT_DEFAULT_MAX_TOKENS, chatWorstCase, COMPLETION_DEFAULT_MAX_TOKENS, completionWorstCase, embeddingWorstCase, openaiSpeechWorstCase, speechWorstCase } from './worst-case-usage.ts';
 import { geminiChatWorstCase, geminiEmbedWorstCase } from './gemini-worst-case.ts';
 
 /** A client wire format: each is a plugin of the gateway, with its own errors and key headers. */
@@ -56,6 +56,12 @@ export interface ModelEndpoint<Body = any> {
   batch?: true | { schema: z.ZodType<Body> };
   /** Served by a route of its own, not the door's generic one. */
   ownRoute?: true;
+  /**
+   * The body with the output cap its worst case assumed where it names none (undefined: it names
+   * one). A caller with a budget in money is sent this, so that what it may spend is what it held:
+   * an upstream given no cap writes as much as the model allows.
+   */
+  capOutput?(body: Body): Body | undefined;
 }
 
 /** Its schema types the worst case. */
@@ -74,10 +80,12 @@ export const modelEndpoints = {
   completions: endpoint({
     door: 'openai', paths: ['/v1/completions'], operation: 'completions', queue: QueueName.completion,
     schema: completionRequestSchema, worstCase: completionWorstCase, stream: 'asked', asReceived: true, batch: true,
+    capOutput: (body) => (body.max_tokens == null ? { ...body, max_tokens: COMPLETION_DEFAULT_MAX_TOKENS } : undefined),
   }),
   chat: endpoint({
     door: 'openai', paths: ['/v1/chat/completions'], operation: 'chat', queue: QueueName.completion,
     schema: chatRequestSchema, worstCase: chatWorstCase, stream: 'asked', asReceived: true, batch: true,
+    capOutput: (body) => (body.max_tokens == null && body.max_completion_tokens == null ? { ...body, max_completion_tokens: CHAT_DEFAULT_MAX_TOKENS } : undefined),
   }),
   embeddings: endpoint({
     door: 'openai', paths: ['/v1/embeddings'], operation: 'embeddings', queue: QueueName.completion,
@@ -88,6 +96,7 @@ export const modelEndpoints = {
     schema: responsesRequestSchema, worstCase: responsesWorstCase, stream: 'asked', asReceived: true, ownRoute: true,
     // A line stands alone: nothing stores a line's response or looks one up for it.
     batch: { schema: responsesBatchLineSchema },
+    capOutput: (body) => (body.max_output_tokens == null ? { ...body, max_output_tokens: CHAT_DEFAULT_MAX_TOKENS } : undefined),
   }),
   speech: endpoint({
     door: 'openai', paths: ['/v1/audio/speech'], operation: 'speech', queue: QueueName.audio,
@@ -111,6 +120,9 @@ export const modelEndpoints = {
   geminiChat: endpoint({
     door: 'gemini', paths: generateContent, when: (body) => !asksForSpeech(body), operation: 'geminiChat', queue: QueueName.completion,
     schema: geminiChatRequest, worstCase: geminiChatWorstCase, stream: streamedGenerateContent,
+    capOutput: (body) => (body.generationConfig?.maxOutputTokens == null
+      ? { ...body, generationConfig: { ...body.generationConfig, maxOutputTokens: CHAT_DEFAULT_MAX_TOKENS } }
+      : undefined),
   }),
   // Both embedding methods are one operation: the door sends one content as a batch of one.
   geminiEmbedContent: endpoint({
@@ -135,13 +147,15 @@ export interface BatchEndpoint {
   /** A line's body's schema, which gives a valid body back as it came (`asReceived`). */
   schema: z.ZodType<{ model: string; stream?: boolean | null }>;
   worstCase(body: unknown): number;
+  /** The entry's `capOutput`: a line of a caller with a budget in money is sent its held cap. */
+  capOutput?(body: unknown): unknown;
 }
 
 /** The model endpoints a batch may run, by path: the table's entries with `batch`. */
 export const batchEndpoints: Record<string, BatchEndpoint> = Object.fromEntries(
   entries.flatMap((entry) => {
     if (!entry.batch) return [];
-    const view = { queue: entry.queue, operation: entry.operation, schema: entry.batch === true ? entry.schema : entry.batch.schema, worstCase: entry.worstCase };
+    const view = { queue: entry.queue, operation: entry.operation, schema: entry.batch === true ? entry.schema : entry.batch.schema, worstCase: entry.worstCase, capOutput: entry.capOutput };
     return entry.paths.map((path) => [path, view]);
   }),
 );

@@ -349,6 +349,7 @@ export class BatchFeed {
       span.setAttribute(GEN_AI.requestModel, request.model);
       let holder: KeyHolder;
       let admitted;
+      let sent = request;
       for (;;) {
         if (this.stopped || entry.controller.signal.aborted) throw clientCancelled();
         try {
@@ -356,7 +357,9 @@ export class BatchFeed {
           // The models its key and user may use now: an administrator may have narrowed them
           // since the batch was validated.
           if (!mayUseModel(holder, request.model)) throw modelNotAllowed(request.model);
-          admitted = await deps.admission.admit('batch', holder, this.queue, endpoint.worstCase(request), deadline, { chargeOnce: true, model: request.model });
+          // A caller with a budget in money is sent the output cap its hold assumes, where the line named none.
+          sent = (holder.budgetLimited ? endpoint.capOutput?.(request) as typeof request | undefined : undefined) ?? request;
+          admitted = await deps.admission.admit('batch', holder, this.queue, endpoint.worstCase(sent), deadline, { chargeOnce: true, model: request.model });
           break;
         } catch (error) {
           // The key's rate or in-flight cap, or Redis away: the line waits its turn, as a client
@@ -373,7 +376,7 @@ export class BatchFeed {
       entry.queued = true;
       entry.sentAt = Date.now();
       entry.unrun = admitted.unrun;
-      const payload = { caller: { ...callerOf(holder), ...(admitted.hold ? { hold: admitted.hold } : {}) }, operation: endpoint.operation, request };
+      const payload = { caller: { ...callerOf(holder), ...(admitted.hold ? { hold: admitted.hold } : {}) }, operation: endpoint.operation, request: sent };
       const text = await this.jobs!.requestText(this.queue, payload, {
         requestId,
         jobId: jobIdOf(this.batch.id, line),

@@ -91,7 +91,10 @@ export async function relayModelEndpoint(
   request: FastifyRequest, reply: FastifyReply, options: ModelRouteOptions, endpoint: ModelEndpoint, path: string, door: DoorAdapter,
 ): Promise<unknown> {
   const holder = keyHolderOf(request);
-  const body = parseOrThrow(endpoint.schema, request.body) as ValidBody;
+  const valid = parseOrThrow(endpoint.schema, request.body) as ValidBody;
+  // A caller with a budget in money is sent the output cap its hold assumes, where it named none.
+  const capped = holder.budgetLimited ? endpoint.capOutput?.(valid) as ValidBody | undefined : undefined;
+  const body = capped ?? valid;
   const job = door.jobOf?.(request, body, endpoint) ?? { model: body.model as string, request: body };
   if (endpoint.stream === 'never' && body.stream === true) throw badRequest(`${path} does not stream`, 'stream');
   options.apiKeys.authorizeModel(holder, job.model);
@@ -108,8 +111,8 @@ export async function relayModelEndpoint(
     worstCase: endpoint.worstCase(body),
     model: job.model,
     stream: streams(endpoint, path, body) ? door.eventStream(request, body, endpoint) : undefined,
-    // The schema gave the body back as it came (the entry's `asReceived`).
-    requestJson: endpoint.asReceived ? request.jsonBytes ?? undefined : undefined,
+    // The schema gave the body back as it came (the entry's `asReceived`), unless it was capped.
+    requestJson: endpoint.asReceived && !capped ? request.jsonBytes ?? undefined : undefined,
   });
 }
 

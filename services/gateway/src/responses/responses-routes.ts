@@ -84,16 +84,19 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelRouteO
       return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease, place!) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
+    // A caller with a budget in money is sent the output cap its hold assumes, where it named none.
+    const capped = holder.budgetLimited ? endpoint.capOutput?.(whole) : undefined;
+    const sent = capped ?? whole;
     return relayToWorker(request, reply, {
       ...relayOptionsOf(options),
       queue: endpoint.queue,
-      payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: whole },
+      payload: { caller: conversation ? { ...caller, conversation } : caller, operation: 'responses', request: sent },
       holder,
-      worstCase: endpoint.worstCase(whole),
+      worstCase: endpoint.worstCase(sent),
       model: whole.model,
       stream: whole.stream === true ? responsesEventStream(keeper) : undefined,
-      // The body as it came, unless a previous response's conversation was put before its input.
-      requestJson: whole === body && !run ? request.jsonBytes ?? undefined : undefined,
+      // The body as it came, unless a previous response's conversation was put before its input, or it was capped.
+      requestJson: sent === body && !run ? request.jsonBytes ?? undefined : undefined,
       settle: keeper.settle,
     });
   });
