@@ -25,7 +25,7 @@ export * from './model-endpoints.ts';
 export * from './wire/anthropic-messages.ts';
 export * from './wire/openai-responses.ts';
 export * from './conversation/index.ts';
-export { UpstreamError, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
+export { UpstreamError, upstreamFailure, NOT_JSON_BODY, parseRetryAfter, type UpstreamFailureKind, type UpstreamErrorOptions } from './upstream-failure.ts';
 export { channelKeySecrets, redactUpstreamText, redactUpstreamBody, replySecretForms, secretForms, withoutPathKeys, withoutReflectedSecret } from './upstream-text.ts';
 export * from './worst-case-usage.ts';
 export * from './gemini-worst-case.ts';

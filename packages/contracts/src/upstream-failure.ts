@@ -44,6 +44,32 @@ export class UpstreamError extends Error {
   }
 }
 
+/**
+ * The catalogue of upstream failures, as errors.ts's constructors are of the client's errors:
+ * each kind a provider or the router throws, by what happened.
+ */
+export const upstreamFailure = {
+  /**
+   * The reply, or a stream event, does not follow the wire format. `ofTheRequest`: the request's
+   * own doing (a reply past the gateway's limits, which another channel would send as well).
+   */
+  protocol: (message: string, options: { cause?: unknown; ofTheRequest?: boolean } = {}) => new UpstreamError({ kind: 'protocol', message, ...options }),
+  /** The upstream answered `status`, with its body and Retry-After. */
+  http: (status: number, message: string, options: { body?: unknown; retryAfter?: number; cause?: unknown } = {}) =>
+    new UpstreamError({ kind: 'http', status, message, ...options }),
+  /** The channel's credential was refused, or cannot be used: a 401, which counts toward auto-disable. */
+  credentialRefused: (message: string, options: { body?: unknown; retryAfter?: number; cause?: unknown } = {}) =>
+    new UpstreamError({ kind: 'http', status: 401, message, ...options }),
+  /** A request the upstream would refuse, refused before it is sent: the client's own 400. */
+  badRequest: (message: string) => new UpstreamError({ kind: 'http', status: 400, message }),
+  /** No connection could be made, or it broke (a stream that ended early included). */
+  connection: (message: string, cause?: unknown) => new UpstreamError({ kind: 'connection', message, cause }),
+  /** No answer within the time the call had. */
+  timeout: (message: string) => new UpstreamError({ kind: 'timeout', message }),
+  /** Nobody waits for the answer any more. */
+  cancelled: (message: string, cause?: unknown) => new UpstreamError({ kind: 'cancelled', message, cause }),
+};
+
 /** Seconds to wait from a Retry-After header (delta-seconds or an HTTP date). */
 export function parseRetryAfter(value: string | string[] | undefined): number | undefined {
   const raw = Array.isArray(value) ? value[0] : value;

@@ -8,7 +8,7 @@
  * names. The same limits as server-sent events hold (`upstreamLimits`).
  */
 import { EventStreamCodec, type Message } from '@smithy/core/event-streams';
-import { UpstreamError } from '@gateway/contracts';
+import { upstreamFailure } from '@gateway/contracts';
 import { upstreamLimits } from './upstream-request.ts';
 
 const utf8 = new TextDecoder();
@@ -31,24 +31,24 @@ export async function* readAwsEventStream(body: AsyncIterable<Buffer | Uint8Arra
   let total = 0;
   for await (const piece of body) {
     total += piece.length;
-    if (total > maxReplyBytes) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+    if (total > maxReplyBytes) throw upstreamFailure.protocol(`the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, { ofTheRequest: true });
     pending = pending.length === 0 ? Buffer.from(piece) : Buffer.concat([pending, piece]);
     while (pending.length >= 4) {
       const length = pending.readUInt32BE(0);
-      if (length > maxEventBytes) throw new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${maxEventBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+      if (length > maxEventBytes) throw upstreamFailure.protocol(`an upstream event is larger than ${maxEventBytes} bytes (the gateway's limit)`, { ofTheRequest: true });
       if (pending.length < length) break;
       yield eventData(decode(pending.subarray(0, length)));
       pending = pending.subarray(length);
     }
   }
-  if (pending.length > 0) throw new UpstreamError({ kind: 'connection', message: 'the upstream stream ended inside an event' });
+  if (pending.length > 0) throw upstreamFailure.connection('the upstream stream ended inside an event');
 }
 
 function decode(frame: Buffer): Message {
   try {
     return codec.decode(frame);
   } catch (error) {
-    throw new UpstreamError({ kind: 'protocol', message: `the upstream sent an event-stream message that does not decode (${(error as Error).message})`, cause: error });
+    throw upstreamFailure.protocol(`the upstream sent an event-stream message that does not decode (${(error as Error).message})`, { cause: error });
   }
 }
 
@@ -64,5 +64,5 @@ function eventData(message: Message): string {
     detail = header(':error-message');
   }
   const status = EXCEPTION_STATUS[type] ?? 502;
-  throw new UpstreamError({ kind: 'http', status, body: { error: { message: detail, type } }, message: `upstream ${type} in the stream${detail ? `: ${detail}` : ''}` });
+  throw upstreamFailure.http(status, `upstream ${type} in the stream${detail ? `: ${detail}` : ''}`, { body: { error: { message: detail, type } } });
 }

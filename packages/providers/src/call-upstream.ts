@@ -6,7 +6,7 @@
  * the wire format too, so the channel's key is taken out of its strings first, in every form an
  * upstream may reflect it in (the router does the same, and more, for a failure's).
  */
-import { replySecretForms, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
+import { replySecretForms, UpstreamError, upstreamFailure, withoutReflectedSecret } from '@gateway/contracts';
 import type { OutgoingRequest, ProviderOperation, UpstreamTarget } from './provider.ts';
 import { streamDecoders } from './stream-decoders.ts';
 import { openUpstreamStream, postUpstreamJson, type OpenUpstreamReply, type UpstreamRequest } from './upstream-request.ts';
@@ -123,7 +123,7 @@ async function* events<Request, Event>(operation: ProviderOperation<Request, unk
         yield event;
       }
     }
-    if (!finished) throw new UpstreamError({ kind: 'connection', message: `the upstream stream ended before ${streamEnd.name}` });
+    if (!finished) throw upstreamFailure.connection(`the upstream stream ended before ${streamEnd.name}`);
     if (operation.mapping.finish) yield* operation.mapping.finish(request, state);
   } catch (error) {
     throw providerFailure(operation, reply.failure(error), key);
@@ -146,7 +146,7 @@ function parseEvent(data: string): unknown {
   try {
     return JSON.parse(data);
   } catch (error) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event that is not JSON', cause: error });
+    throw upstreamFailure.protocol('the upstream sent a stream event that is not JSON', { cause: error });
   }
 }
 

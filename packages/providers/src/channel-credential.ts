@@ -5,7 +5,7 @@
  * any key is; the router and `call-upstream.ts` take each secret of it out of what an upstream
  * answers (`channelKeySecrets`). Nothing here logs it or puts it in a message.
  */
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import type { OutgoingRequest } from './provider.ts';
 
 /**
@@ -38,7 +38,7 @@ export function credentialField(credential: Record<string, unknown>, field: stri
  * `problem` names fields, never values.
  */
 export function badCredential(provider: string, problem: string): UpstreamError {
-  return new UpstreamError({ kind: 'http', status: 401, message: `the channel's key ${problem} (read as the ${provider} provider's credential)` });
+  return upstreamFailure.credentialRefused(`the channel's key ${problem} (read as the ${provider} provider's credential)`);
 }
 
 /**

@@ -4,33 +4,7 @@
  * be served by channels of several types, and failover may cross them. Adding a provider is a
  * folder and a line here; adding an operation to one, a file and a line.
  */
-import {
-  UpstreamError,
-  type Channel,
-  type ChannelType,
-  type CountTokensRequest,
-  type MessagesRequest,
-  type MessagesResponse,
-  type MessagesStreamEvent,
-  type ResponsesRequest,
-  type ResponsesResponse,
-  type ResponsesStreamEvent,
-  type ChatChunk,
-  type ChatRequest,
-  type ChatResponse,
-  type CompletionChunk,
-  type CompletionRequest,
-  type CompletionResponse,
-  type EmbeddingRequest,
-  type EmbeddingResponse,
-  type GeminiBatchEmbedRequest,
-  type GeminiChatRequest,
-  type GeminiContentRequest,
-  type GeminiEmbedReply,
-  type GeminiGenerateResponse,
-  type ModelOperation,
-  type SpeechRequest,
-} from '@gateway/contracts';
+import { upstreamFailure, type Channel, type ChannelType, type CountTokensRequest, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamEvent, type ChatChunk, type ChatRequest, type ChatResponse, type CompletionChunk, type CompletionRequest, type CompletionResponse, type EmbeddingRequest, type EmbeddingResponse, type GeminiBatchEmbedRequest, type GeminiChatRequest, type GeminiContentRequest, type GeminiEmbedReply, type GeminiGenerateResponse, type ModelOperation, type SpeechRequest } from '@gateway/contracts';
 import { anthropic } from './anthropic/index.ts';
 import { azure } from './azure/index.ts';
 import { bedrock } from './bedrock/index.ts';
@@ -101,6 +75,6 @@ export function operationFor<O extends ModelOperation>(operation: O, type: Chann
   const found = registry[type]?.[operation];
   // Routing only chooses channels of `channelTypesFor(operation)`: this is a channel whose type
   // changed under a request, a failure of that channel alone.
-  if (!found) throw new UpstreamError({ kind: 'protocol', message: `a ${type} channel does not serve ${operation}` });
+  if (!found) throw upstreamFailure.protocol(`a ${type} channel does not serve ${operation}`);
   return found as OperationShapes[O];
 }

@@ -1,6 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import { upstreamLimits } from './upstream-request.ts';
-import { UpstreamError } from '@gateway/contracts';
+import { upstreamFailure } from '@gateway/contracts';
 
 /**
  * Reads a server-sent-events body as it arrives and yields the data of each event, so a relay
@@ -32,7 +32,7 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
     parser.feed(decoder.decode(piece, { stream: true }));
     // Checked before the piece's events are passed on: a refused event never reaches the client.
     if (oversized || sinceEvent > maxEventBytes) throw eventTooLarge(maxEventBytes);
-    if (total > maxReplyBytes) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, ofTheRequest: true });
+    if (total > maxReplyBytes) throw upstreamFailure.protocol(`the upstream stream is larger than ${maxReplyBytes} bytes (the gateway's limit)`, { ofTheRequest: true });
     yield* ready.splice(0);
   }
   parser.feed(`${decoder.decode()}\n\n`);
@@ -40,4 +40,4 @@ export async function* readServerSentEvents(body: AsyncIterable<Buffer | Uint8Ar
   yield* ready.splice(0);
 }
 
-const eventTooLarge = (limit: number) => new UpstreamError({ kind: 'protocol', message: `an upstream event is larger than ${limit} bytes (the gateway's limit)`, ofTheRequest: true });
+const eventTooLarge = (limit: number) => upstreamFailure.protocol(`an upstream event is larger than ${limit} bytes (the gateway's limit)`, { ofTheRequest: true });

@@ -13,7 +13,7 @@ import { isIP } from 'node:net';
 import { Agent, fetch as undiciFetch, request, type Dispatcher } from 'undici';
 import { policedConnector } from './policed-connector.ts';
 import { addressProblem, portOf, type AddressPolicy } from './upstream-address-policy.ts';
-import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, withoutReflectedSecret } from '@gateway/contracts';
+import { NOT_JSON_BODY, parseRetryAfter, UpstreamError, upstreamFailure, withoutReflectedSecret } from '@gateway/contracts';
 
 /**
  * The largest upstream reply read whole, and the largest single streamed event (past either
@@ -107,7 +107,7 @@ export async function postUpstreamJson(req: UpstreamRequest, without: readonly s
     const value: unknown = JSON.parse(text);
     return withoutReflectedSecret(value, text, without);
   } catch (error) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not JSON', cause: error });
+    throw upstreamFailure.protocol('the upstream reply is not JSON', { cause: error });
   }
 }
 
@@ -158,18 +158,14 @@ async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUps
   const failure = (error: unknown): UpstreamError => {
     const code = (error as { code?: string } | undefined)?.code ?? '';
     if (options.timedOut?.()) return timeoutError(req.timeoutMs);
-    if (req.signal?.aborted) return new UpstreamError({ kind: 'cancelled', message: 'the request was cancelled', cause: error });
+    if (req.signal?.aborted) return upstreamFailure.cancelled('the request was cancelled', error);
     if (UNDICI_TIMEOUTS.has(code)) return timeoutError(req.timeoutMs);
     if (error instanceof UpstreamError) return error;
-    return new UpstreamError({
-      kind: 'connection',
-      message: code === 'EUPSTREAMFORBIDDEN' ? (error as Error).message : `upstream connection failed: ${code || (error as Error).message}`,
-      cause: error,
-    });
+    return upstreamFailure.connection(code === 'EUPSTREAMFORBIDDEN' ? (error as Error).message : `upstream connection failed: ${code || (error as Error).message}`, error);
   };
 
   const refused = literalAddressProblem(req.url);
-  if (refused) throw new UpstreamError({ kind: 'connection', message: `upstream address refused: ${refused}` });
+  if (refused) throw upstreamFailure.connection(`upstream address refused: ${refused}`);
   let response: Dispatcher.ResponseData;
   try {
     response = await request(req.url, {
@@ -189,10 +185,10 @@ async function send(req: UpstreamRequest, options: SendOptions): Promise<OpenUps
   return { body: response.body, failure, contentType: typeof contentType === 'string' ? contentType : undefined };
 }
 
-const timeoutError = (timeoutMs: number) => new UpstreamError({ kind: 'timeout', message: `the upstream did not answer within ${timeoutMs} ms` });
+const timeoutError = (timeoutMs: number) => upstreamFailure.timeout(`the upstream did not answer within ${timeoutMs} ms`);
 
 const tooLarge = (what: string, limit: number) =>
-  new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is larger than ${limit} bytes (the gateway's limit)`, ofTheRequest: true });
+  upstreamFailure.protocol(`the upstream ${what} is larger than ${limit} bytes (the gateway's limit)`, { ofTheRequest: true });
 
 /** An address written in the URL is never looked up, so the policy is checked here. */
 function literalAddressProblem(target: string): string | undefined {
@@ -220,13 +216,7 @@ async function httpFailure(response: Dispatcher.ResponseData): Promise<UpstreamE
   } catch {
     body = undefined;
   }
-  return new UpstreamError({
-    kind: 'http',
-    status: response.statusCode,
-    retryAfter: parseRetryAfter(response.headers['retry-after']),
-    body,
-    message: `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`,
-  });
+  return upstreamFailure.http(response.statusCode, `upstream answered ${response.statusCode}${upstreamMessage(body, text)}`, { retryAfter: parseRetryAfter(response.headers['retry-after']), body });
 }
 
 /**

@@ -1,4 +1,4 @@
-import { channelKeySecrets, clientCancelled, costOf, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
+import { channelKeySecrets, clientCancelled, costOf, GatewayError, isBatchRank, modelNotFound, noChannel, redactUpstreamBody, redactUpstreamText, secretForms, timedOut, UpstreamError, upstreamFailure, type Channel, type ChannelType, type ModelCaller } from '@gateway/contracts';
 import type { Logger } from '@gateway/log';
 import type { ChannelCache } from './channel-cache.ts';
 import type { ChannelHealth } from './channel-health.ts';
@@ -356,7 +356,7 @@ export class ModelRouter {
       abandon: () => {
         if (state !== 'pending') return;
         end('failed');
-        endAttemptSpan(span, { firstByteMs, upstreamModel: target.upstreamModel, error: new UpstreamError({ kind: 'cancelled', message: 'abandoned' }) });
+        endAttemptSpan(span, { firstByteMs, upstreamModel: target.upstreamModel, error: upstreamFailure.cancelled('abandoned') });
       },
     };
   }
@@ -423,7 +423,7 @@ export class ModelRouter {
     try {
       return this.settings.reveal(channel.key);
     } catch (error) {
-      throw new UpstreamError({ kind: 'http', status: 401, message: `channel ${channel.id}'s key cannot be used: ${(error as Error).message}` });
+      throw upstreamFailure.credentialRefused(`channel ${channel.id}'s key cannot be used: ${(error as Error).message}`);
     }
   }
 

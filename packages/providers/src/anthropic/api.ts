@@ -3,7 +3,7 @@
  * failures read: Anthropic answers 529 when it is overloaded, reported as the 503 it means, and
  * its error bodies are handed on in OpenAI's shape (see `error-body.ts`).
  */
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import { keyInHeaders } from '../channel-credential.ts';
 import type { ProviderApi } from '../provider.ts';
 import { errorDetail, openaiShapedBody, OVERLOADED_STATUS } from './error-body.ts';
@@ -32,13 +32,6 @@ export const anthropicApi = {
     const status = error.status === OVERLOADED_STATUS ? 503 : error.status;
     if (!detail && status === error.status) return error;
     // A 429's Retry-After is kept: the failure policy rests the channel that long.
-    return new UpstreamError({
-      kind: 'http',
-      status,
-      retryAfter: error.retryAfter,
-      body: detail ? openaiShapedBody(detail) : error.body,
-      message: error.message,
-      cause: error.cause,
-    });
+    return upstreamFailure.http(status, error.message, { retryAfter: error.retryAfter, body: detail ? openaiShapedBody(detail) : error.body, cause: error.cause });
   },
 } satisfies ProviderApi;

@@ -4,7 +4,7 @@
  * every input token (cached or not) counted as prompt. What a stream needs of the same
  * (`finishReason`, `chatUsage`) is here too, so the two read Anthropic alike.
  */
-import { UpstreamError, type ChatRequest, type ChatResponse, type ChatResponseMessage, type ChatToolCall, type ChatUsage, tokenCount } from '@gateway/contracts';
+import { tokenCount, upstreamFailure, type ChatRequest, type ChatResponse, type ChatResponseMessage, type ChatToolCall, type ChatUsage } from '@gateway/contracts';
 import type { AnthropicUsage, ReplyBlock } from './wire.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 import { usesLegacyFunctions } from './chat-request.ts';
@@ -49,11 +49,11 @@ export const chatId = (anthropicId: unknown) => `chatcmpl-${typeof anthropicId =
 
 export function fromAnthropicMessage(raw: unknown, request: ChatRequest): ChatResponse {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a JSON object' });
+    throw upstreamFailure.protocol('the upstream reply is not a JSON object');
   }
   const body = raw as { type?: unknown; id?: unknown; content?: unknown; stop_reason?: unknown; usage?: AnthropicUsage };
   if (body.type === 'error') throw errorInPlaceOfReply(body);
-  if (!Array.isArray(body.content)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no content array' });
+  if (!Array.isArray(body.content)) throw upstreamFailure.protocol('the upstream reply has no content array');
   return {
     id: chatId(body.id),
     object: 'chat.completion',

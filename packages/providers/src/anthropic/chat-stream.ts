@@ -5,7 +5,7 @@
  * `message_delta`). So the mapping keeps one state a stream, and one event may give no chunk (a
  * ping) or two (the finish reason, then the usage).
  */
-import { UpstreamError, type ChatChunk, type ChatChunkChoice, type ChatRequest } from '@gateway/contracts';
+import { upstreamFailure, type ChatChunk, type ChatChunkChoice, type ChatRequest } from '@gateway/contracts';
 import type { AnthropicUsage } from './wire.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 import { usesLegacyFunctions } from './chat-request.ts';
@@ -44,7 +44,7 @@ export function isMessageStop(data: string): boolean {
 export function fromAnthropicEvent(raw: unknown, request: ChatRequest, state: Record<string, unknown>): ChatChunk | ChatChunk[] | undefined {
   const event = raw as AnthropicEvent;
   if (typeof event !== 'object' || event === null || typeof event.type !== 'string') {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event without a type' });
+    throw upstreamFailure.protocol('the upstream sent a stream event without a type');
   }
   if (event.type === 'ping') return undefined;
   if (event.type === 'error') throw errorInPlaceOfReply(event);
@@ -54,7 +54,7 @@ export function fromAnthropicEvent(raw: unknown, request: ChatRequest, state: Re
     return chunk(stream, request, { role: 'assistant', content: '' });
   }
   const stream = state.stream as StreamState | undefined;
-  if (!stream) throw new UpstreamError({ kind: 'protocol', message: `the upstream stream sent ${event.type} before message_start` });
+  if (!stream) throw upstreamFailure.protocol(`the upstream stream sent ${event.type} before message_start`);
   switch (event.type) {
     case 'content_block_start':
       return blockStart(stream, request, event);

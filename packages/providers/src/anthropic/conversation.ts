@@ -11,7 +11,7 @@
  * Anthropic refuses with thinking; thinking of an earlier turn without a signature (another
  * provider's) is left out, as Anthropic refuses it.
  */
-import { CHAT_DEFAULT_MAX_TOKENS, UpstreamError, type CacheMark, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
+import { CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type CacheMark, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 import { isMessageStop } from './chat-stream.ts';
@@ -115,10 +115,10 @@ function partOfReply(block: Block): ConversationPart | undefined {
 }
 
 function fromMessage(raw: unknown): ConversationReply {
-  if (typeof raw !== 'object' || raw === null) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a JSON object' });
+  if (typeof raw !== 'object' || raw === null) throw upstreamFailure.protocol('the upstream reply is not a JSON object');
   const body = raw as Block;
   if (body.type === 'error') throw errorInPlaceOfReply(body);
-  if (!Array.isArray(body.content)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a message (no content)' });
+  if (!Array.isArray(body.content)) throw upstreamFailure.protocol('the upstream reply is not a message (no content)');
   const parts = (body.content as Block[]).map(partOfReply).filter((part): part is ConversationPart => part !== undefined);
   return { id: String(body.id ?? ''), parts, stopReason: stopReasonOf(body.stop_reason), stopSequence: (body.stop_sequence as string | null) ?? null, usage: usageOf(body.usage as AnthropicUsage) };
 }
@@ -127,7 +127,7 @@ interface StreamState { usage?: AnthropicUsage; calls?: Map<number, number> }
 
 function fromStreamEvent(raw: unknown, state: Record<string, unknown>): ConversationEvent[] {
   const event = raw as Block & { index?: number; delta?: Block; content_block?: Block; usage?: AnthropicUsage; message?: { id?: string; usage?: AnthropicUsage } };
-  if (typeof event !== 'object' || event === null || typeof event.type !== 'string') throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event without a type' });
+  if (typeof event !== 'object' || event === null || typeof event.type !== 'string') throw upstreamFailure.protocol('the upstream sent a stream event without a type');
   const stream = state as StreamState;
   const calls = (stream.calls ??= new Map());
   switch (event.type) {

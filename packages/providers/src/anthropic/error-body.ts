@@ -4,7 +4,7 @@
  * status (Anthropic's errors page); the body is handed on in OpenAI's shape, because what the
  * client of a chat completion reads is an OpenAI error.
  */
-import { ownValue, UpstreamError } from '@gateway/contracts';
+import { ownValue, UpstreamError, upstreamFailure } from '@gateway/contracts';
 
 /** Anthropic's own status for an overloaded API: no standard HTTP status says it. */
 export const OVERLOADED_STATUS = 529;
@@ -48,10 +48,5 @@ export const openaiShapedBody = (detail: AnthropicErrorDetail) => ({ error: { me
 /** An error Anthropic put where a reply or a stream event should be (a 200 body, an `error` event). */
 export function errorInPlaceOfReply(body: unknown): UpstreamError {
   const detail = errorDetail(body) ?? { type: 'api_error', message: 'unknown error' };
-  return new UpstreamError({
-    kind: 'http',
-    status: statusOfErrorType(detail.type),
-    body: openaiShapedBody(detail),
-    message: `upstream error: ${detail.message}`,
-  });
+  return upstreamFailure.http(statusOfErrorType(detail.type), `upstream error: ${detail.message}`, { body: openaiShapedBody(detail) });
 }

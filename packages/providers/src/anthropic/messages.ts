@@ -5,12 +5,12 @@
  * `anthropic-beta` headers too: `clientHeaders` in api.ts). Only the model is the channel's, and
  * the reply's and each event's model the client's.
  */
-import { UpstreamError, type CountTokensRequest, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent } from '@gateway/contracts';
+import { upstreamFailure, type CountTokensRequest, type MessagesRequest, type MessagesResponse, type MessagesStreamEvent } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 
 function asObject(raw: unknown, what: string): Record<string, unknown> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is not a JSON object` });
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw upstreamFailure.protocol(`the upstream ${what} is not a JSON object`);
   return raw as Record<string, unknown>;
 }
 
@@ -20,13 +20,13 @@ export const messages: OperationMapping<MessagesRequest, MessagesResponse, Messa
     const body = asObject(raw, 'reply');
     if (body.type === 'error') throw errorInPlaceOfReply(body);
     if (!Array.isArray(body.content) || typeof body.usage !== 'object' || body.usage === null) {
-      throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a message (no content or usage)' });
+      throw upstreamFailure.protocol('the upstream reply is not a message (no content or usage)');
     }
     return { ...body, model: request.model } as MessagesResponse;
   },
   fromEvent: (raw, request) => {
     const event = asObject(raw, 'stream event');
-    if (typeof event.type !== 'string') throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event without a type' });
+    if (typeof event.type !== 'string') throw upstreamFailure.protocol('the upstream sent a stream event without a type');
     if (event.type === 'error') throw errorInPlaceOfReply(event);
     if (event.type === 'message_start' && typeof event.message === 'object' && event.message !== null) {
       return { type: event.type, ...event, message: { ...event.message, model: request.model } };
@@ -44,11 +44,11 @@ export const countTokens: OperationMapping<CountTokensRequest, { input_tokens: n
   fromReply: (raw) => {
     const body = asObject(raw, 'reply');
     if (body.type === 'error') throw errorInPlaceOfReply(body);
-    if (typeof body.input_tokens !== 'number') throw new UpstreamError({ kind: 'protocol', message: 'the upstream count has no input_tokens' });
+    if (typeof body.input_tokens !== 'number') throw upstreamFailure.protocol('the upstream count has no input_tokens');
     return { ...body, input_tokens: body.input_tokens };
   },
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'count_tokens is not streamed' });
+    throw upstreamFailure.protocol('count_tokens is not streamed');
   },
   streamEnd: { name: 'the end' },
 };

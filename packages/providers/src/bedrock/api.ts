@@ -13,7 +13,7 @@
  */
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { awsCredentialsFromEnvironment } from './aws-credential-chain.ts';
 import { bedrockCredential } from './credential.ts';
@@ -61,13 +61,6 @@ export const bedrockApi = {
     const message = typeof detail === 'string' ? detail : undefined;
     const status = error.status === 403 && message && CREDENTIAL_REFUSED.test(message) ? 401 : error.status;
     if (!message && status === error.status) return error;
-    return new UpstreamError({
-      kind: 'http',
-      status,
-      retryAfter: error.retryAfter,
-      body: message ? { error: { message, type: 'bedrock_error' } } : error.body,
-      message: message ? `upstream answered ${error.status}: ${message}` : error.message,
-      cause: error.cause,
-    });
+    return upstreamFailure.http(status, message ? `upstream answered ${error.status}: ${message}` : error.message, { retryAfter: error.retryAfter, body: message ? { error: { message, type: 'bedrock_error' } } : error.body, cause: error.cause });
   },
 } satisfies ProviderApi;

@@ -14,7 +14,7 @@
  * Refused with a 400: media by URL (Converse takes bytes or S3 locations only).
  */
 import { randomUUID } from 'node:crypto';
-import { badRequest, CHAT_DEFAULT_MAX_TOKENS, UpstreamError, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
+import { badRequest, CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 
 type Block = Record<string, unknown>;
@@ -136,7 +136,7 @@ function partOfReply(block: Block): ConversationPart | undefined {
 function fromConverse(raw: unknown): ConversationReply {
   const body = raw as { output?: { message?: { content?: unknown } }; stopReason?: unknown; usage?: ConverseUsage } | null;
   const content = body?.output?.message?.content;
-  if (!Array.isArray(content)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a Converse reply (no output.message.content)' });
+  if (!Array.isArray(content)) throw upstreamFailure.protocol('the upstream reply is not a Converse reply (no output.message.content)');
   const parts = (content as Block[]).map(partOfReply).filter((part): part is ConversationPart => part !== undefined);
   return { id: `bedrock-${randomUUID()}`, parts, stopReason: stopReasonOf(body?.stopReason), usage: usageOf(body?.usage) };
 }
@@ -145,7 +145,7 @@ interface StreamState { calls?: Map<number, number>; stopReason?: StopReason }
 
 /** One ConverseStream event: its stop is held until `metadata` brings the usage, and both go together. */
 function fromStreamEvent(raw: unknown, state: Record<string, unknown>): ConversationEvent[] {
-  if (typeof raw !== 'object' || raw === null) throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event that is not an object' });
+  if (typeof raw !== 'object' || raw === null) throw upstreamFailure.protocol('the upstream sent a stream event that is not an object');
   const [[type, event]] = Object.entries(raw as Record<string, Block & { contentBlockIndex?: number }>) as [string, Block & { contentBlockIndex?: number }][];
   const stream = state as StreamState;
   const calls = (stream.calls ??= new Map());

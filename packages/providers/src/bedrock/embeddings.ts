@@ -6,7 +6,7 @@
  * for, and usage (Titan's count; Cohere on Bedrock reports none, so the text's estimate).
  * Refused with a 400: token arrays, and several inputs to a Titan model.
  */
-import { badRequest, embeddingInputs, estimateTokens, floatsToBase64, UpstreamError, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
+import { badRequest, embeddingInputs, estimateTokens, floatsToBase64, upstreamFailure, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 const isTitan = (model: string) => /(^|\.)titan-embed/.test(model);
@@ -28,7 +28,7 @@ function fromInvoke(raw: unknown, request: EmbeddingRequest): EmbeddingResponse 
   const body = raw as { embedding?: unknown; embeddings?: unknown; inputTextTokenCount?: unknown } | null;
   const vectors = Array.isArray(body?.embeddings) ? body.embeddings : Array.isArray(body?.embedding) ? [body.embedding] : undefined;
   if (!vectors || !vectors.every((vector) => Array.isArray(vector) && vector.every((value) => typeof value === 'number'))) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no embedding (neither Titan\'s nor Cohere\'s)' });
+    throw upstreamFailure.protocol('the upstream reply has no embedding (neither Titan\'s nor Cohere\'s)');
   }
   const counted = typeof body?.inputTextTokenCount === 'number' ? body.inputTextTokenCount : texts(request).reduce((sum, text) => sum + estimateTokens(text), 0);
   const base64 = request.encoding_format === 'base64';
@@ -44,7 +44,7 @@ export const embeddings: OperationMapping<EmbeddingRequest, EmbeddingResponse, n
   toUpstream: toInvoke,
   fromReply: fromInvoke,
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };

@@ -4,7 +4,7 @@
  * bad key with "400 API_KEY_INVALID", which is the channel's fault (a bad key), not the
  * caller's, so it is reported as the 401 it means.
  */
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import { keyInHeaders } from '../channel-credential.ts';
 import type { ProviderApi } from '../provider.ts';
 
@@ -26,7 +26,7 @@ export const geminiApi = {
     const status = error.status === 400 && errorReason(error.body) === 'API_KEY_INVALID' ? 401 : error.status;
     const retryAfter = error.retryAfter ?? retryDelaySeconds(error.body);
     if (status === error.status && retryAfter === error.retryAfter) return error;
-    return new UpstreamError({ kind: 'http', status, retryAfter, body: error.body, message: error.message, cause: error.cause });
+    return upstreamFailure.http(status, error.message, { retryAfter, body: error.body, cause: error.cause });
   },
 } satisfies ProviderApi;
 

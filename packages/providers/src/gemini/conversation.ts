@@ -8,7 +8,7 @@
  * Dropped by this rule, never sent to fail: cache marks (Gemini caches by itself), thinking and
  * redacted-thinking parts of earlier turns (their signatures are another provider's).
  */
-import { badRequest, UpstreamError, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
+import { badRequest, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 
 type GeminiPart = Record<string, unknown>;
@@ -109,11 +109,11 @@ function usageOf(usage: Usage | undefined): ConversationUsage {
 type Candidate = { content?: { parts?: { text?: string; thought?: boolean; functionCall?: { name: string; args?: Record<string, unknown> } }[] }; finishReason?: string };
 
 function bodyOf(raw: unknown): { candidates?: Candidate[]; usageMetadata?: Usage; responseId?: string } {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a JSON object' });
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw upstreamFailure.protocol('the upstream reply is not a JSON object');
   const body = raw as Record<string, unknown>;
   if (body.error && !body.candidates) {
     const error = body.error as { code?: unknown; message?: unknown };
-    throw new UpstreamError({ kind: 'http', status: typeof error.code === 'number' && error.code >= 400 ? error.code : 502, body, message: `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}` });
+    throw upstreamFailure.http(typeof error.code === 'number' && error.code >= 400 ? error.code : 502, `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}`, { body });
   }
   return body as ReturnType<typeof bodyOf>;
 }
@@ -123,7 +123,7 @@ const callId = (responseId: string | undefined, at: number) => `toolu_${(respons
 function fromGenerateReply(raw: unknown): ConversationReply {
   const body = bodyOf(raw);
   const candidate = body.candidates?.[0];
-  if (!candidate) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no candidates' });
+  if (!candidate) throw upstreamFailure.protocol('the upstream reply has no candidates');
   const parts: ConversationPart[] = [];
   let calls = 0;
   for (const part of candidate.content?.parts ?? []) {

@@ -3,7 +3,7 @@
  * `:batchEmbedContents` as it came, each request naming the channel's model (Gemini refuses a
  * request whose model is not the path's). Gemini reports no usage: the worker estimates it.
  */
-import { geminiBatchEmbedReply, UpstreamError, type GeminiBatchEmbedRequest, type GeminiEmbedReply } from '@gateway/contracts';
+import { geminiBatchEmbedReply, upstreamFailure, type GeminiBatchEmbedRequest, type GeminiEmbedReply } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 export const embedContent: OperationMapping<GeminiBatchEmbedRequest, GeminiEmbedReply, never> = {
@@ -13,11 +13,11 @@ export const embedContent: OperationMapping<GeminiBatchEmbedRequest, GeminiEmbed
   },
   fromReply: (raw) => {
     const parsed = geminiBatchEmbedReply.safeParse(raw);
-    if (!parsed.success) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no embeddings with values' });
+    if (!parsed.success) throw upstreamFailure.protocol('the upstream reply has no embeddings with values');
     return { embeddings: parsed.data.embeddings };
   },
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };

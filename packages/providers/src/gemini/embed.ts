@@ -4,14 +4,14 @@
  * Gemini takes text only, and reports no usage: the tokens are estimated (`estimateTokens`: by
  * UTF-8 bytes beyond ASCII), as for any upstream that reports none.
  */
-import { embeddingInputs, estimateTokens, floatsToBase64, UpstreamError, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
+import { embeddingInputs, estimateTokens, floatsToBase64, upstreamFailure, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 /** A token-id input cannot be sent to Gemini, which embeds text: the caller's 400, not the channel's fault. */
 function textsOf(request: EmbeddingRequest): string[] {
   return embeddingInputs(request.input).map((input) => {
     if (typeof input !== 'string') {
-      throw new UpstreamError({ kind: 'http', status: 400, message: 'this model embeds text only: input must be a string or an array of strings, not token ids' });
+      throw upstreamFailure.badRequest('this model embeds text only: input must be a string or an array of strings, not token ids');
     }
     return input;
   });
@@ -31,7 +31,7 @@ export function toBatchEmbedRequest(request: EmbeddingRequest, upstreamModel: st
 export function fromBatchEmbedReply(raw: unknown, request: EmbeddingRequest): EmbeddingResponse {
   const embeddings = (raw as { embeddings?: unknown } | null)?.embeddings;
   if (!Array.isArray(embeddings) || embeddings.some((e) => !Array.isArray((e as { values?: unknown })?.values))) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no embeddings with values' });
+    throw upstreamFailure.protocol('the upstream reply has no embeddings with values');
   }
   const base64 = request.encoding_format === 'base64';
   const prompt = textsOf(request).reduce((sum, text) => sum + estimateTokens(text), 0);
@@ -50,7 +50,7 @@ export const embed: OperationMapping<EmbeddingRequest, EmbeddingResponse, never>
   toUpstream: toBatchEmbedRequest,
   fromReply: fromBatchEmbedReply,
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };

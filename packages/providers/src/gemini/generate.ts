@@ -3,7 +3,7 @@
  * and the reply (or each stream event) checked against the wire format with `safetyRatings`
  * always present.
  */
-import { geminiGenerateResponse, UpstreamError, type GeminiContentRequest, type GeminiGenerateResponse } from '@gateway/contracts';
+import { geminiGenerateResponse, upstreamFailure, type GeminiContentRequest, type GeminiGenerateResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 /**
@@ -19,23 +19,18 @@ export function toUpstreamRequest(request: GeminiContentRequest): Record<string,
 /** The upstream's reply (or stream event) as the client sees it. */
 export function fromUpstreamResponse(raw: unknown): GeminiGenerateResponse {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a JSON object' });
+    throw upstreamFailure.protocol('the upstream reply is not a JSON object');
   }
   const body = raw as Record<string, unknown>;
   // Gemini reports a failure inside a 200 stream as an event holding `{error}`.
   if (body.error && !body.candidates) {
     const error = body.error as { code?: unknown; message?: unknown };
-    throw new UpstreamError({
-      kind: 'http',
-      status: typeof error.code === 'number' && error.code >= 400 ? error.code : 502,
-      body,
-      message: `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}`,
-    });
+    throw upstreamFailure.http(typeof error.code === 'number' && error.code >= 400 ? error.code : 502, `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}`, { body });
   }
   const parsed = geminiGenerateResponse.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new UpstreamError({ kind: 'protocol', message: `the upstream reply does not follow the Gemini format at ${issue.path.join('.') || 'its root'}: ${issue.message}` });
+    throw upstreamFailure.protocol(`the upstream reply does not follow the Gemini format at ${issue.path.join('.') || 'its root'}: ${issue.message}`);
   }
   return parsed.data;
 }

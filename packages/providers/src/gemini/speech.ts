@@ -5,7 +5,7 @@
  * Gemini's documentation phrases style prompts. The reply is Gemini's 24 kHz PCM, which the
  * audio worker encodes into the format asked for (and to the speed asked for).
  */
-import { ownValue, UpstreamError, voiceName, type GeminiGenerateResponse, type SpeechRequest } from '@gateway/contracts';
+import { ownValue, upstreamFailure, voiceName, type GeminiGenerateResponse, type SpeechRequest } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { fromUpstreamResponse } from './generate.ts';
 
@@ -39,12 +39,7 @@ const byLowerCase = new Map(geminiVoices.map((v) => [v.toLowerCase(), v]));
 export function geminiVoiceFor(voice: string): string {
   const found = ownValue(openaiVoices, voice.toLowerCase()) ?? byLowerCase.get(voice.toLowerCase());
   if (found) return found;
-  throw new UpstreamError({
-    kind: 'http',
-    status: 400,
-    message: `voice "${voice}" is neither an OpenAI voice (${Object.keys(openaiVoices).join(', ')}) nor a Gemini prebuilt voice`,
-    body: { error: { message: `unknown voice "${voice}"`, type: 'invalid_request_error', param: 'voice', code: null } },
-  });
+  throw upstreamFailure.http(400, `voice "${voice}" is neither an OpenAI voice (${Object.keys(openaiVoices).join(', ')}) nor a Gemini prebuilt voice`, { body: { error: { message: `unknown voice "${voice}"`, type: 'invalid_request_error', param: 'voice', code: null } } });
 }
 
 export function toGeminiSpeech(request: SpeechRequest): Record<string, unknown> {

@@ -3,7 +3,7 @@
  * Ollama, Gemini's OpenAI endpoint): the body passed on with the channel's model, the reply and
  * each stream chunk given the client's model name and a complete `usage`.
  */
-import { UpstreamError, type ChatChunk, type ChatRequest, type ChatResponse } from '@gateway/contracts';
+import { upstreamFailure, type ChatChunk, type ChatRequest, type ChatResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { asObject, normalizeUsage, rejectErrorBody, toUpstreamRequest } from './complete.ts';
 
@@ -11,7 +11,7 @@ import { asObject, normalizeUsage, rejectErrorBody, toUpstreamRequest } from './
 export function fromUpstreamChat(raw: unknown, requestedModel: string): ChatResponse {
   const body = asObject(raw, 'reply');
   rejectErrorBody(body);
-  if (!Array.isArray(body.choices)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no choices' });
+  if (!Array.isArray(body.choices)) throw upstreamFailure.protocol('the upstream reply has no choices');
   return {
     ...body,
     id: typeof body.id === 'string' ? body.id : `chatcmpl-${Date.now().toString(36)}`,

@@ -3,7 +3,7 @@
  * the reply (or each stream chunk) mapped back to the client's model name with the `usage` the
  * upstream reported, and every failure an `UpstreamError`.
  */
-import { COMPLETION_DEFAULT_MAX_TOKENS, UpstreamError, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage, tokenCount } from '@gateway/contracts';
+import { COMPLETION_DEFAULT_MAX_TOKENS, tokenCount, UpstreamError, upstreamFailure, type CompletionChunk, type CompletionRequest, type CompletionResponse, type CompletionUsage } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 type Usage = Partial<Omit<CompletionUsage, 'prompt_tokens_details' | 'completion_tokens_details'>> & {
@@ -54,7 +54,7 @@ export function toUpstreamRequest(request: { stream_options?: Record<string, unk
 
 export function asObject(value: unknown, what: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new UpstreamError({ kind: 'protocol', message: `the upstream ${what} is not a JSON object` });
+    throw upstreamFailure.protocol(`the upstream ${what} is not a JSON object`);
   }
   return value as Record<string, unknown>;
 }
@@ -64,12 +64,7 @@ export function rejectErrorBody(body: Record<string, unknown>): void {
   if (body.error && !body.choices) {
     const error = body.error as { message?: unknown; code?: unknown };
     const status = typeof error.code === 'number' && error.code >= 400 ? error.code : 502;
-    throw new UpstreamError({
-      kind: 'http',
-      status,
-      body,
-      message: `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}`,
-    });
+    throw upstreamFailure.http(status, `upstream error: ${typeof error.message === 'string' ? error.message : 'unknown'}`, { body });
   }
 }
 
@@ -77,7 +72,7 @@ export function rejectErrorBody(body: Record<string, unknown>): void {
 export function fromUpstreamCompletion(raw: unknown, requestedModel: string): CompletionResponse {
   const body = asObject(raw, 'reply');
   rejectErrorBody(body);
-  if (!Array.isArray(body.choices)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no choices' });
+  if (!Array.isArray(body.choices)) throw upstreamFailure.protocol('the upstream reply has no choices');
   return {
     ...body,
     id: typeof body.id === 'string' ? body.id : `cmpl-${Date.now().toString(36)}`,

@@ -9,7 +9,7 @@
  * (their signatures are another provider's), `top_k`, and documents other than text (refused
  * with a 400 naming the part, as nothing would read them).
  */
-import { badRequest, UpstreamError, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
+import { badRequest, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 import { asObject, rejectErrorBody } from './complete.ts';
 
@@ -122,7 +122,7 @@ function fromChatReply(raw: unknown): ConversationReply {
   const body = asObject(raw, 'reply');
   rejectErrorBody(body);
   const choice = (Array.isArray(body.choices) ? body.choices[0] : undefined) as { message?: Record<string, unknown>; finish_reason?: unknown } | undefined;
-  if (!choice?.message) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no choices' });
+  if (!choice?.message) throw upstreamFailure.protocol('the upstream reply has no choices');
   const message = choice.message as { content?: unknown; reasoning_content?: unknown; tool_calls?: { id: string; function: { name: string; arguments: string } }[] };
   const parts: ConversationPart[] = [];
   if (typeof message.reasoning_content === 'string' && message.reasoning_content) parts.push({ type: 'thinking', thinking: message.reasoning_content });

@@ -3,7 +3,7 @@
  * of `/v1/embeddings` (floats asked for, `outputDimensionality` as `dimensions`), and the vectors
  * back in Gemini's order, with the upstream's prompt tokens for the charge.
  */
-import { geminiEmbedTexts, UpstreamError, type GeminiBatchEmbedRequest, type GeminiEmbedReply } from '@gateway/contracts';
+import { geminiEmbedTexts, upstreamFailure, type GeminiBatchEmbedRequest, type GeminiEmbedReply } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { embeddings } from './embeddings.ts';
 
@@ -11,7 +11,7 @@ import { embeddings } from './embeddings.ts';
 function dimensionsOf(request: GeminiBatchEmbedRequest): number | undefined {
   const asked = new Set(request.requests.map((one) => one.outputDimensionality));
   if (asked.size > 1) {
-    throw new UpstreamError({ kind: 'http', status: 400, message: 'this model takes one outputDimensionality for every request of a batch' });
+    throw upstreamFailure.badRequest('this model takes one outputDimensionality for every request of a batch');
   }
   return [...asked][0];
 }
@@ -25,12 +25,12 @@ export const embedContent: OperationMapping<GeminiBatchEmbedRequest, GeminiEmbed
     const reply = embeddings.fromReply(raw, { model: '', input: '', encoding_format: 'float' });
     const vectors = [...reply.data].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     if (vectors.length !== request.requests.length || vectors.some((item) => !Array.isArray(item.embedding))) {
-      throw new UpstreamError({ kind: 'protocol', message: `the upstream reply has ${vectors.length} embeddings for ${request.requests.length} inputs` });
+      throw upstreamFailure.protocol(`the upstream reply has ${vectors.length} embeddings for ${request.requests.length} inputs`);
     }
     return { embeddings: vectors.map((item) => ({ values: item.embedding as number[] })), promptTokens: reply.usage.prompt_tokens || undefined };
   },
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };

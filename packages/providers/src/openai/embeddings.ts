@@ -3,7 +3,7 @@
  * the reply given the client's model name, a complete `usage`, and its vectors in the format the
  * client asked for, whatever the upstream sent.
  */
-import { base64ToFloats, floatsToBase64, UpstreamError, type Embedding, type EmbeddingRequest, type EmbeddingResponse, tokenCount } from '@gateway/contracts';
+import { base64ToFloats, floatsToBase64, tokenCount, upstreamFailure, type Embedding, type EmbeddingRequest, type EmbeddingResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { asObject, rejectErrorBody } from './complete.ts';
 
@@ -29,13 +29,13 @@ function inFormat(item: Embedding, format: 'float' | 'base64'): Embedding {
   return item;
 }
 
-const notAVector = () => new UpstreamError({ kind: 'protocol', message: 'the upstream reply has an embedding that is neither floats nor their base64' });
+const notAVector = () => upstreamFailure.protocol('the upstream reply has an embedding that is neither floats nor their base64');
 
 export function fromUpstreamEmbeddings(raw: unknown, request: EmbeddingRequest): EmbeddingResponse {
   const requestedModel = request.model;
   const body = asObject(raw, 'reply');
   rejectErrorBody(body);
-  if (!Array.isArray(body.data)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no data' });
+  if (!Array.isArray(body.data)) throw upstreamFailure.protocol('the upstream reply has no data');
   const usage = (body.usage ?? {}) as { prompt_tokens?: unknown; total_tokens?: unknown };
   const prompt = int(usage.prompt_tokens);
   return {
@@ -52,7 +52,7 @@ export const embeddings: OperationMapping<EmbeddingRequest, EmbeddingResponse, n
   toUpstream: (request, upstreamModel) => ({ ...request, model: upstreamModel }),
   fromReply: fromUpstreamEmbeddings,
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };

@@ -11,7 +11,7 @@
  * `error` or `response.failed` event) is an `UpstreamError`, so a failure before the first event
  * is failed over, and one after it is the gateway's own `response.failed` and `error` events.
  */
-import { UpstreamError, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamEvent } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure, type ResponsesRequest, type ResponsesResponse, type ResponsesStreamEvent } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 import { asObject } from './complete.ts';
 
@@ -20,7 +20,7 @@ const NO_USAGE = { input_tokens: 0, input_tokens_details: { cached_tokens: 0 }, 
 function failure(error: unknown, what: string): UpstreamError {
   const detail = (typeof error === 'object' && error !== null ? error : {}) as { message?: unknown; code?: unknown };
   const message = typeof detail.message === 'string' ? detail.message : 'unknown';
-  return new UpstreamError({ kind: 'http', status: 502, body: { error: detail }, message: `upstream ${what}: ${message}` });
+  return upstreamFailure.http(502, `upstream ${what}: ${message}`, { body: { error: detail } });
 }
 
 /** The response as the client sees it: its own model name. */
@@ -40,14 +40,14 @@ export const responses: OperationMapping<ResponsesRequest, ResponsesResponse, Re
   fromReply: (raw, request) => {
     const body = asObject(raw, 'reply');
     if (body.error && body.object !== 'response') throw failure(body.error, 'error');
-    if (body.object !== 'response' || !Array.isArray(body.output)) throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply is not a response (no output)' });
+    if (body.object !== 'response' || !Array.isArray(body.output)) throw upstreamFailure.protocol('the upstream reply is not a response (no output)');
     if (body.status === 'failed') throw failure(body.error, 'response failed');
     // Zero usage where the upstream gave none: the worker then charges its estimate.
     return { ...asClients(body, request), usage: (body.usage as ResponsesResponse['usage']) ?? NO_USAGE };
   },
   fromEvent: (raw, request) => {
     const { type, sequence_number: seq, ...rest } = asObject(raw, 'stream event');
-    if (typeof type !== 'string' || typeof seq !== 'number') throw new UpstreamError({ kind: 'protocol', message: 'the upstream sent a stream event without a type or sequence_number' });
+    if (typeof type !== 'string' || typeof seq !== 'number') throw upstreamFailure.protocol('the upstream sent a stream event without a type or sequence_number');
     if (type === 'error') throw failure(rest.error ?? rest, 'error event');
     if (type === 'response.failed') throw failure((rest.response as { error?: unknown } | undefined)?.error, 'response failed');
     // `type` and `sequence_number` first: the door writes them as the event's name and number from the start of its JSON.

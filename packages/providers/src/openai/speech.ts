@@ -4,11 +4,11 @@
  * format the client asked for. The upstream is always asked for raw audio; server-sent events,
  * when the client wants them, are made by the worker around the bytes.
  */
-import { UpstreamError, type SpeechRequest } from '@gateway/contracts';
+import { upstreamFailure, type SpeechRequest } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 const notJson = () => {
-  throw new UpstreamError({ kind: 'protocol', message: 'speech is audio, not JSON' });
+  throw upstreamFailure.protocol('speech is audio, not JSON');
 };
 
 export const speech: OperationMapping<SpeechRequest, never, never> = {

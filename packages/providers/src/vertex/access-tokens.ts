@@ -12,7 +12,7 @@
  * a refused token request is the channel's 401 naming Google's error code alone.
  */
 import { JWT, gaxios } from 'google-auth-library';
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import { policedFetch } from '../upstream-request.ts';
 import { GOOGLE_TOKEN_URI, type VertexCredential } from './credential.ts';
 
@@ -74,7 +74,7 @@ async function fetchAccessToken(credential: VertexCredential): Promise<AccessTok
   } catch (error) {
     throw tokenRequestFailure(error);
   }
-  if (!tokens.access_token) throw new UpstreamError({ kind: 'protocol', message: 'the token endpoint answered no access_token' });
+  if (!tokens.access_token) throw upstreamFailure.protocol('the token endpoint answered no access_token');
   const expiresAt = tokens.expiry_date ?? asked + 3600_000;
   const lifetime = Math.max(0, expiresAt - asked);
   return { value: tokens.access_token, refreshAt: expiresAt - Math.min(REFRESH_MARGIN_MS, lifetime / 2) };
@@ -102,12 +102,12 @@ function tokenRequestFailure(error: unknown): UpstreamError {
   const status = typeof response?.status === 'number' ? response.status : undefined;
   if (status === undefined) {
     const code = (error as { code?: unknown } | undefined)?.code;
-    return new UpstreamError({ kind: 'connection', message: `the service account's token request failed${typeof code === 'string' && /^[A-Z_]+$/.test(code) ? `: ${code}` : ''}` });
+    return upstreamFailure.connection(`the service account's token request failed${typeof code === 'string' && /^[A-Z_]+$/.test(code) ? `: ${code}` : ''}`);
   }
   const reason = (response?.data as { error?: unknown } | undefined)?.error;
   const named = typeof reason === 'string' && /^[a-z_]{1,64}$/.test(reason) ? ` (${reason})` : '';
   if (status === 400 || status === 401 || status === 403) {
-    return new UpstreamError({ kind: 'http', status: 401, message: `Google refused the service account's token request${named}` });
+    return upstreamFailure.credentialRefused(`Google refused the service account's token request${named}`);
   }
-  return new UpstreamError({ kind: 'http', status: status >= 500 ? 503 : status, message: `the token endpoint answered ${status}${named}` });
+  return upstreamFailure.http(status >= 500 ? 503 : status, `the token endpoint answered ${status}${named}`);
 }

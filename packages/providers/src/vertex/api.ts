@@ -16,7 +16,7 @@
  * means. 429 RESOURCE_EXHAUSTED waits in the queue as any 429. The rest as each publisher's own
  * provider reads them (Gemini's retry delay in the body, Anthropic's 529).
  */
-import { UpstreamError } from '@gateway/contracts';
+import { UpstreamError, upstreamFailure } from '@gateway/contracts';
 import { anthropicApi } from '../anthropic/api.ts';
 import { geminiApi } from '../gemini/api.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
@@ -48,7 +48,7 @@ function vertexFailure(error: UpstreamError, key: string): UpstreamError {
   if (error.status === 401) forgetToken(key);
   const status = (error.body as { error?: { status?: unknown } } | undefined)?.error?.status;
   if (error.status !== 403 || status !== 'PERMISSION_DENIED') return error;
-  return new UpstreamError({ kind: 'http', status: 401, retryAfter: error.retryAfter, body: error.body, message: error.message, cause: error.cause });
+  return upstreamFailure.credentialRefused(error.message, { retryAfter: error.retryAfter, body: error.body, cause: error.cause });
 }
 
 function forgetToken(key: string): void {

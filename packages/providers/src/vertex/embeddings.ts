@@ -8,17 +8,7 @@
  * (`embedContent`). Refused with a 400: token arrays, and several texts to a `gemini-embedding-*`
  * model, which Vertex takes one a request.
  */
-import {
-  badRequest,
-  embeddingInputs,
-  estimateTokens,
-  floatsToBase64,
-  UpstreamError,
-  type EmbeddingRequest,
-  type EmbeddingResponse,
-  type GeminiBatchEmbedRequest,
-  type GeminiEmbedReply,
-} from '@gateway/contracts';
+import { badRequest, embeddingInputs, estimateTokens, floatsToBase64, upstreamFailure, type EmbeddingRequest, type EmbeddingResponse, type GeminiBatchEmbedRequest, type GeminiEmbedReply } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
 
 function texts(request: EmbeddingRequest): string[] {
@@ -41,7 +31,7 @@ function predicted(raw: unknown): { vectors: number[][]; tokens?: number } {
   type Prediction = { embeddings?: { values?: unknown; statistics?: { token_count?: unknown } } };
   const predictions = (raw as { predictions?: unknown } | null)?.predictions;
   if (!Array.isArray(predictions) || !predictions.every((p: Prediction) => Array.isArray(p?.embeddings?.values) && (p.embeddings.values as unknown[]).every((v) => typeof v === 'number'))) {
-    throw new UpstreamError({ kind: 'protocol', message: 'the upstream reply has no predictions with embedding values' });
+    throw upstreamFailure.protocol('the upstream reply has no predictions with embedding values');
   }
   const counts = (predictions as Prediction[]).map((p) => p.embeddings!.statistics?.token_count);
   const tokens = counts.every((count) => typeof count === 'number') ? (counts as number[]).reduce((sum, count) => sum + count, 0) : undefined;
@@ -64,7 +54,7 @@ export const embeddings: OperationMapping<EmbeddingRequest, EmbeddingResponse, n
   toUpstream: (request, upstreamModel) => predictBody(texts(request).map((content) => ({ content })), request.dimensions ?? undefined, upstreamModel, 'input'),
   fromReply: fromPredict,
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };
@@ -84,7 +74,7 @@ export const embedContent: OperationMapping<GeminiBatchEmbedRequest, GeminiEmbed
     return { embeddings: vectors.map((values) => ({ values })), ...(tokens !== undefined ? { promptTokens: tokens } : {}) };
   },
   fromEvent: () => {
-    throw new UpstreamError({ kind: 'protocol', message: 'embeddings are not streamed' });
+    throw upstreamFailure.protocol('embeddings are not streamed');
   },
   streamEnd: { name: 'the end' },
 };
