@@ -11,7 +11,7 @@ import type { OperationMapping } from '../provider.ts';
  * A `model` in the body is dropped: the path carries the channel's model, and Gemini refuses a
  * body whose model disagrees with the path.
  */
-export function toUpstreamRequest(request: GeminiContentRequest): Record<string, unknown> {
+export function geminiUpstreamRequest(request: GeminiContentRequest): Record<string, unknown> {
   const { model: _model, ...body } = request;
   return body;
 }
@@ -41,7 +41,7 @@ export function fromUpstreamResponse(raw: unknown): GeminiGenerateResponse {
  * before one is reported as broken.
  */
 export const generateContent: OperationMapping<GeminiContentRequest, GeminiGenerateResponse, GeminiGenerateResponse> = {
-  toUpstream: toUpstreamRequest,
+  toUpstream: geminiUpstreamRequest,
   fromReply: fromUpstreamResponse,
   fromEvent: fromUpstreamResponse,
   streamEnd: { name: 'its finishReason', isLast: (event) => event.candidates?.some((candidate) => candidate.finishReason) === true },

@@ -5,7 +5,7 @@
  */
 import { upstreamFailure, type ChatChunk, type ChatRequest, type ChatResponse } from '@gateway/contracts';
 import type { OperationMapping } from '../provider.ts';
-import { asObject, normalizeUsage, rejectErrorBody, toUpstreamRequest } from './complete.ts';
+import { asObject, normalizeUsage, rejectErrorBody, openaiUpstreamRequest } from './complete.ts';
 
 /** The upstream's reply as the client sees it: its model name, `object`, and full usage. */
 export function fromUpstreamChat(raw: unknown, requestedModel: string): ChatResponse {
@@ -42,7 +42,7 @@ export function fromUpstreamChatChunk(raw: unknown, requestedModel: string): Cha
 
 /** `POST /v1/chat/completions`, whole or streamed: a stream ends with `data: [DONE]`. */
 export const chat: OperationMapping<ChatRequest, ChatResponse, ChatChunk> = {
-  toUpstream: toUpstreamRequest,
+  toUpstream: openaiUpstreamRequest,
   fromReply: (raw, request) => fromUpstreamChat(raw, request.model),
   fromEvent: (raw, request) => fromUpstreamChatChunk(raw, request.model),
   streamEnd: { name: '[DONE]', isMarker: (data) => data.trim() === '[DONE]' },

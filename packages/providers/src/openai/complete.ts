@@ -46,7 +46,7 @@ function reportedCounts(details: unknown): Record<string, number> | undefined {
  * The body sent upstream: the client's body, unknown fields included, with the channel's model.
  * A stream always asks for usage, so it can be charged even when the client did not ask.
  */
-export function toUpstreamRequest(request: { stream_options?: Record<string, unknown> | null }, upstreamModel: string, stream: boolean): Record<string, unknown> {
+export function openaiUpstreamRequest(request: { stream_options?: Record<string, unknown> | null }, upstreamModel: string, stream: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = { ...request, stream, model: upstreamModel };
   if (stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
   return body;
@@ -106,7 +106,7 @@ export const completions: OperationMapping<CompletionRequest, CompletionResponse
   // The output limit the request is held by (OpenAI's default of 16) goes upstream too: llama.cpp,
   // vLLM and Ollama write on to the context without one, and 30 requests held at 18 tokens each
   // were charged 60 times their key's quota.
-  toUpstream: (request, upstreamModel, stream) => ({ ...toUpstreamRequest(request, upstreamModel, stream), max_tokens: request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS }),
+  toUpstream: (request, upstreamModel, stream) => ({ ...openaiUpstreamRequest(request, upstreamModel, stream), max_tokens: request.max_tokens ?? COMPLETION_DEFAULT_MAX_TOKENS }),
   fromReply: (raw, request) => fromUpstreamCompletion(raw, request.model),
   fromEvent: (raw, request) => fromUpstreamChunk(raw, request.model),
   streamEnd: { name: '[DONE]', isMarker: (data) => data.trim() === '[DONE]' },

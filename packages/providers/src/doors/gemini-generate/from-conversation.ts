@@ -22,7 +22,7 @@ export function geminiPartOf(part: ConversationPart): GeminiResponsePart | undef
 }
 
 const FINISH_REASONS: Record<StopReason, string> = { end_turn: 'STOP', stop_sequence: 'STOP', tool_use: 'STOP', pause_turn: 'STOP', max_tokens: 'MAX_TOKENS', refusal: 'SAFETY' };
-export const finishReasonOf = (stopReason: StopReason) => FINISH_REASONS[stopReason];
+export const geminiFinishReasonOf = (stopReason: StopReason) => FINISH_REASONS[stopReason];
 
 /**
  * Gemini counts cached tokens inside `promptTokenCount` and thoughts outside
@@ -50,7 +50,7 @@ export function geminiResponse(request: GeminiChatRequest, id: string, parts: Ge
   const candidate: Record<string, unknown> = { content: { role: 'model', parts }, index: 0 };
   const response: Record<string, unknown> = { candidates: [candidate] };
   if (end) {
-    candidate.finishReason = finishReasonOf(end.stopReason);
+    candidate.finishReason = geminiFinishReasonOf(end.stopReason);
     const usage = usageMetadataOf(end.usage);
     if (usage) response.usageMetadata = usage;
   }

@@ -7,7 +7,7 @@
 import { promptTokensOf, type ChatRequest, type ChatResponse, type ChatUsage, type ConversationReply, type ConversationUsage, type StopReason } from '@gateway/contracts';
 
 const FINISH_REASONS: Record<StopReason, string> = { end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length', tool_use: 'tool_calls', refusal: 'content_filter' };
-export const finishReasonOf = (stopReason: StopReason) => FINISH_REASONS[stopReason];
+export const chatFinishReasonOf = (stopReason: StopReason) => FINISH_REASONS[stopReason];
 
 /** A count the provider did not report stays out of the details, never 0 (see reply.ts). */
 export function chatUsageOf(usage: Partial<ConversationUsage>): ChatUsage {
@@ -42,7 +42,7 @@ export function conversationToChat(reply: ConversationReply, request: ChatReques
         ...(reasoning ? { reasoning_content: reasoning } : {}),
         ...(calls.length > 0 ? { tool_calls: calls.map(({ index: _index, ...call }) => call) } : {}),
       },
-      finish_reason: finishReasonOf(reply.stopReason),
+      finish_reason: chatFinishReasonOf(reply.stopReason),
     }],
     usage: chatUsageOf(reply.usage),
   };

@@ -7,7 +7,7 @@
  */
 import type { ChatChunk, ChatChunkChoice, ChatRequest, ConversationEvent, ConversationUsage, StopReason } from '@gateway/contracts';
 import type { DoorStreamEncoder } from '../door.ts';
-import { chatUsageOf, completionId, finishReasonOf } from './from-conversation.ts';
+import { chatUsageOf, completionId, chatFinishReasonOf } from './from-conversation.ts';
 
 export function chatEncoder(request: ChatRequest): DoorStreamEncoder<ChatChunk> {
   let id = completionId('');
@@ -27,7 +27,7 @@ export function chatEncoder(request: ChatRequest): DoorStreamEncoder<ChatChunk> 
   const stopChunk = (): ChatChunk[] => {
     if (stopped) return [];
     stopped = true;
-    return [chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(stop ?? 'end_turn') }])];
+    return [chunk([{ index: 0, delta: {}, finish_reason: chatFinishReasonOf(stop ?? 'end_turn') }])];
   };
   const end = (): ChatChunk[] => {
     if (ended) return [];
