@@ -7,6 +7,7 @@
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { ChannelStatus } from '@gateway/contracts';
+import { readChatStream, usedQuota, weatherTool } from '@gateway/testkit/chat-client';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
@@ -17,15 +18,6 @@ const it = stackTest({
 
 let seq = 0;
 const uniqueModel = () => `azure-model-${++seq}`;
-
-const weatherTool = {
-  type: 'function' as const,
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
-async function usedQuota(stack: { adminData(method: string, path: string): Promise<any> }, id: number): Promise<number> {
-  return (await stack.adminData('GET', `/api/token/${id}`)).used_quota;
-}
 
 describe('an azure channel through the openai SDK', () => {
   it("answers chat whole from the deployment its model maps to, with the resource's key and API version, and never shows the key", async ({ stack, upstream, channel, apiKey, client }) => {
@@ -54,21 +46,8 @@ describe('an azure channel through the openai SDK', () => {
     const stream = await client(key.key).chat.completions.create({
       model, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weatherTool], stream: true, stream_options: { include_usage: true },
     });
-    let name = '';
-    let args = '';
-    let finish: string | null = null;
-    let usage: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of stream) {
-      for (const choice of chunk.choices) {
-        for (const call of choice.delta.tool_calls ?? []) {
-          name += call.function?.name ?? '';
-          args += call.function?.arguments ?? '';
-        }
-        finish = choice.finish_reason ?? finish;
-      }
-      if (chunk.usage) usage = chunk.usage;
-    }
-    expect([name, JSON.parse(args), finish]).toEqual(['get_weather', { city: 'Paris' }, 'tool_calls']);
+    const { toolName, toolArguments, finish, usage } = await readChatStream(stream);
+    expect([toolName, JSON.parse(toolArguments), finish]).toEqual(['get_weather', { city: 'Paris' }, 'tool_calls']);
     expect(mock.requests.at(-1)).toMatchObject({ deployment: model, body: { stream: true } });
     await expect.poll(() => usedQuota(stack, key.id)).toBe(usage!.total_tokens);
   });

@@ -8,6 +8,7 @@ import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import { ChannelStatus } from '@gateway/contracts';
 import { bedrockCredentialOf, MOCK_AWS_KEY } from '@gateway/testkit';
+import { readChatStream, usedQuota, weatherTool } from '@gateway/testkit/chat-client';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
@@ -25,15 +26,6 @@ const it = stackTest({
 const CLAUDE = 'anthropic.claude-3-5-sonnet-20240620-v1:0';
 let seq = 0;
 const uniqueModel = () => `bedrock-model-${++seq}`;
-
-const weatherTool = {
-  type: 'function' as const,
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
-async function usedQuota(stack: { adminData(method: string, path: string): Promise<any> }, id: number): Promise<number> {
-  return (await stack.adminData('GET', `/api/token/${id}`)).used_quota;
-}
 
 describe('a bedrock channel through the openai SDK', () => {
   it('answers chat whole through Converse, signed, and never shows the secret', async ({ stack, upstream, channel, apiKey, client }) => {
@@ -60,21 +52,8 @@ describe('a bedrock channel through the openai SDK', () => {
     const stream = await client(key.key).chat.completions.create({
       model, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weatherTool], stream: true, stream_options: { include_usage: true },
     });
-    let name = '';
-    let args = '';
-    let finish: string | null = null;
-    let usage: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of stream) {
-      for (const choice of chunk.choices) {
-        for (const call of choice.delta.tool_calls ?? []) {
-          name += call.function?.name ?? '';
-          args += call.function?.arguments ?? '';
-        }
-        finish = choice.finish_reason ?? finish;
-      }
-      if (chunk.usage) usage = chunk.usage;
-    }
-    expect([name, JSON.parse(args), finish]).toEqual(['get_weather', { city: 'Paris' }, 'tool_calls']);
+    const { toolName, toolArguments, finish, usage } = await readChatStream(stream);
+    expect([toolName, JSON.parse(toolArguments), finish]).toEqual(['get_weather', { city: 'Paris' }, 'tool_calls']);
     expect(mock.requests.at(-1)).toMatchObject({ action: 'converse-stream' });
     await expect.poll(() => usedQuota(stack, key.id)).toBe(usage!.total_tokens);
   });

@@ -10,6 +10,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { embed, embedMany, generateText, jsonSchema, streamText, tool } from 'ai';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { caught, postJson } from '@gateway/testkit';
+import { readChatStream, usedQuota, weatherTool } from '@gateway/testkit/chat-client';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
@@ -23,15 +24,7 @@ const it = stackTest({
 let seq = 0;
 const uniqueModel = () => `chat-model-${++seq}`;
 
-const weatherTool = {
-  type: 'function' as const,
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
 /** The key's used quota, as the management API shows it. */
-async function usedQuota(stack: { adminData(method: string, path: string): Promise<any> }, id: number): Promise<number> {
-  return (await stack.adminData('GET', `/api/token/${id}`)).used_quota;
-}
 
 describe('chat completions through the openai SDK', () => {
   it('answers whole, in the client\'s model name, with usage charged once to the key', async ({ stack, upstream, channel, apiKey, client }) => {
@@ -64,28 +57,11 @@ describe('chat completions through the openai SDK', () => {
     const stream = await client(key.key).chat.completions.create({
       model, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weatherTool], stream: true, stream_options: { include_usage: true },
     });
-    let args = '';
-    let name = '';
-    let finish: string | null = null;
-    let usage: OpenAI.CompletionUsage | undefined;
-    let pieces = 0;
-    for await (const chunk of stream) {
-      expect(chunk.model).toBe(model);
-      for (const choice of chunk.choices) {
-        for (const call of choice.delta.tool_calls ?? []) {
-          name += call.function?.name ?? '';
-          if (call.function?.arguments) {
-            args += call.function.arguments;
-            pieces++;
-          }
-        }
-        finish = choice.finish_reason ?? finish;
-      }
-      if (chunk.usage) usage = chunk.usage;
-    }
-    expect(name).toBe('get_weather');
-    expect(JSON.parse(args)).toEqual({ city: 'Paris' });
-    expect(pieces).toBeGreaterThan(1);
+    const { models, toolName, toolArguments, argumentPieces, finish, usage } = await readChatStream(stream);
+    expect([...models]).toEqual([model]);
+    expect(toolName).toBe('get_weather');
+    expect(JSON.parse(toolArguments)).toEqual({ city: 'Paris' });
+    expect(argumentPieces).toBeGreaterThan(1);
     expect(finish).toBe('tool_calls');
     expect(usage?.total_tokens).toBeGreaterThan(0);
     // The upstream is always asked for usage, so the stream is charged what it reported.

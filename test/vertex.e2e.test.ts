@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import { ChannelStatus } from '@gateway/contracts';
+import { readChatStream, usedQuota, weatherTool } from '@gateway/testkit/chat-client';
 import { stackTest } from '@gateway/testkit/fixtures';
 
 const it = stackTest({
@@ -23,15 +24,6 @@ const GEMINI = 'gemini-2.5-flash';
 const CLAUDE = 'claude-sonnet-4@20250514';
 let seq = 0;
 const uniqueModel = () => `vertex-model-${++seq}`;
-
-const weatherTool = {
-  type: 'function' as const,
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-};
-
-async function usedQuota(stack: { adminData(method: string, path: string): Promise<any> }, id: number): Promise<number> {
-  return (await stack.adminData('GET', `/api/token/${id}`)).used_quota;
-}
 
 describe('a vertex channel through the SDKs', () => {
   it("answers chat whole from a Gemini model in the key's project and region, and never shows the service account's key", async ({ stack, upstream, channel, apiKey, client }) => {
@@ -59,17 +51,8 @@ describe('a vertex channel through the SDKs', () => {
     const stream = await client(key.key).chat.completions.create({
       model, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weatherTool], stream: true, stream_options: { include_usage: true },
     });
-    let name = '';
-    let args = '';
-    let usage: OpenAI.CompletionUsage | undefined;
-    for await (const chunk of stream) {
-      for (const call of chunk.choices.flatMap((choice) => choice.delta.tool_calls ?? [])) {
-        name += call.function?.name ?? '';
-        args += call.function?.arguments ?? '';
-      }
-      if (chunk.usage) usage = chunk.usage;
-    }
-    expect([name, JSON.parse(args)]).toEqual(['get_weather', { city: 'mock' }]);
+    const { toolName, toolArguments, usage } = await readChatStream(stream);
+    expect([toolName, JSON.parse(toolArguments)]).toEqual(['get_weather', { city: 'mock' }]);
     expect(mock.requests.at(-1)).toMatchObject({ action: 'streamGenerateContent', path: expect.stringContaining('alt=sse') });
     await expect.poll(() => usedQuota(stack, key.id)).toBe(usage!.total_tokens);
   });
