@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ResponsesResponse } from '@gateway/contracts';
-import { createDatabase, ResponseStore, type Database } from '@gateway/database';
-import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
+import { ResponseStore } from '@gateway/database';
+import { useTestDatabase } from '@gateway/testkit/test-database';
 import { BACKGROUND_HEADER, BackgroundRuns } from './background-runs.ts';
 
 const USER = 7;
@@ -41,19 +41,10 @@ function start(runs: BackgroundRuns, app: FastifyInstance, store: ResponseStore,
 }
 
 describe('background runs', () => {
-  let postgres: TestPostgres;
-  let db: Database;
-  beforeAll(async () => {
-    postgres = await spawnPostgres();
-    db = createDatabase(postgres.url);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.end();
-    await postgres?.close();
-  });
+  const database = useTestDatabase();
 
   it('are claimed only by the gateway\'s own request: a client sending the header with the response\'s id is not the run', async () => {
-    const store = new ResponseStore(db, 30);
+    const store = new ResponseStore(database.db(), 30);
     const runs = new BackgroundRuns();
     const { app, claims, release } = claimingApp(runs, store);
     await store.save(USER, queued('resp_forged'), []);
@@ -69,7 +60,7 @@ describe('background runs', () => {
   });
 
   it('are never run when cancelled before they are claimed, here or by another gateway in the store', async () => {
-    const store = new ResponseStore(db, 30);
+    const store = new ResponseStore(database.db(), 30);
     const runs = new BackgroundRuns();
     const { app, claims, release } = claimingApp(runs, store);
     await store.save(USER, queued('resp_cancelled_here'), []);
