@@ -5,7 +5,7 @@
  * answers as Anthropic does (`mock-anthropic-reply.ts`). Its options and counters are the OpenAI
  * mock's, so a test moves from one to the other without relearning.
  */
-import { sleepUnlessGone, startMockUpstream, writeOrWait, type MockBehaviour, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
+import { sendEvents, sleepUnlessGone, startMockUpstream, type MockBehaviour, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
 import { refusalOf } from './mock-anthropic-checks.ts';
 import { MockPromptCache } from './mock-anthropic-cache.ts';
 import { errorBody, errorTypeOf, planReply, requestText, streamEvents, tokens, wholeMessage, type MockToolUse } from './mock-anthropic-reply.ts';
@@ -111,7 +111,8 @@ function anthropicWireFormat(promptCache: MockPromptCache): MockWireFormat<MockA
  * Anthropic's answer to a Messages body, whole or streamed as its `stream` says; request `n`
  * names it (`req_mock_<n>`). Vertex AI's mock answers its Claude models with it.
  */
-export async function answerAnthropic({ res, request, gone }: MockExchange, n: number, b: MockAnthropicBehaviour, promptCache?: MockPromptCache): Promise<void> {
+export async function answerAnthropic(exchange: MockExchange, n: number, b: MockAnthropicBehaviour, promptCache?: MockPromptCache): Promise<void> {
+  const { res, request } = exchange;
   const body = request.json ?? {};
   const cache = b.promptCache && promptCache ? promptCache.use(body) : b.cacheUse;
   const plan = cache ? { ...planReply(body, b, n), cache } : planReply(body, b, n);
@@ -120,21 +121,22 @@ export async function answerAnthropic({ res, request, gone }: MockExchange, n: n
     return;
   }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'request-id': `req_mock_${n}` });
-  let sent = 0;
-  const send = (event: Record<string, unknown>) => {
-    sent++;
-    return writeOrWait(res, `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`);
-  };
-  for (const event of streamEvents(plan)) {
-    if (gone.aborted) return;
-    if (b.breakAfterChunks !== undefined && sent >= b.breakAfterChunks) return void res.socket?.destroy();
-    if (b.streamError && sent >= b.streamError.afterEvents) {
-      const { type = 'overloaded_error', message = 'Overloaded' } = b.streamError;
-      await send(errorBody(type, message));
-      return void res.end();
-    }
-    await send(event);
-    if (b.chunkDelayMs) await sleepUnlessGone(b.chunkDelayMs, gone);
-  }
+  if (!(await sendEvents(exchange, framed(streamEvents(plan), b.streamError), { intervalMs: b.chunkDelayMs, breakAfterEvents: b.breakAfterChunks }))) return;
+  if (b.chunkDelayMs) await sleepUnlessGone(b.chunkDelayMs, exchange.gone);
   res.end();
+}
+
+/** Each event as a server-sent event; from `streamError.afterEvents` on, Anthropic's `error` event instead, and the end. */
+function* framed(events: Iterable<Record<string, unknown>>, streamError: MockAnthropicBehaviour['streamError']): Generator<string> {
+  const frame = (event: Record<string, unknown>) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`;
+  let sent = 0;
+  for (const event of events) {
+    if (streamError && sent >= streamError.afterEvents) {
+      const { type = 'overloaded_error', message = 'Overloaded' } = streamError;
+      yield frame(errorBody(type, message));
+      return;
+    }
+    yield frame(event);
+    sent++;
+  }
 }

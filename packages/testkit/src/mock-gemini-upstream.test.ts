@@ -195,5 +195,21 @@ describe('mock Gemini upstream', () => {
     await expect(response.text()).rejects.toThrow();
     await mock.waitFor((m) => m.stats.inFlight === 0);
     expect(mock.stats.failed).toBe(1);
+    expect(mock.stats.aborted).toBe(0);
+  });
+
+  it('sends the events before a break whole, so the caller reads them before the connection drops', async () => {
+    mock.set({ streamChunkMs: 100, breakAfterEvents: 2 });
+    const response = await call(speechBody('x'.repeat(40)), { method: 'streamGenerateContent', query: '?alt=sse' });
+    const reader = response.body!.getReader();
+    let text = '';
+    await expect((async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        text += Buffer.from(value).toString('utf8');
+      }
+    })()).rejects.toThrow();
+    expect(text.split('\r\n\r\n').filter(Boolean)).toHaveLength(2);
   });
 });

@@ -1,4 +1,4 @@
-import { sleepUnlessGone, startMockUpstream, writeOrWait, type MockBehaviour, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
+import { sendEvents, sleepUnlessGone, startMockUpstream, writeOrWait, type MockBehaviour, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
 import { planChat, planCompletion, planEmbeddings, type ReplyOptions } from './mock-openai-replies.ts';
 import { speak } from './mock-openai-speech.ts';
 import { answerResponses } from './mock-openai-responses.ts';
@@ -84,7 +84,8 @@ export const openaiWireFormat: MockWireFormat<MockOpenAIBehaviour, RecordedReque
  * An OpenAI-format answer to `operationPath` (`/v1/chat/completions`, …): whole, or streamed
  * with usage and `[DONE]`; shared by every mock whose upstream answers in OpenAI's format.
  */
-export async function answerOpenAI({ res, request, gone }: MockExchange, b: MockOpenAIBehaviour, operationPath: string): Promise<void> {
+export async function answerOpenAI(exchange: MockExchange, b: MockOpenAIBehaviour, operationPath: string): Promise<void> {
+  const { res, request, gone } = exchange;
   const body = request.json ?? {};
   if (b.endlessEvent) {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -113,24 +114,14 @@ export async function answerOpenAI({ res, request, gone }: MockExchange, b: Mock
   }
   const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true && !b.omitUsage;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  let sent = 0;
-  const send = (chunk: unknown) => {
-    sent++;
-    return writeOrWait(res, `data: ${JSON.stringify(chunk)}\n\n`);
-  };
-  for (const chunk of plan.chunks) {
-    if (gone.aborted) return;
-    if (b.breakAfterChunks !== undefined && sent >= b.breakAfterChunks) {
-      res.socket?.destroy();
-      return;
-    }
-    await send(includeUsage ? { ...chunk, usage: null } : chunk);
-    if (b.chunkDelayMs) await sleepUnlessGone(b.chunkDelayMs, gone);
-  }
+  const frame = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+  const chunks = plan.chunks.map((chunk) => frame(includeUsage ? { ...chunk, usage: null } : chunk));
+  if (!(await sendEvents(exchange, chunks, { intervalMs: b.chunkDelayMs, breakAfterEvents: b.breakAfterChunks }))) return;
+  if (b.chunkDelayMs) await sleepUnlessGone(b.chunkDelayMs, gone);
   if (includeUsage) {
     if (b.usageDelayMs) await sleepUnlessGone(b.usageDelayMs, gone);
     if (gone.aborted) return;
-    await send(plan.usageChunk);
+    await writeOrWait(res, frame(plan.usageChunk));
   }
   res.end('data: [DONE]\n\n');
 }

@@ -2,8 +2,9 @@
  * What every mock upstream shares, so a provider's mock is its wire format only: a real HTTP
  * server on a free port, the body read (at most `MAX_BODY_BYTES`), what it received, the
  * failure modes a test scripts (a status with the provider's error body, a body that is no JSON,
- * a Retry-After, a delay, no answer at all, a concurrency limit answered 429), the requests in
- * flight, the ones whose client left, and `waitFor`. A provider's mock (`mock-openai-upstream.ts`,
+ * a Retry-After, a delay, no answer at all, a reset connection, a concurrency limit answered 429),
+ * streams paced and broken after some events (`sendEvents`), the requests in flight, the ones
+ * answered, failed on purpose or left by their client, and `waitFor`. A provider's mock (`mock-openai-upstream.ts`,
  * `mock-anthropic-upstream.ts`, `mock-azure-upstream.ts`) gives a `MockWireFormat`: what the real
  * service refuses before anything else (a path, a key, a version), its error body, and its answer.
  */
@@ -26,6 +27,8 @@ export interface MockBehaviour {
   delayMs?: number;
   /** Never answer; the request stays open until the client goes away. */
   hang?: boolean;
+  /** Reset the connection instead of answering (counted as failed, not as a client that left). */
+  reset?: boolean;
 }
 
 /** A request as it arrived. */
@@ -49,6 +52,24 @@ export interface MockExchange {
   gone: AbortSignal;
   /** A JSON failure with the provider's headers. */
   fail(status: number, body: unknown, retryAfter?: number): void;
+  /** Drops the connection on purpose (a stream lost mid-way): counted as failed, not as aborted. */
+  breakConnection(): void;
+}
+
+/** How `sendEvents` sends a stream: a pause between events, and a break after some. */
+export interface MockPacing {
+  /** Wait this long between two events. */
+  intervalMs?: number;
+  /** Break the connection (`breakConnection`) after this many events; null or unset: never. */
+  breakAfterEvents?: number | null;
+}
+
+/** Where a mock listens, and how much it remembers. */
+export interface MockUpstreamOptions {
+  /** Default: a free one. */
+  port?: number;
+  /** The most requests kept in `requests`, the oldest dropped first (a benchmark's mock runs long). Default: all. */
+  keep?: number;
 }
 
 /** A refusal the real service makes before it serves anything (bad route, key or version). */
@@ -100,6 +121,12 @@ export interface MockUpstream<B extends MockBehaviour, R> {
   readonly aborted: number;
   /** Requests refused with 429 because more than the limit were in flight. */
   readonly overLimit: number;
+  /** Every request that arrived, whatever became of it (`requests` may keep fewer). */
+  readonly arrived: number;
+  /** Answers (2xx) sent whole. */
+  readonly completed: number;
+  /** Requests failed on purpose: a scripted failure status, a reset, a stream broken mid-way. */
+  readonly failed: number;
   /**
    * Requests in flight on average, from the first request taken to the last one ended: how full
    * a concurrency limit was kept (32 of 32 means no slot ever idled while work waited).
@@ -109,8 +136,11 @@ export interface MockUpstream<B extends MockBehaviour, R> {
   setBehaviour(behaviour: B): void;
   /** Scripts the next requests, one behaviour each, before the default applies again. */
   next(...behaviours: B[]): void;
-  /** Answers 429 (with Retry-After) to requests past `limit` in flight; 0 lifts the limit. */
-  limitConcurrency(limit: number, retryAfter?: number): void;
+  /**
+   * Answers 429 to requests past `limit` in flight; 0 lifts the limit. With a Retry-After of
+   * `retryAfter` seconds, or none when null (a provider that says when in its error body).
+   */
+  limitConcurrency(limit: number, retryAfter?: number | null): void;
   /** Forgets requests, counters, script and behaviour. */
   reset(): void;
   /** Resolves when `predicate` holds, polling; rejects after `timeoutMs`. */
@@ -154,6 +184,28 @@ export async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(parts).toString('utf8');
 }
 
+/**
+ * Writes a stream's events as `pacing` says, waiting for a slow reader. Before a planned break
+ * each event is waited for until it has left, or the break would eat it. False when the stream
+ * broke on purpose or the client left: the caller then writes nothing more.
+ */
+export async function sendEvents({ res, gone, breakConnection }: MockExchange, events: Iterable<string>, pacing: MockPacing = {}): Promise<boolean> {
+  const { intervalMs = 0, breakAfterEvents } = pacing;
+  let sent = 0;
+  for (const event of events) {
+    if (sent > 0 && intervalMs > 0) await sleepUnlessGone(intervalMs, gone);
+    if (gone.aborted) return false;
+    if (breakAfterEvents != null && sent >= breakAfterEvents) {
+      breakConnection();
+      return false;
+    }
+    if (breakAfterEvents != null) await new Promise<void>((resolve) => res.write(event, () => resolve()));
+    else await writeOrWait(res, event);
+    sent++;
+  }
+  return !gone.aborted;
+}
+
 function parseObject(raw: string): Record<string, unknown> | undefined {
   if (!raw) return {};
   try {
@@ -165,20 +217,30 @@ function parseObject(raw: string): Record<string, unknown> | undefined {
 }
 
 /** Starts a mock upstream of `format` on 127.0.0.1 and a free port. */
-export async function startMockUpstream<B extends MockBehaviour, R>(format: MockWireFormat<B, R>, initial: B): Promise<MockUpstream<B, R>> {
+export async function startMockUpstream<B extends MockBehaviour, R>(format: MockWireFormat<B, R>, initial: B, options: MockUpstreamOptions = {}): Promise<MockUpstream<B, R>> {
+  const keep = options.keep ?? Number.POSITIVE_INFINITY;
   let behaviour: B = { ...initial };
   let script: B[] = [];
   let requests: R[] = [];
   const counts = new InFlightCounts();
   let aborted = 0;
   let overLimit = 0;
+  let arrived = 0;
+  let completed = 0;
+  let failed = 0;
   let concurrencyLimit = 0;
-  let limitRetryAfter = 1;
+  let limitRetryAfter: number | null = 1;
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    arrived++;
     const gone = new AbortController();
+    // Answered by the wire format (not refused, not failed on purpose), and broken on purpose.
+    let served = false;
+    let broken = false;
     res.on('close', () => {
-      if (!res.writableFinished) aborted++;
+      if (res.writableFinished) {
+        if (served && res.statusCode < 300) completed++;
+      } else if (!broken) aborted++;
       gone.abort();
     });
     const raw = await readBody(req);
@@ -188,16 +250,23 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
       if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
       res.writeHead(status, headers).end(JSON.stringify(body));
     };
-    const exchange: MockExchange = { request, res, gone: gone.signal, fail };
+    const breakConnection = () => {
+      if (broken) return;
+      broken = true;
+      failed++;
+      res.destroy();
+    };
+    const exchange: MockExchange = { request, res, gone: gone.signal, fail, breakConnection };
     if (format.servedBeside?.(request)) return format.answerOutside?.(exchange);
     if (request.json === undefined) return fail(400, format.invalidJson(request));
     requests.push(format.record(request));
+    if (requests.length > keep) requests.shift();
     const refusal = await format.check(request);
     if (refusal === 'answered-outside') return format.answerOutside?.(exchange);
     if (refusal) return fail(refusal.status, refusal.body);
     if (concurrencyLimit > 0 && counts.inFlight >= concurrencyLimit) {
       overLimit++;
-      return fail(429, format.overLimitBody(request), limitRetryAfter);
+      return fail(429, format.overLimitBody(request), limitRetryAfter ?? undefined);
     }
     const b = script.length > 0 ? script.shift()! : behaviour;
     counts.change(1);
@@ -205,10 +274,13 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
       if (b.hang) return await new Promise<void>((resolve) => gone.signal.addEventListener('abort', () => resolve(), { once: true }));
       await sleepUnlessGone(b.delayMs ?? 0, gone.signal);
       if (gone.signal.aborted) return;
+      if (b.reset) return breakConnection();
       if (b.status !== undefined && (b.status < 200 || b.status >= 300)) {
+        failed++;
         if (b.rawBody !== undefined) return void res.writeHead(b.status, { 'content-type': 'text/html' }).end(b.rawBody);
         return fail(b.status, b.body ?? format.failureBody(b.status, request), b.retryAfter);
       }
+      served = true;
       if (b.okBody !== undefined) return void res.writeHead(200, { 'content-type': 'application/json', ...format.headers?.(request) }).end(JSON.stringify(b.okBody));
       await format.answer(exchange, b);
     } finally {
@@ -223,7 +295,10 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
 
   const mock: MockUpstream<B, R> = {
@@ -234,9 +309,12 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     get aborted() { return aborted; },
     get overLimit() { return overLimit; },
     get meanInFlight() { return counts.mean; },
+    get arrived() { return arrived; },
+    get completed() { return completed; },
+    get failed() { return failed; },
     setBehaviour(next) { behaviour = { ...next }; },
     next(...behaviours) { script.push(...behaviours); },
-    limitConcurrency(limit, retryAfter = 1) { concurrencyLimit = limit; limitRetryAfter = retryAfter; },
+    limitConcurrency(limit, retryAfter: number | null = 1) { concurrencyLimit = limit; limitRetryAfter = retryAfter; },
     reset() {
       behaviour = {} as B;
       script = [];
@@ -244,6 +322,7 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
       counts.reset();
       aborted = 0;
       overLimit = 0;
+      arrived = completed = failed = 0;
       concurrencyLimit = 0;
     },
     async waitFor(predicate, timeoutMs = 5000) {

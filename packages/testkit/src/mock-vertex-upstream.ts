@@ -21,7 +21,7 @@ import { asksForSpeech, GEMINI_PCM_MIME_TYPE, geminiChatRequest, geminiError, to
 import { refusalOf } from './mock-anthropic-checks.ts';
 import { answerAnthropic, type MockAnthropicBehaviour } from './mock-anthropic-upstream.ts';
 import { textEvents } from './mock-gemini-text.ts';
-import { mockSpeech, sinePcm } from './mock-gemini-upstream.ts';
+import { mockSpeech, sinePcm } from './mock-gemini-speech.ts';
 import { MockGoogleOAuth, newServiceAccount, type MockServiceAccount } from './mock-google-oauth.ts';
 import { startMockUpstream, writeOrWait, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
 
