@@ -101,6 +101,8 @@ describe("a batch's results count toward its user's bytes", () => {
     const answered = ended.reduce((sum, b) => sum + b.request_counts!.completed, 0);
     console.log(`[storage] three batches at once: ${answered} of 900 lines answered, ${kept.results} result bytes stored under a ${CAP}-byte cap`);
     near(kept.counted, kept.results);
-    expect(kept.results).toBeLessThan(CAP + 3 * 2 * WINDOW * (REPLY_CHARS + 1000));
+    // The three count their results as one (one batch worker's tally): past the cap by at most
+    // the lines the three had in flight when it was passed, not each its own look behind the others.
+    expect(kept.results).toBeLessThan(CAP + 3 * WINDOW * (REPLY_CHARS + 1000));
   }, 240_000);
 });

@@ -8,10 +8,13 @@ import type { Logger } from '@gateway/log';
 import { GEN_AI, endSpan, traceparentOf } from '@gateway/tracing';
 import { validateLines } from './validate-lines.ts';
 import { startLineSpan } from './line-span.ts';
+import type { UserStorageTally } from './user-storage-tally.ts';
 
 export interface BatchFeedDeps {
   /** The batch worker's lease holder id: lines are taken and retried only under its lease. */
   runner: string;
+  /** What each user's batches in this process have stored, one count for all of them (user-storage-tally.ts). */
+  storage: UserStorageTally;
   /**
    * How long the batch's reply inbox stays alive to workers after its holder dies: long enough
    * for another to take the batch over, so the jobs in flight are not dropped meanwhile.
@@ -73,6 +76,9 @@ const FLUSH_EVERY_MS = 100;
 
 const expiredLine = { code: 'batch_expired', message: "This request could not be executed before the batch's completion window expired." };
 const cancelledLine = { code: 'batch_cancelled', message: 'This request was not executed because the batch was cancelled.' };
+/** The bytes a result keeps in PostgreSQL, as `keptBy` counts them. */
+const resultBytes = (result: LineResult) => Buffer.byteLength(result.response ?? '') + (result.error ? Buffer.byteLength(JSON.stringify(result.error)) : 0);
+
 const storageFullLine = { code: 'batch_storage_full', message: "This request was not executed because its user's files and batches hold as many bytes as a user may keep (FILE_USER_MAX_BYTES)." };
 
 /**
@@ -100,11 +106,6 @@ export class BatchFeed {
   private withdrawing = false;
   /** Why the batch stops for its user's storage cap (what its user keeps); set once. */
   private storageFull: string | undefined;
-  /**
-   * What its user kept at the last look, and the bytes of this batch's results since: the batch
-   * stops as soon as they pass the cap, not only at the next look (a flush may record hundreds).
-   */
-  private kept = { atLastLook: 0, since: 0 };
   /** The flush under way: results are written beside the feeding, never in its way. */
   private flushing: Promise<void> | undefined;
   /** The reply stream's last entry read when the last successful flush began. */
@@ -131,6 +132,8 @@ export class BatchFeed {
   }
 
   async run(): Promise<void> {
+    // Its results count toward its user's bytes as they come, with every batch of the user here.
+    this.deps.storage.join(this.batch.user_id);
     try {
       if (this.batch.status === 'validating' && !(await this.validate())) return;
       await this.feed();
@@ -143,6 +146,7 @@ export class BatchFeed {
       await this.flushing;
       await this.flush(false).catch(() => {});
       await this.jobs?.close();
+      this.deps.storage.leave(this.batch.user_id);
     }
   }
 
@@ -445,9 +449,10 @@ export class BatchFeed {
     if (this.inFlight.get(entry.line.line) !== entry) return;
     this.inFlight.delete(entry.line.line);
     this.results.push(result);
-    this.kept.since += Buffer.byteLength(result.response ?? '') + (result.error ? Buffer.byteLength(JSON.stringify(result.error)) : 0);
+    // It stops as soon as its user passes the cap, not only at its next look (a flush may record hundreds).
+    const kept = this.deps.storage.answered(this.batch.user_id, resultBytes(result));
     const cap = this.deps.userMaxBytes;
-    if (cap !== undefined && this.kept.atLastLook + this.kept.since > cap) this.stopForStorage(this.kept.atLastLook + this.kept.since, cap);
+    if (cap !== undefined && kept > cap) this.stopForStorage(kept, cap);
     this.wake?.();
   }
 
@@ -502,10 +507,10 @@ export class BatchFeed {
     if (this.results.length === 0) return;
     const read = this.inbox?.lastRead;
     const results = this.results;
-    const recorded = this.kept.since;
     this.results = [];
     try {
       await this.deps.runs.record(this.batch.id, results);
+      this.deps.storage.recorded(this.batch.user_id, results.reduce((sum, result) => sum + resultBytes(result), 0));
       if (trim && this.recordedBefore) await this.inbox!.trimBefore(this.recordedBefore).catch(() => {});
       this.recordedBefore = read;
     } catch (error) {
@@ -514,7 +519,7 @@ export class BatchFeed {
       await sleep(1000);
       return;
     }
-    if (trim) await this.checkStorage(recorded).catch(() => { /* PostgreSQL away: checked at the next flush */ });
+    if (trim) await this.checkStorage().catch(() => { /* PostgreSQL away: checked at the next flush */ });
   }
 
   /**
@@ -522,12 +527,13 @@ export class BatchFeed {
    * batches', are counted as they are written): its lines not yet begun are withdrawn, those
    * being answered are recorded, and it ends failed, with the results it has in its files.
    */
-  private async checkStorage(recorded = this.kept.since): Promise<void> {
+  private async checkStorage(): Promise<void> {
     const cap = this.deps.userMaxBytes;
     if (cap === undefined || this.storageFull !== undefined || this.stopped) return;
-    const kept = await this.deps.runs.keptBy(this.batch.user_id);
-    // The results recorded are in the look; those that came since are not.
-    this.kept = { atLastLook: kept, since: this.kept.since - recorded };
+    const user = this.batch.user_id;
+    // What was recorded by now is in the look; what is recorded or answered meanwhile is not.
+    const mark = this.deps.storage.lookBegins(user);
+    const kept = this.deps.storage.looked(user, await this.deps.runs.keptBy(user), mark);
     if (kept > cap) this.stopForStorage(kept, cap);
   }
 

@@ -4,10 +4,11 @@ import { isDatabaseUnavailable, type BatchRuns } from '@gateway/database';
 import { isRedisUnavailable } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
 import { BatchFeed, type BatchFeedDeps } from './batch-feed.ts';
+import { UserStorageTally } from './user-storage-tally.ts';
 
 export interface BatchRunnerOptions {
   runs: BatchRuns;
-  feed: Omit<BatchFeedDeps, 'runner' | 'heartbeatTtlMs'>;
+  feed: Omit<BatchFeedDeps, 'runner' | 'heartbeatTtlMs' | 'storage'>;
   /** Batches run at once by this worker (BATCH_WORKER_BATCHES). */
   maxBatches: number;
   /** Batches of one user run at once by every batch worker together (BATCH_USER_BATCHES). */
@@ -37,6 +38,8 @@ const SWEEP_BATCHES = 10;
  * it) stops here. Several batch workers share the batches this way; one killed loses none.
  */
 export class BatchRunner {
+  /** What each user's batches here have stored, one count for all of them. */
+  private readonly storage = new UserStorageTally();
   readonly id = `batch-worker-${randomUUID()}`;
   private readonly options: BatchRunnerOptions;
   private readonly feeds = new Map<string, { feed: BatchFeed; done: Promise<void> }>();
@@ -80,7 +83,7 @@ export class BatchRunner {
         }
       }
       for (const row of await runs.claim(this.id, this.options.maxBatches - this.feeds.size, leaseMs, this.options.perUser)) {
-        const feed = new BatchFeed(row, { ...this.options.feed, runner: this.id, heartbeatTtlMs: leaseMs + 15_000 });
+        const feed = new BatchFeed(row, { ...this.options.feed, runner: this.id, heartbeatTtlMs: leaseMs + 15_000, storage: this.storage });
         log.info({ batch: row.id, status: row.status }, 'batch taken');
         const done = feed.run().then(() => { this.failures.delete(row.id); }, (error: unknown) => this.stoppedBy(row.id, error)).finally(() => {
           if (this.feeds.get(row.id)?.feed === feed) this.feeds.delete(row.id);
