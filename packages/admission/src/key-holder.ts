@@ -34,6 +34,14 @@ function allowedModels(keyModels: readonly string[], userModels: readonly string
   return keyModels.filter((model) => userModels.includes(model));
 }
 
+/**
+ * The body a caller with a budget in money is sent: with the output cap its hold assumes where
+ * it names none (the endpoint's `capOutput`); undefined when it is sent as it came.
+ */
+export function cappedForBudget<Body>(holder: Pick<KeyHolder, 'budgetLimited'>, endpoint: { capOutput?(body: Body): Body | undefined }, body: Body): Body | undefined {
+  return holder.budgetLimited ? endpoint.capOutput?.(body) : undefined;
+}
+
 /** Whether the holder's key (and its user) may use `model`. */
 export const mayUseModel = (holder: KeyHolder, model: string) => holder.models === 'all' || holder.models.includes(model);
 

@@ -148,7 +148,7 @@ export interface BatchEndpoint {
   schema: z.ZodType<{ model: string; stream?: boolean | null }>;
   worstCase(body: unknown): number;
   /** The entry's `capOutput`: a line of a caller with a budget in money is sent its held cap. */
-  capOutput?(body: unknown): unknown;
+  capOutput?(body: { model: string }): { model: string } | undefined;
 }
 
 /** The model endpoints a batch may run, by path: the table's entries with `batch`. */

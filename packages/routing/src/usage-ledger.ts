@@ -1,5 +1,5 @@
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { insufficientQuota, invalidApiKey, tokenCount, type ModelCaller } from '@gateway/contracts';
+import { chargedNanos, insufficientQuota, invalidApiKey, tokenCount, type ModelCaller } from '@gateway/contracts';
 import { keys, QuotaHolds, type SettledUsage } from '@gateway/store';
 import { routingKeys } from './routing-keys.ts';
 import { routingScripts } from './scripts.ts';
@@ -177,7 +177,7 @@ export class UsageLedger {
   /** Adds the usage to the key, the user and the channel (at the next flush), and marks the channel healthy. */
   charge(charge: Charge): void {
     const quota = tokenCount(charge.usage.totalTokens);
-    const cost = charge.cost !== undefined && Number.isFinite(charge.cost) ? Math.max(0, Math.ceil(charge.cost)) : 0;
+    const cost = chargedNanos(charge.cost);
     const snapshot = this.quotas.get(`${charge.caller.tokenId}:${charge.caller.userId}`);
     if (snapshot) {
       snapshot.remain -= quota;

@@ -63,14 +63,21 @@ function parseRatios(json: string | undefined): Record<string, number> {
 export class PriceTable {
   /** Prices an administrator set for a model. */
   private readonly set: Map<string, ModelPrice>;
-  /** Channels' own prices, by `<channel id>:<model>`. */
-  private readonly channelSet: Map<string, ModelPrice>;
+  /** Channels' own prices: model → channel id → price, indexed once, when the table is read. */
+  private readonly byChannel = new Map<string, Map<number, ModelPrice>>();
   readonly ratios: Record<RatioOption, Record<string, number>>;
 
+  /** `channelSet`: the channels' own prices as stored, by `<channel id>:<model>`. */
   constructor(set: Map<string, ModelPrice>, channelSet: Map<string, ModelPrice>, ratios: Record<RatioOption, Record<string, number>>) {
     this.set = set;
-    this.channelSet = channelSet;
     this.ratios = ratios;
+    for (const [name, price] of channelSet) {
+      const own = parseChannelField(name);
+      if (!own) continue;
+      const channels = this.byChannel.get(own.model) ?? new Map<number, ModelPrice>();
+      channels.set(own.channelId, price);
+      this.byChannel.set(own.model, channels);
+    }
   }
 
   static empty(): PriceTable {
@@ -80,7 +87,7 @@ export class PriceTable {
   /** The price of `model` served by channel `channelId` (see the order above); undefined: not priced. */
   priceOf(model: string, channelId?: number): { price: ModelPrice; source: PriceSource } | undefined {
     if (channelId !== undefined) {
-      const own = this.channelSet.get(channelField(model, channelId));
+      const own = this.byChannel.get(model)?.get(channelId);
       if (own) return { price: own, source: 'channel' };
     }
     return this.modelPrice(model);
@@ -92,10 +99,7 @@ export class PriceTable {
    */
   dearestOf(model: string): ModelPrice | undefined {
     let dearest = this.modelPrice(model)?.price;
-    for (const [name, price] of this.channelSet) {
-      if (parseChannelField(name)?.model !== model) continue;
-      dearest = dearest ? dearer(dearest, price) : price;
-    }
+    for (const price of this.byChannel.get(model)?.values() ?? []) dearest = dearest ? dearer(dearest, price) : price;
     return dearest;
   }
 
@@ -109,9 +113,8 @@ export class PriceTable {
     const models = new Set([...Object.keys(defaultPrices), ...Object.keys(this.ratios.ModelRatio)]);
     const entries: PriceEntry[] = [];
     for (const model of this.set.keys()) models.add(model);
-    for (const [name, price] of this.channelSet) {
-      const own = parseChannelField(name);
-      if (own) entries.push({ model: own.model, channel_id: own.channelId, price, source: 'channel' });
+    for (const [model, channels] of this.byChannel) {
+      for (const [channelId, price] of channels) entries.push({ model, channel_id: channelId, price, source: 'channel' });
     }
     for (const model of models) {
       const priced = this.modelPrice(model);
@@ -125,7 +128,7 @@ export class PriceTable {
     if (set) return { price: set, source: 'set' };
     const ratio = priceOfRatios(model, this.ratios as Partial<NewApiRatios>);
     if (ratio) return { price: ratio, source: 'ratio' };
-    const fallback = Object.hasOwn(defaultPrices, model) ? defaultPrices[model] : undefined;
+    const fallback = ownValue(defaultPrices, model);
     return fallback && { price: fallback, source: 'default' };
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { defineLuaScripts, type RedisClient as Redis } from '@gateway/config';
-import { budgetPeriods, MAX_REQUEST_TOKENS, tokenCount, type BudgetPeriod } from '@gateway/contracts';
+import { budgetPeriods, chargedNanos, MAX_REQUEST_TOKENS, nanosBounded, tokenCount, type BudgetPeriod } from '@gateway/contracts';
 import { keys } from './keys.ts';
 import { storeScripts } from './scripts.ts';
 
@@ -68,7 +68,7 @@ export class QuotaHolds {
   async reserve(subject: HoldSubject, amount: number, ttlMs: number, cost = 0): Promise<{ hold: string } | HoldRefusal> {
     // An amount that is no number (a worst case some field made NaN) holds the most, never nothing.
     const held = Number.isFinite(amount) ? tokenCount(Math.ceil(amount)) : MAX_REQUEST_TOKENS;
-    const heldCost = Number.isFinite(cost) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(cost))) : Number.MAX_SAFE_INTEGER;
+    const heldCost = nanosBounded(cost);
     // The tokens last, as holds have always ended (includes/holds.lua): the money beside the id.
     const hold = `${randomUUID()}.${heldCost}:${held}`;
     return refusalOf(await this.run(subject, hold, held, Math.ceil(ttlMs), 'reserve', heldCost)) ?? { hold };
@@ -85,7 +85,7 @@ export class QuotaHolds {
    * and user and gives its hold back, in one step.
    */
   async settle(tokenId: number, userId: number, hold: string, usage: SettledUsage | undefined): Promise<void> {
-    const cost = usage?.cost !== undefined && Number.isFinite(usage.cost) ? Math.max(0, Math.ceil(usage.cost)) : 0;
+    const cost = chargedNanos(usage?.cost);
     await this.redis.gwSettleQuota(
       keys.token(tokenId), keys.user(userId), ...holdKeys(tokenId, userId),
       hold, usage ? tokenCount(usage.quota) : 0, usage ? 1 : 0, Math.floor(Date.now() / 1000), cost,

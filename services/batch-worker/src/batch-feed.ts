@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { batchEndpoints, clientCancelled, GatewayError, modelNotAllowed, openaiErrorBody, type QueueName } from '@gateway/contracts';
-import { callerOf, mayUseModel, type KeyHolder, type ModelAdmission, type UserBodyBudget } from '@gateway/admission';
+import { callerOf, cappedForBudget, mayUseModel, type KeyHolder, type ModelAdmission, type UserBodyBudget } from '@gateway/admission';
 import { createBatchResultFiles, isDatabaseUnavailable, type BatchEnd, type BatchRow, type BatchRuns, type Database, type LineResult, type LineToRun } from '@gateway/database';
 import { isRedisUnavailable, JobClient, redisUnavailableError, ReplyInbox, type Redis, type RemovedJob } from '@gateway/queue';
 import type { Logger } from '@gateway/log';
@@ -361,8 +361,7 @@ export class BatchFeed {
           // The models its key and user may use now: an administrator may have narrowed them
           // since the batch was validated.
           if (!mayUseModel(holder, request.model)) throw modelNotAllowed(request.model);
-          // A caller with a budget in money is sent the output cap its hold assumes, where the line named none.
-          sent = (holder.budgetLimited ? endpoint.capOutput?.(request) as typeof request | undefined : undefined) ?? request;
+          sent = cappedForBudget(holder, endpoint, request) ?? request;
           admitted = await deps.admission.admit('batch', holder, this.queue, endpoint.worstCase(sent), deadline, { chargeOnce: true, model: request.model });
           break;
         } catch (error) {

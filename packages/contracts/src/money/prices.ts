@@ -63,9 +63,12 @@ export function costOf(usage: PricedUsage, price: ModelPrice, groupRatio = 1): n
 
 /**
  * Whole nano-dollars, rounded up, at most Number.MAX_SAFE_INTEGER ($9 million): an integer Redis
- * adds exactly, whatever counts an upstream reports.
+ * adds exactly, whatever counts an upstream reports. What is no number is the most (a hold).
  */
-const nanosBounded = (nanos: number) => (Number.isFinite(nanos) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(nanos))) : Number.MAX_SAFE_INTEGER);
+export const nanosBounded = (nanos: number) => (Number.isFinite(nanos) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.ceil(nanos))) : Number.MAX_SAFE_INTEGER);
+
+/** A cost to charge, as `nanosBounded`, but none when there is no number (a charge never guesses up). */
+export const chargedNanos = (cost: number | undefined) => (cost !== undefined && Number.isFinite(cost) ? nanosBounded(cost) : 0);
 
 /**
  * The most `tokens` tokens of a request may cost at `price`: each at the dearest of the model's

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, endpointsOf, parseOrThrow, type AudioJobPayload, type CompletionJobPayload, type ModelDoor, type ModelEndpoint } from '@gateway/contracts';
-import { callerOf } from '@gateway/admission';
+import { callerOf, cappedForBudget } from '@gateway/admission';
 import { conversationOf, openingOfOperation } from '@gateway/routing';
 import { keyHolderOf } from '../auth/request-auth.ts';
 import type { JobClient } from '@gateway/queue';
@@ -92,9 +92,8 @@ export async function relayModelEndpoint(
 ): Promise<unknown> {
   const holder = keyHolderOf(request);
   const valid = parseOrThrow(endpoint.schema, request.body) as ValidBody;
-  // A caller with a budget in money is sent the output cap its hold assumes, where it named none.
-  const capped = holder.budgetLimited ? endpoint.capOutput?.(valid) as ValidBody | undefined : undefined;
-  const body = capped ?? valid;
+  const capped = cappedForBudget(holder, endpoint, valid);
+  const body: ValidBody = capped ?? valid;
   const job = door.jobOf?.(request, body, endpoint) ?? { model: body.model as string, request: body };
   if (endpoint.stream === 'never' && body.stream === true) throw badRequest(`${path} does not stream`, 'stream');
   options.apiKeys.authorizeModel(holder, job.model);

@@ -11,7 +11,7 @@
  * (background-runs.ts), its stream, if asked for, followed from PostgreSQL (event-follower.ts).
  */
 import type { FastifyInstance } from 'fastify';
-import { callerOf } from '@gateway/admission';
+import { callerOf, cappedForBudget } from '@gateway/admission';
 import { conversationOf, responsesOpening } from '@gateway/routing';
 import { badRequest, insufficientQuota, modelEndpoints, parseOrThrow, type ResponsesRequest } from '@gateway/contracts';
 import { newItemId, responseSkeleton } from '@gateway/providers';
@@ -84,8 +84,7 @@ export function openaiResponsesRoutes(app: FastifyInstance, options: ModelRouteO
       return streamed ? followEvents(reply, kept, queued.id, holder.userId, -1, options.timeoutMs, responses.background.lease, place!) : queued;
     }
     const keeper = responseKeeper(store, body.store !== false, { userId: holder.userId, inputItems, conversation: conversation?.key }, run, request.log);
-    // A caller with a budget in money is sent the output cap its hold assumes, where it named none.
-    const capped = holder.budgetLimited ? endpoint.capOutput?.(whole) : undefined;
+    const capped = cappedForBudget(holder, endpoint, whole);
     const sent = capped ?? whole;
     return relayToWorker(request, reply, {
       ...relayOptionsOf(options),
