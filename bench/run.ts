@@ -6,7 +6,7 @@
  *
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
- *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, money, log, traces
+ *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, money, log, stages, traces
  *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
  *   BENCH_DOOR_ROUNDS=3 npm run bench       # rounds of the doors' streamed rows (chat, Responses, Messages in turn)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
@@ -30,6 +30,7 @@ import { runBatch, postgresCpuMs, postgresMemoryMb, type BatchRun } from './batc
 import { percentile } from './stats.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
 import { runSpeech } from './speech.ts';
+import { stageTable } from './stages.ts';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const burstSize = Number(process.env.BENCH_BURST ?? 5000);
@@ -40,7 +41,7 @@ const burstUpstreamMs = 20;
 /** Bursts the two-tenant part pools its steady tenant's latencies over (BENCH_TENANT_ROUNDS). */
 const tenantRounds = Number(process.env.BENCH_TENANT_ROUNDS ?? 3);
 const adminToken = 'bench-root-token-0123456789';
-const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,money,log,traces').split(','));
+const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,money,log,stages,traces').split(','));
 const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
@@ -811,6 +812,35 @@ try {
       });
     }
     figures.requestLog = { on, off };
+  }
+
+  if (parts.has('stages')) {
+    // Where a request's time goes at c=1, stage by stage: a gateway and a completion worker
+    // started afresh with every trace sampled, 1,000 requests one at a time, the stages read from
+    // their traces (bench/stages.ts). Tracing adds its own few microseconds to each span's edge.
+    const receiver = await startOtlpReceiver();
+    try {
+      await Promise.all(services.filter((s) => s.name === 'gateway' || s.name === 'completion-worker').map((s) => s.stop()));
+      progress('stages: restarting the gateway and the completion worker with every trace sampled…');
+      const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' };
+      const workerNow = await startService('completion-worker', { ...env, ...tracing }, 20_000, quiet);
+      const gatewayNow = await startService('gateway', { ...env, ...tracing }, 20_000, quiet);
+      services.push(workerNow, gatewayNow);
+      const at = { ...through('bench-model'), url: `${gatewayNow.url}/v1/completions` };
+      await load({ ...at, sequential: 500 }).done; // warm-up
+      await new Promise((r) => setTimeout(r, 6000));
+      const from = receiver.spans.length;
+      progress('stages: 1,000 requests one at a time…');
+      const result = await load({ ...at, sequential: 1000 }).done;
+      await new Promise((r) => setTimeout(r, 6000)); // the SDK's batch exports (every 5 s)
+      const table = stageTable(receiver.spans.slice(from), result.p50us!);
+      for (const row of table) {
+        rows.push({ scenario: 'stages of a request at c=1 (traced)', path: row.where, 'req/s': '', 'p50 ms': row.p50us / 1000, 'p99 ms': '', errors: '', note: `${row.stage}: p50 ${row.p50us.toFixed(0)} µs${Number.isNaN(row.meanUs) ? '' : `, mean ${row.meanUs.toFixed(0)} µs`}` });
+      }
+      figures.stages = { clientP50us: result.p50us, table };
+    } finally {
+      await receiver.close();
+    }
   }
 
   if (parts.has('traces')) {
