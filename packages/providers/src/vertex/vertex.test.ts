@@ -72,6 +72,13 @@ describe('a vertex channel', () => {
       body: { model: 'claude-sonnet-4@20250514', anthropic_version: 'vertex-2023-10-16', system: 'Be brief.' },
     });
     expect(tokenCounterFor('vertex', 'gemini-2.5-flash')).toBeUndefined();
+
+    // The mock refuses a count as Vertex does: a token it never issued, a body without its model.
+    const count = (token: string, body: unknown) => fetch(`${mock.url}/v1/projects/${mock.project}/locations/${mock.region}/publishers/anthropic/models/count-tokens:rawPredict`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    expect((await count('not-a-token', { model: 'claude-sonnet-4@20250514', messages: request.messages })).status).toBe(401);
+    expect((await count(mock.oauth.issued.at(-1)!.token, { messages: request.messages })).status).toBe(400);
   });
 
   it('holds one token while it is fresh, and fetches the next before the last expires', async () => {
