@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
-import { ChannelStatus } from '@gateway/contracts';
+import { ChannelStatus, messagesRequestTokens } from '@gateway/contracts';
 import { readChatStream, usedQuota, weatherTool } from '@gateway/testkit/chat-client';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -75,6 +75,29 @@ describe('a vertex channel through the SDKs', () => {
     expect((await events.finalMessage()).model).toBe(model);
     expect(mock.requests.at(-1)).toMatchObject({ action: 'streamRawPredict', body: { stream: true } });
     expect(mock.requests.at(-1)!.body).not.toHaveProperty('model');
+  });
+
+  it("counts a Claude model's tokens at Vertex's count-tokens endpoint for Anthropic's SDK, and estimates a Gemini model's", async ({ stack, upstream, channel, apiKey }) => {
+    const mock = await upstream.vertex();
+    const [claude, gemini] = [uniqueModel(), uniqueModel()];
+    await channel(mock, [CLAUDE, GEMINI], { model_mapping: { [claude]: CLAUDE, [gemini]: GEMINI } });
+    const { key } = await apiKey();
+    const anthropic = new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0 });
+    const asked = { system: 'Be brief.', messages: [{ role: 'user' as const, content: 'How many tokens is this?' }] };
+
+    const counted = await anthropic.messages.countTokens({ model: claude, ...asked });
+    // Vertex's count (the mock's: a quarter of the text), not the gateway's estimate of the whole body.
+    expect(counted.input_tokens).toBe(Math.ceil('Be brief.How many tokens is this?'.length / 4));
+    expect(counted.input_tokens).not.toBe(messagesRequestTokens({ model: claude, ...asked }));
+    expect(mock.requests.at(-1)).toMatchObject({
+      publisher: 'anthropic', model: 'count-tokens', action: 'rawPredict', token: mock.oauth.issued.at(-1)!.token,
+      body: { model: CLAUDE, anthropic_version: 'vertex-2023-10-16', system: 'Be brief.' },
+    });
+
+    const asks = mock.requests.length;
+    const estimated = await anthropic.messages.countTokens({ model: gemini, ...asked });
+    expect(estimated.input_tokens).toBe(messagesRequestTokens({ model: gemini, ...asked }));
+    expect(mock.requests).toHaveLength(asks);
   });
 
   it("embeds through :predict for OpenAI's SDK and Google's, and speaks through the audio worker", async ({ stack, upstream, channel, apiKey, client }) => {

@@ -116,4 +116,9 @@ export interface ProviderOperation<Request, Reply, Event> {
    * before anything else, and the operation it gives is the one called. Unset: this one.
    */
   forModel?(upstreamModel: string): ProviderOperation<Request, Reply, Event>;
+  /**
+   * Whether this operation serves the upstream model, for one a provider offers for some of its
+   * models only (Vertex AI counts tokens for Anthropic's). Unset: every model.
+   */
+  servesModel?(upstreamModel: string): boolean;
 }

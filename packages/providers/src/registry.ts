@@ -31,7 +31,7 @@ export interface OperationShapes {
   speech: ProviderOperation<SpeechRequest, GeminiGenerateResponse, GeminiGenerateResponse> | ProviderOperation<SpeechRequest, never, never>;
   /** Anthropic's Messages door: passed through on an anthropic channel, through the conversation model elsewhere. */
   messages: ProviderOperation<MessagesRequest, MessagesResponse, MessagesStreamEvent>;
-  /** Anthropic's count_tokens, on an anthropic channel (the worker estimates it on others). */
+  /** Anthropic's count_tokens, on an anthropic channel and a vertex channel's Claude models (`tokenCounterFor`; the worker estimates it on others). */
   countTokens: ProviderOperation<CountTokensRequest, { input_tokens: number }, never>;
   /** OpenAI's Responses door: through the conversation model on every channel type that has a mapping for it, passed through where `ownFormat` says. */
   responses: ProviderOperation<ResponsesRequest, ResponsesResponse, ResponsesStreamEvent>;
@@ -42,7 +42,7 @@ const registry: Record<ChannelType, Partial<OperationShapes>> = {
   anthropic: { chat: anthropic.chat, messages: anthropic.messages, countTokens: anthropic.countTokens, responses: anthropic.responses, geminiChat: anthropic.geminiChat },
   azure: { completions: azure.completions, chat: azure.chat, embeddings: azure.embeddings, embedContent: azure.embedContent, speech: azure.speech, messages: azure.messages, responses: azure.responses, geminiChat: azure.geminiChat },
   bedrock: { chat: bedrock.chat, embeddings: bedrock.embeddings, messages: bedrock.messages, responses: bedrock.responses, geminiChat: bedrock.geminiChat },
-  vertex: { chat: vertex.chat, messages: vertex.messages, responses: vertex.responses, geminiChat: vertex.geminiChat, generateContent: vertex.generateContent, speech: vertex.speech, embeddings: vertex.embeddings, embedContent: vertex.embedContent },
+  vertex: { chat: vertex.chat, messages: vertex.messages, responses: vertex.responses, geminiChat: vertex.geminiChat, generateContent: vertex.generateContent, speech: vertex.speech, embeddings: vertex.embeddings, embedContent: vertex.embedContent, countTokens: vertex.countTokens },
   gemini: { chat: gemini.chat, generateContent: gemini.generateContent, geminiChat: gemini.geminiChat, embeddings: gemini.embeddings, embedContent: gemini.embedContent, speech: gemini.speech, messages: gemini.messages, responses: gemini.responses },
 };
 
@@ -77,4 +77,10 @@ export function operationFor<O extends ModelOperation>(operation: O, type: Chann
   // changed under a request, a failure of that channel alone.
   if (!found) throw upstreamFailure.protocol(`a ${type} channel does not serve ${operation}`);
   return found as OperationShapes[O];
+}
+
+/** How this channel's provider counts a count_tokens request's tokens for the model; undefined where it does not (the worker estimates). */
+export function tokenCounterFor(type: ChannelType, upstreamModel: string): OperationShapes['countTokens'] | undefined {
+  const counter = registry[type]?.countTokens;
+  return counter && (counter.servesModel?.(upstreamModel) ?? true) ? counter : undefined;
 }

@@ -1,8 +1,9 @@
 /**
  * Anthropic's Messages door on the completion worker: a message, whole or streamed, on a channel
  * of any type whose provider serves `messages` (passed through on an anthropic channel, through
- * the conversation model elsewhere), and count_tokens: an anthropic channel's count, or the
- * estimate the charge falls back on. Usage is charged with every prompt token, cache reads and
+ * the conversation model elsewhere), and count_tokens: the upstream's count where the channel's
+ * provider has one for the model (`tokenCounterFor`: an anthropic channel, a vertex channel's
+ * Claude models), else the estimate the charge falls back on. Usage is charged with every prompt token, cache reads and
  * writes included (`messagesPromptTokens`).
  */
 import {
@@ -20,7 +21,7 @@ import {
   type MessagesUsage,
   type StreamEnd,
 } from '@gateway/contracts';
-import { callUpstream, operationFor, streamUpstream } from '@gateway/providers';
+import { callUpstream, operationFor, streamUpstream, tokenCounterFor } from '@gateway/providers';
 import type { RouteTarget, Usage } from '@gateway/routing';
 import type { ModelAnswer, Piece, WholeAnswer } from '@gateway/worker-runtime';
 
@@ -92,10 +93,11 @@ async function* messagePieces(events: AsyncIterable<MessagesStreamEvent>, reques
   if (signal.aborted) throw clientCancelled();
 }
 
-/** count_tokens: an anthropic channel's own count; on another, the estimate. Never charged. */
+/** count_tokens: the upstream's own count where the channel's provider counts for the model; elsewhere, the estimate. Never charged. */
 export async function countTokensWhole(target: RouteTarget, request: CountTokensRequest, clientHeaders?: ClientHeaders): Promise<WholeAnswer<{ input_tokens: number }>> {
   const none: Usage = { totalTokens: 0, promptTokens: 0, completionTokens: 0 };
-  if (target.channel.type !== 'anthropic') return { whole: { input_tokens: messagesRequestTokens(request) }, usage: none };
-  const counted = await callUpstream(operationFor('countTokens', 'anthropic'), withHeaders(target, clientHeaders), request);
+  const counter = tokenCounterFor(target.channel.type, target.upstreamModel);
+  if (!counter) return { whole: { input_tokens: messagesRequestTokens(request) }, usage: none };
+  const counted = await callUpstream(counter, withHeaders(target, clientHeaders), request);
   return { whole: counted, usage: none };
 }

@@ -51,7 +51,7 @@ export function completionJobHandler(deps: CompletionWorkerDeps) {
     const operation = payload.operation === 'generateContent' ? 'geminiChat' : payload.operation ?? 'completions';
     const routed: ModelRequest = {
       caller: payload.caller,
-      // count_tokens goes to any channel that serves messages: an anthropic one counts, another is estimated.
+      // count_tokens goes to any channel that serves messages: one whose provider counts for the model asks it, another is estimated.
       types: channelTypesFor(operation === 'countTokens' ? 'messages' : operation),
       model: 'model' in payload ? payload.model : payload.request.model,
       operation,

@@ -8,7 +8,7 @@
  * Two publishers, two wire formats: Google's models answer in Gemini's format
  * (`:generateContent`, `:streamGenerateContent?alt=sse`, `:predict` for embeddings), Anthropic's
  * in Messages' (`:rawPredict`, `:streamRawPredict`, the version in the body, and the client's
- * `anthropic-beta` taken as it is).
+ * `anthropic-beta` taken as it is), and their count_tokens at `count-tokens:rawPredict`.
  *
  * Failures: a 401 (UNAUTHENTICATED: a token expired or revoked) drops the held token, so the
  * next attempt fetches another, and counts toward the channel's auto-disable; so does a 403
@@ -29,8 +29,11 @@ export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 /** Models of Anthropic's on Vertex AI (`claude-sonnet-4@20250514`); every other is Google's. */
 export const isAnthropicModel = (model: string) => /^(?:anthropic\/)?claude-/i.test(model);
 
-/** A model's path segment: `@` kept, as Vertex names versions (`claude-sonnet-4@20250514`). */
-const modelSegment = (model: string) => encodeURIComponent(model.replace(/^(?:models\/|google\/|anthropic\/)/, '')).replaceAll('%40', '@');
+/** A model's id as Vertex names it (`claude-sonnet-4@20250514`), without a publisher's prefix. */
+export const vertexModelId = (model: string) => model.replace(/^(?:models\/|google\/|anthropic\/)/, '');
+
+/** A model's path segment: `@` kept, as Vertex names versions. */
+const modelSegment = (model: string) => encodeURIComponent(vertexModelId(model)).replaceAll('%40', '@');
 
 async function prepare(request: OutgoingRequest, key: string): Promise<OutgoingRequest> {
   const credential = vertexCredential(key);
@@ -81,6 +84,8 @@ export const vertexAnthropicApi = {
   ...common,
   endpoints: {
     rawPredict: (model: string, stream: boolean) => `/publishers/anthropic/models/${modelSegment(model)}:${stream ? 'streamRawPredict' : 'rawPredict'}`,
+    /** count_tokens for every Claude model at one endpoint: the model goes in the body. */
+    countTokens: () => '/publishers/anthropic/models/count-tokens:rawPredict',
   },
   clientHeaders: ['anthropic-beta'],
   failure: (error: UpstreamError, key: string) => anthropicApi.failure(vertexFailure(error, key)),

@@ -6,7 +6,8 @@
  * generateContent and speech, and `:predict` for embeddings through OpenAI's door and Gemini's
  * (`embeddings.ts`); Anthropic's
  * (`anthropic/`) for chat through every door, Messages passed through, in Vertex's body
- * (`anthropic-body.ts`).
+ * (`anthropic-body.ts`), and count_tokens at Vertex's count-tokens endpoint (Anthropic's models
+ * alone: a Gemini model's count is the worker's estimate).
  */
 import { chat as anthropicChat } from '../anthropic/chat.ts';
 import { messagesConversation } from '../anthropic/conversation.ts';
@@ -20,7 +21,7 @@ import { generateConversation } from '../gemini/conversation.ts';
 import { generateContent } from '../gemini/generate.ts';
 import { speech } from '../gemini/speech.ts';
 import type { OperationMapping, ProviderOperation } from '../provider.ts';
-import { onVertex } from './anthropic-body.ts';
+import { countTokensOnVertex, onVertex } from './anthropic-body.ts';
 import { isAnthropicModel, vertexAnthropicApi, vertexGoogleApi } from './api.ts';
 import { embedContent, embeddings } from './embeddings.ts';
 
@@ -44,4 +45,6 @@ export const vertex = {
   speech: google(speech),
   embeddings: { api: vertexGoogleApi, endpoint: vertexGoogleApi.endpoints.predict, mapping: embeddings },
   embedContent: { api: vertexGoogleApi, endpoint: vertexGoogleApi.endpoints.predict, mapping: embedContent },
+  // Anthropic's models alone.
+  countTokens: { api: vertexAnthropicApi, endpoint: vertexAnthropicApi.endpoints.countTokens, mapping: countTokensOnVertex, servesModel: isAnthropicModel },
 };

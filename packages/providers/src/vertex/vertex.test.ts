@@ -5,10 +5,11 @@
  * wire format (Gemini's for Google's models, Messages' for Anthropic's) through the same doors.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { channelKeySecrets, UpstreamError, type ChatChunk, type ChatRequest, type EmbeddingRequest, type GeminiBatchEmbedRequest, type MessagesRequest, type MessagesStreamEvent } from '@gateway/contracts';
+import { channelKeySecrets, UpstreamError, type ChatChunk, type ChatRequest, type CountTokensRequest, type EmbeddingRequest, type GeminiBatchEmbedRequest, type MessagesRequest, type MessagesStreamEvent } from '@gateway/contracts';
 import { newServiceAccount, startMockVertexUpstream, type MockVertexUpstream } from '@gateway/testkit';
 import { callUpstream, operationUrl, streamUpstream } from '../call-upstream.ts';
 import type { UpstreamTarget } from '../provider.ts';
+import { tokenCounterFor } from '../registry.ts';
 import { vertex } from './index.ts';
 
 let mock: MockVertexUpstream;
@@ -60,6 +61,24 @@ describe('a vertex channel', () => {
     for await (const event of await streamUpstream(vertex.messages, target('claude-sonnet-4@20250514'), request)) events.push(event);
     expect(events.at(-1)!.type).toBe('message_stop');
     expect(mock.requests.at(-1)).toMatchObject({ action: 'streamRawPredict', body: { stream: true } });
+  });
+
+  it("counts a Claude model's tokens at count-tokens:rawPredict, the model in the body; a Gemini model's are left to the worker's estimate", async () => {
+    const request = { model: 'asked-for', system: 'Be brief.', messages: [{ role: 'user', content: 'How many tokens is this?' }] } as CountTokensRequest;
+    const counter = tokenCounterFor('vertex', 'anthropic/claude-sonnet-4@20250514')!;
+    expect(await callUpstream(counter, target('anthropic/claude-sonnet-4@20250514'), request)).toEqual({ input_tokens: Math.ceil('Be brief.How many tokens is this?'.length / 4) });
+    expect(mock.requests.at(-1)).toMatchObject({
+      project: mock.project, region: mock.region, publisher: 'anthropic', model: 'count-tokens', action: 'rawPredict', token: mock.oauth.issued.at(-1)!.token,
+      body: { model: 'claude-sonnet-4@20250514', anthropic_version: 'vertex-2023-10-16', system: 'Be brief.' },
+    });
+    expect(tokenCounterFor('vertex', 'gemini-2.5-flash')).toBeUndefined();
+
+    // The mock refuses a count as Vertex does: a token it never issued, a body without its model.
+    const count = (token: string, body: unknown) => fetch(`${mock.url}/v1/projects/${mock.project}/locations/${mock.region}/publishers/anthropic/models/count-tokens:rawPredict`, {
+      method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body),
+    });
+    expect((await count('not-a-token', { model: 'claude-sonnet-4@20250514', messages: request.messages })).status).toBe(401);
+    expect((await count(mock.oauth.issued.at(-1)!.token, { messages: request.messages })).status).toBe(400);
   });
 
   it('holds one token while it is fresh, and fetches the next before the last expires', async () => {
