@@ -28,6 +28,7 @@ export function newServicePrincipal(): MockServicePrincipal {
 export interface IssuedEntraToken {
   token: string;
   clientId: string;
+  issuedAt: number;
   expiresAt: number;
 }
 
@@ -88,7 +89,7 @@ export class MockEntraId {
     }
     const now = Date.now();
     const token = jwtShaped({ aud: 'https://cognitiveservices.azure.com', iss: `https://sts.windows.net/${tenant}/`, tid: tenant, appid: clientId, iat: Math.floor(now / 1000), exp: Math.floor(now / 1000) + this.expiresInSeconds });
-    this.issued.push({ token, clientId, expiresAt: now + this.expiresInSeconds * 1000 });
+    this.issued.push({ token, clientId, issuedAt: now, expiresAt: now + this.expiresInSeconds * 1000 });
     return { status: 200, body: { token_type: 'Bearer', expires_in: this.expiresInSeconds, ext_expires_in: this.expiresInSeconds, access_token: token } };
   }
 }

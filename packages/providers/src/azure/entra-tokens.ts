@@ -7,8 +7,9 @@
  * `held-tokens.ts` says (Entra's last 60 to 90 minutes, so refreshed 5 minutes before they end).
  *
  * A plain fetch, not `@azure/identity`: MSAL, under it, refuses an authority that is not https
- * and asks the authority's OpenID metadata before the token, and its own token cache cannot be
- * told that Azure refused a token. One documented request is all this takes.
+ * and resolves the authority's OpenID metadata before the token, and the credential offers no
+ * way past its own cache for a token Azure refused. One documented request is all this takes
+ * (docs/api.md, the `azure` channel).
  *
  * The token endpoint is reached over the same pool and address policy as every upstream call
  * (`policedFetch`). Nothing here logs the secret or a token, or puts one in an error: a refused
