@@ -49,12 +49,14 @@ export function withoutSecretForms(text: string, forms: readonly string[]): stri
 }
 
 /**
- * Fields of a structured credential that say where or how, not who: never taken out of a text.
- * A Google service account's key names its endpoints and certificate URLs beside its secrets.
+ * Fields of a structured credential that say where or how, or name an account, and are no secret:
+ * never taken out of a text. A Google service account's key names its endpoints and certificate
+ * URLs beside its secrets; an Azure service principal its tenant, application and authority.
  */
 const NOT_SECRET_FIELDS = new Set([
   'api_version', 'region', 'project', 'project_id', 'location', 'deployment', 'resource', 'client_email', 'type', 'auth', 'credentials',
   'token_uri', 'auth_uri', 'auth_provider_x509_cert_url', 'client_x509_cert_url', 'universe_domain',
+  'tenant_id', 'client_id', 'authority_host', 'scope',
 ]);
 
 /**

@@ -14,6 +14,7 @@ export { startMockBedrockUpstream, bedrockCredentialOf, MOCK_AWS_KEY, MOCK_AWS_R
 export type { MockAwsKey } from './mock-aws-signature.ts';
 export { startMockVertexUpstream, MOCK_VERTEX_PROJECT, MOCK_VERTEX_REGION, type MockVertexUpstream, type MockVertexOptions, type MockVertexBehaviour, type MockVertexRequest } from './mock-vertex-upstream.ts';
 export { MockGoogleOAuth, newServiceAccount, type MockServiceAccount, type IssuedToken } from './mock-google-oauth.ts';
+export { MockEntraId, newServicePrincipal, type MockServicePrincipal, type IssuedEntraToken } from './mock-entra-id.ts';
 export { startMockAzureUpstream, MOCK_AZURE_API_KEY, MOCK_AZURE_API_VERSIONS, type MockAzureUpstream, type MockAzureOptions, type MockAzureRequest } from './mock-azure-upstream.ts';
 export {
   startMockAnthropicUpstream,

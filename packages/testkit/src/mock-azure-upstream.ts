@@ -5,12 +5,17 @@
  * refusing what Azure refuses before it serves anything:
  *
  * - an `api-version` missing or not one it knows: 400, `{"error":{"code":"BadRequest",…}}`;
- * - a wrong `api-key` (or Entra ID token), or none: 401,
+ * - a wrong `api-key`, or none: 401,
  *   `{"error":{"code":"401","message":"Access denied due to invalid subscription key…"}}`;
+ *   a bearer token it did not issue, or expired or revoked: 401,
+ *   `{"error":{"code":"401","message":"Unauthorized. Access token is missing, invalid, …"}}`;
  * - a deployment it does not have: 404, `{"error":{"code":"DeploymentNotFound",…}}`.
  *
- * Its behaviours, counters and scripted failures are the shared base's (`mock-upstream.ts`).
+ * Microsoft Entra ID's token endpoint is beside it (`POST /{tenant}/oauth2/v2.0/token`,
+ * `mock-entra-id.ts`), so a service principal's `authority_host` is the mock's URL. Its
+ * behaviours, counters and scripted failures are the shared base's (`mock-upstream.ts`).
  */
+import { MockEntraId, newServicePrincipal, TOKEN_PATH, type MockServicePrincipal } from './mock-entra-id.ts';
 import { answerOpenAI, type MockOpenAIBehaviour } from './mock-openai-upstream.ts';
 import { startMockUpstream, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
 
@@ -26,6 +31,10 @@ export interface MockAzureOptions {
   entraToken?: string;
   /** The resource's deployments; others get 404 DeploymentNotFound. Default: any name. */
   deployments?: string[];
+  /** The service principals Entra ID knows. Default: one made for it. */
+  principals?: MockServicePrincipal[];
+  /** The life of each token Entra ID issues, in seconds. Default 3599. */
+  tokenLifetimeSeconds?: number;
 }
 
 export interface MockAzureRequest {
@@ -44,32 +53,50 @@ export interface MockAzureRequest {
   at: number;
 }
 
-export type MockAzureUpstream = MockUpstream<MockOpenAIBehaviour, MockAzureRequest> & { apiKey: string };
+export type MockAzureUpstream = MockUpstream<MockOpenAIBehaviour, MockAzureRequest> & {
+  apiKey: string;
+  entra: MockEntraId;
+  principal: MockServicePrincipal;
+  /** A service principal (its own by default) as an `azure` channel's key, its authority this mock. */
+  credential(principal?: MockServicePrincipal, fields?: Record<string, string>): string;
+};
 
 const ROUTE = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings|audio\/speech)$/;
 
 const azureError = (code: string, message: string) => ({ error: { code, message } });
+const INVALID_KEY = 'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.';
+const INVALID_TOKEN = 'Unauthorized. Access token is missing, invalid, audience is incorrect (https://cognitiveservices.azure.com), or have expired.';
 
 export async function startMockAzureUpstream(options: MockAzureOptions = {}, initial: MockOpenAIBehaviour = {}): Promise<MockAzureUpstream> {
   const apiKey = options.apiKey ?? MOCK_AZURE_API_KEY;
-  const mock = await startMockUpstream(azureWireFormat({ ...options, apiKey }), initial);
-  return Object.assign(mock, { apiKey });
+  const principals = options.principals ?? [newServicePrincipal()];
+  const entra = new MockEntraId(principals, options.tokenLifetimeSeconds);
+  const mock = await startMockUpstream(azureWireFormat({ ...options, apiKey }, entra), initial);
+  const credential = (principal = principals[0]!, fields: Record<string, string> = {}) =>
+    JSON.stringify({ tenant_id: principal.tenantId, client_id: principal.clientId, client_secret: principal.clientSecret, authority_host: mock.url, ...fields });
+  return Object.assign(mock, { apiKey, entra, principal: principals[0]!, credential });
 }
 
-function azureWireFormat(options: MockAzureOptions & { apiKey: string }): MockWireFormat<MockOpenAIBehaviour, MockAzureRequest> {
+function azureWireFormat(options: MockAzureOptions & { apiKey: string }, entra: MockEntraId): MockWireFormat<MockOpenAIBehaviour, MockAzureRequest> {
   const parse = (r: ReceivedRequest) => {
     const url = new URL(r.path, 'http://mock');
     const route = ROUTE.exec(url.pathname);
     return { route, deployment: route ? decodeURIComponent(route[1]!) : '', operation: route?.[2] ?? '', apiVersion: url.searchParams.get('api-version') };
   };
   const header = (r: ReceivedRequest, name: string) => (typeof r.headers[name] === 'string' ? (r.headers[name] as string) : undefined);
-  const signedIn = (r: ReceivedRequest) =>
-    header(r, 'api-key') === options.apiKey || (options.entraToken !== undefined && header(r, 'authorization') === `Bearer ${options.entraToken}`);
+  const bearer = (r: ReceivedRequest) => /^Bearer (.+)$/.exec(header(r, 'authorization') ?? '')?.[1];
+  const tokenAccepted = (token: string) => token === options.entraToken || entra.accepts(token);
   return {
     name: 'mock Azure OpenAI upstream',
     record(r) {
       const { deployment, operation, apiVersion } = parse(r);
       return { method: r.method, path: r.path, deployment, operation, apiVersion, apiKey: header(r, 'api-key'), authorization: header(r, 'authorization'), body: r.json ?? {}, raw: r.raw, at: r.at };
+    },
+    servedBeside: (r) => r.method === 'POST' && TOKEN_PATH.test(new URL(r.path, 'http://mock').pathname),
+    answerOutside({ request, res }) {
+      const contentType = typeof request.headers['content-type'] === 'string' ? request.headers['content-type'] : undefined;
+      const { status, body } = entra.grant(new URL(request.path, 'http://mock').pathname, contentType, request.raw);
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store, no-cache' }).end(JSON.stringify(body));
     },
     invalidJson: () => azureError('BadRequest', 'The request body is not valid JSON.'),
     check(r) {
@@ -77,9 +104,10 @@ function azureWireFormat(options: MockAzureOptions & { apiKey: string }): MockWi
       if (!apiVersion || !MOCK_AZURE_API_VERSIONS.includes(apiVersion)) {
         return { status: 400, body: azureError('BadRequest', apiVersion ? 'API version not supported' : 'Missing required query parameter: api-version') };
       }
-      if (!signedIn(r)) {
-        return { status: 401, body: azureError('401', 'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.') };
-      }
+      const token = bearer(r);
+      if (token !== undefined && header(r, 'api-key') === undefined) {
+        if (!tokenAccepted(token)) return { status: 401, body: azureError('401', INVALID_TOKEN) };
+      } else if (header(r, 'api-key') !== options.apiKey) return { status: 401, body: azureError('401', INVALID_KEY) };
       if (r.method !== 'POST' || !route) return { status: 404, body: azureError('404', 'Resource not found') };
       if (options.deployments && !options.deployments.includes(deployment)) {
         return { status: 404, body: azureError('DeploymentNotFound', 'The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.') };

@@ -1,10 +1,11 @@
 /**
  * An `azure` channel against a mock Azure OpenAI resource that refuses what Azure refuses: the
  * deployment and api-version in the URL, the key in `api-key` (or an Entra ID token as a bearer),
- * its failures read as OpenAI's (a wrong key a 401, a throttled call a 429 with its wait).
+ * or a service principal's token fetched from Entra ID beside it), its failures read as OpenAI's
+ * (a wrong key a 401, a throttled call a 429 with its wait).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UpstreamError, type ChatChunk, type ChatRequest, type EmbeddingRequest } from '@gateway/contracts';
+import { channelKeySecrets, UpstreamError, type ChatChunk, type ChatRequest, type EmbeddingRequest } from '@gateway/contracts';
 import { startMockAzureUpstream, type MockAzureUpstream } from '@gateway/testkit';
 import { callUpstream, operationUrl, streamUpstream } from '../call-upstream.ts';
 import type { UpstreamTarget } from '../provider.ts';
@@ -60,8 +61,36 @@ describe('an azure channel', () => {
     expect(await failureOf(callUpstream(azure.chat, target, chat()))).toMatchObject({ kind: 'http', status: 429, retryAfter: 7 });
   });
 
+  it("sends a service principal's token as a bearer; a token Azure refuses is dropped and the next attempt fetches another", async () => {
+    const key = mock.credential();
+    await callUpstream(azure.chat, { ...target, key }, chat());
+    const first = mock.entra.issued.at(-1)!.token;
+    expect(mock.requests.at(-1)).toMatchObject({ apiVersion: AZURE_API_VERSION, apiKey: undefined, authorization: `Bearer ${first}` });
+    mock.entra.revoke(first);
+    const refused = await failureOf(callUpstream(azure.chat, { ...target, key }, chat()));
+    expect([refused.status, refused.message]).toEqual([401, expect.stringContaining('Access token is missing, invalid')]);
+    await callUpstream(azure.chat, { ...target, key }, chat());
+    const second = mock.entra.issued.at(-1)!.token;
+    expect(second).not.toBe(first);
+    expect(mock.requests.map((r) => r.authorization)).toEqual([`Bearer ${first}`, `Bearer ${first}`, `Bearer ${second}`]);
+    // Its secret is redacted from what an upstream answers, as any structured credential's; its ids and authority are not secrets.
+    expect(channelKeySecrets(key)).toEqual([key, mock.principal.clientSecret]);
+  });
+
+  it("fails the channel as a 401 without calling the resource, for a service principal whose secret Entra ID refuses", async () => {
+    const key = mock.credential(undefined, { client_secret: 'wrong-secret-0123456789abcdef' });
+    expect(await failureOf(callUpstream(azure.chat, { ...target, key }, chat()))).toMatchObject({
+      kind: 'http', status: 401, message: "Microsoft Entra ID refused the service principal's token request (invalid_client, AADSTS7000215)",
+    });
+    expect(mock.requests).toHaveLength(0);
+  });
+
   it('fails the channel as a 401 without calling, for a credential it cannot read', async () => {
-    for (const key of ['{"api_version":"2024-10-21"}', '{"api_key":"a","entra_token":"b"}', '{"api_key":7}', '{broken']) {
+    const principal = ['"tenant_id":"t","client_id":"c","client_secret":"s"'];
+    for (const key of [
+      '{"api_version":"2024-10-21"}', '{"api_key":"a","entra_token":"b"}', '{"api_key":7}', '{broken',
+      '{"client_id":"c","client_secret":"s"}', `{"api_key":"a",${principal}}`, `{${principal},"authority_host":"login.microsoftonline.com/x"}`,
+    ]) {
       expect(await failureOf(callUpstream(azure.chat, { ...target, key }, chat()))).toMatchObject({ kind: 'http', status: 401, message: expect.stringMatching(/\(read as the azure provider's credential\)$/) });
     }
     expect(mock.requests).toHaveLength(0);

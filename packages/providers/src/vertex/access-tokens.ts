@@ -1,11 +1,8 @@
 /**
  * OAuth access tokens for a `vertex` channel's service account, from google-auth-library's JWT
  * client (a JWT signed with the account's private key, exchanged at its `token_uri` for a token
- * of scope cloud-platform). One token a service account is held and shared by every request of
- * the process, and a new one fetched before it expires: past half its life, or in its last five
- * minutes, whichever comes later (Google's last an hour, so refreshed after 55 minutes). Requests
- * that find it due at once share one fetch. A token the upstream refused (a 401) is dropped, so
- * the next attempt fetches another.
+ * of scope cloud-platform), held, shared and refreshed as `held-tokens.ts` says (Google's last an
+ * hour, so refreshed after 55 minutes).
  *
  * The token endpoint is reached over the same pool and address policy as every upstream call
  * (`policedFetch`). Nothing here logs a token, a key or an assertion, or puts one in an error:
@@ -13,51 +10,22 @@
  */
 import { JWT, gaxios } from 'google-auth-library';
 import { UpstreamError, upstreamFailure } from '@gateway/contracts';
+import { HeldTokens, refreshTime, type AccessToken } from '../held-tokens.ts';
 import { policedFetch } from '../upstream-request.ts';
 import { GOOGLE_TOKEN_URI, type VertexCredential } from './credential.ts';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 
-/** The longest a token is kept short of its expiry; a short-lived one is refreshed past half its life. */
-const REFRESH_MARGIN_MS = 5 * 60_000;
 /** How long a token request may take. */
 const TOKEN_TIMEOUT_MS = 30_000;
 
-interface AccessToken {
-  value: string;
-  /** When to fetch the next one (epoch ms). */
-  refreshAt: number;
-}
-
-const held = new Map<string, Promise<AccessToken>>();
+const held = new HeldTokens(fetchAccessToken);
 
 /** The access token to send for this service account: the one held, or a new one. */
-export async function accessTokenFor(credential: VertexCredential): Promise<string> {
-  const entry = held.get(credential.id);
-  if (entry) {
-    const token = await entry.catch(() => undefined);
-    if (token && Date.now() < token.refreshAt) return token.value;
-    // Due or failed: the first request to see it replaces it; the others wait on its fetch.
-    if (held.get(credential.id) === entry) held.delete(credential.id);
-  }
-  return (await (held.get(credential.id) ?? fetchFor(credential))).value;
-}
+export const accessTokenFor = (credential: VertexCredential): Promise<string> => held.tokenFor(credential);
 
 /** Forgets the token held for this service account (the upstream refused it). */
-export function dropAccessToken(credential: VertexCredential): void {
-  held.delete(credential.id);
-}
-
-function fetchFor(credential: VertexCredential): Promise<AccessToken> {
-  const fetching = fetchAccessToken(credential);
-  // A worker serves a few channels; more than that are keys no longer in use.
-  if (held.size >= 256) held.clear();
-  held.set(credential.id, fetching);
-  fetching.catch(() => {
-    if (held.get(credential.id) === fetching) held.delete(credential.id);
-  });
-  return fetching;
-}
+export const dropAccessToken = (credential: VertexCredential): void => held.drop(credential);
 
 async function fetchAccessToken(credential: VertexCredential): Promise<AccessToken> {
   const client = new JWT({
@@ -76,8 +44,7 @@ async function fetchAccessToken(credential: VertexCredential): Promise<AccessTok
   }
   if (!tokens.access_token) throw upstreamFailure.protocol('the token endpoint answered no access_token');
   const expiresAt = tokens.expiry_date ?? asked + 3600_000;
-  const lifetime = Math.max(0, expiresAt - asked);
-  return { value: tokens.access_token, refreshAt: expiresAt - Math.min(REFRESH_MARGIN_MS, lifetime / 2) };
+  return { value: tokens.access_token, refreshAt: refreshTime(asked, expiresAt) };
 }
 
 /**
