@@ -50,8 +50,8 @@ export interface MockExchange {
   res: ServerResponse;
   /** Aborted when the client goes away. */
   gone: AbortSignal;
-  /** A JSON failure with the provider's headers. */
-  fail(status: number, body: unknown, retryAfter?: number): void;
+  /** A JSON failure with the provider's headers (and `headers`). */
+  fail(status: number, body: unknown, retryAfter?: number, headers?: Record<string, string>): void;
   /** Drops the connection on purpose (a stream lost mid-way): counted as failed, not as aborted. */
   breakConnection(): void;
 }
@@ -76,6 +76,8 @@ export interface MockUpstreamOptions {
 export interface MockRefusal {
   status: number;
   body: unknown;
+  /** Headers beside the provider's own (AWS names its error type in `x-amzn-ErrorType`). */
+  headers?: Record<string, string>;
 }
 
 export type MockCheck = MockRefusal | 'answered-outside' | undefined;
@@ -245,8 +247,8 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     });
     const raw = await readBody(req);
     const request: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw, json: parseObject(raw), at: Date.now() };
-    const fail = (status: number, body: unknown, retryAfter?: number) => {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...format.headers?.(request) };
+    const fail = (status: number, body: unknown, retryAfter?: number, extra?: Record<string, string>) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...format.headers?.(request), ...extra };
       if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
       res.writeHead(status, headers).end(JSON.stringify(body));
     };
@@ -263,7 +265,7 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     if (requests.length > keep) requests.shift();
     const refusal = await format.check(request);
     if (refusal === 'answered-outside') return format.answerOutside?.(exchange);
-    if (refusal) return fail(refusal.status, refusal.body);
+    if (refusal) return fail(refusal.status, refusal.body, undefined, refusal.headers);
     if (concurrencyLimit > 0 && counts.inFlight >= concurrencyLimit) {
       overLimit++;
       return fail(429, format.overLimitBody(request), limitRetryAfter ?? undefined);
