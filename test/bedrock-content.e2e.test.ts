@@ -74,6 +74,17 @@ describe('a bedrock channel through the openai SDK', () => {
     expect(mock.requests.at(-1)!.body).toMatchObject({ additionalModelRequestFields: { thinking: { type: 'enabled', budget_tokens: 1024 } } });
   });
 
+  it('reasons at every reasoning effort, within the default max tokens', async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    for (const effort of ['minimal', 'low', 'medium', 'high'] as const) {
+      const reply = await clients(key).openai.chat.completions.create({ model, reasoning_effort: effort, messages: [{ role: 'user', content: 'Think, then answer.' }] });
+      const message = reply.choices[0]!.message as { content: string | null; reasoning_content?: string };
+      expect([effort, message.reasoning_content, message.content]).toEqual([effort, BEDROCK_THOUGHT, 'Hello from Bedrock']);
+    }
+    const budgets = mock.requests.map((r) => (r.body.additionalModelRequestFields as { thinking: { budget_tokens: number } }).thinking.budget_tokens);
+    expect(budgets).toEqual([1024, 1024, 3072, 3072]);
+  });
+
   it('gives a clear 400 in OpenAI\'s shape for an image Bedrock refuses, and for one the gateway cannot send', async ({ bedrockModel, clients }) => {
     const { mock, model, key } = await bedrockModel();
     const ask = (url: string) => caught(clients(key).openai.chat.completions.create({ model, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url } }] }] }));
@@ -120,6 +131,13 @@ describe('a bedrock channel through the Messages door and @anthropic-ai/sdk', ()
     expect(next.content.at(-1)).toEqual({ type: 'text', text: 'Hello from Bedrock' });
     const thinking = message.content[0] as Anthropic.ThinkingBlock;
     expect((mock.requests.at(-1)!.body.messages as { content: unknown[] }[])[1]!.content[0]).toEqual({ reasoningContent: { reasoningText: { text: thinking.thinking, signature: thinking.signature } } });
+  });
+
+  it('asks Claude to think for adaptive thinking, with a budget that leaves room for the answer', async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    const message = await clients(key).anthropic.messages.create({ model, max_tokens: 8000, thinking: { type: 'adaptive' }, messages: [{ role: 'user', content: 'Think, then answer.' }] });
+    expect(message.content).toEqual([{ type: 'thinking', thinking: BEDROCK_THOUGHT, signature: expect.stringMatching(/^mock-sig-/) }, { type: 'text', text: 'Hello from Bedrock' }]);
+    expect(mock.requests.at(-1)!.body).toMatchObject({ additionalModelRequestFields: { thinking: { type: 'enabled', budget_tokens: 4096 } }, inferenceConfig: { maxTokens: 8000 } });
   });
 
   it('streams the thinking as thinking_delta and signature_delta events, then the text', async ({ bedrockModel, clients }) => {

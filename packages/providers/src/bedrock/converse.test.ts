@@ -27,6 +27,14 @@ describe('a conversation as Converse', () => {
     expect(body.inferenceConfig).toEqual({ maxTokens: expect.any(Number) });
   });
 
+  it('fits a thinking budget it chooses (an effort, adaptive) under maxTokens, and sends a named one only where it fits', () => {
+    const budgetOf = (fields: Partial<ConversationRequest>) => (converseConversation.toUpstream(request(fields), 'm', false) as { additionalModelRequestFields?: { thinking: { budget_tokens: number } } }).additionalModelRequestFields?.thinking.budget_tokens;
+    expect([budgetOf({ reasoningEffort: 'low' }), budgetOf({ reasoningEffort: 'medium' }), budgetOf({ reasoningEffort: 'high' })]).toEqual([1024, 3072, 3072]);
+    expect([budgetOf({ thinking: {}, maxOutputTokens: 8000 }), budgetOf({ reasoningEffort: 'high', maxOutputTokens: 32000 }), budgetOf({ thinking: {}, maxOutputTokens: 1024 })]).toEqual([4096, 16384, undefined]);
+    expect([budgetOf({ thinking: { budgetTokens: 2000 }, maxOutputTokens: 3000 }), budgetOf({ thinking: { budgetTokens: 3000 }, maxOutputTokens: 3000 }), budgetOf({ thinking: { budgetTokens: 500 }, maxOutputTokens: 1000 })]).toEqual([2000, undefined, undefined]);
+    expect(budgetOf({ temperature: 0.5 })).toBeUndefined();
+  });
+
   it('refuses media by URL with a 400 naming the block', () => {
     const asked = request({ messages: [{ role: 'user', parts: [{ type: 'image', source: { kind: 'url', url: 'https://example.com/a.png' } }] }] });
     expect(() => converseConversation.toUpstream(asked, 'm', false)).toThrow(GatewayError);
