@@ -4,7 +4,8 @@
  * {bytes}}`, format png, jpeg, gif or webp, bytes that are base64 of an image of that format),
  * document blocks (`{format, name, source: {bytes}}`, format one of Converse's nine, a name of
  * letters, digits, single spaces, hyphens, parentheses and brackets, bytes of that format),
- * replayed reasoning (`reasoningContent.reasoningText` with text, and a signature of this mock's
+ * document names distinct across the conversation, at most 5 documents and 20 images, replayed
+ * reasoning (`reasoningContent.reasoningText` with text, and a signature of this mock's
  * unchanged), and Claude's thinking (`additionalModelRequestFields.thinking`, or the older
  * `reasoning_config`: a budget of at least 1024 below `maxTokens`, and no temperature but 1).
  * A mock that took what Bedrock refuses would let a gateway's mapping bug through.
@@ -109,16 +110,27 @@ function thinkingRefusal(body: Loose): string | undefined {
   return undefined;
 }
 
+/** What the whole conversation may hold: documents of distinct names, at most 5 of them and 20 images. */
+function countRefusal(blocks: Loose[]): string | undefined {
+  const names = blocks.flatMap((block) => (block.document ? [String((block.document as Loose).name)] : []));
+  if (new Set(names).size < names.length) return "Messages can't contain duplicate document names. Rename the document and retry your request.";
+  if (names.length > 5) return "You can't include more than 5 documents in a request.";
+  if (blocks.filter((block) => block.image).length > 20) return "You can't include more than 20 images in a request.";
+  return undefined;
+}
+
 /** Why Converse refuses this body (a ValidationException's message), or undefined. */
 export function converseRefusal(body: Loose): string | undefined {
   const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
+  const blocks: Loose[] = [];
   for (const [m, message] of messages.entries()) {
     const content = Array.isArray(message?.content) ? (message.content as Loose[]) : [];
     for (const [c, block] of content.entries()) {
       // AWS names members from 1 in its validation messages.
       const refusal = blockRefusal(block ?? {}, `messages.${m + 1}.member.content.${c + 1}.member`);
       if (refusal) return refusal;
+      blocks.push(block ?? {}, ...(((block?.toolResult as { content?: Loose[] } | undefined)?.content) ?? []));
     }
   }
-  return thinkingRefusal(body);
+  return countRefusal(blocks) ?? thinkingRefusal(body);
 }

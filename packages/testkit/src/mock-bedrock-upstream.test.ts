@@ -67,7 +67,7 @@ describe('the mock Bedrock runtime', () => {
     expect(mock.requests[0]!.body).toMatchObject({ messages: [{ content: [image, document, { text: 'Describe these' }] }] });
   });
 
-  it('refuses malformed image and document blocks with a ValidationException naming the block', async () => {
+  it('refuses malformed image and document blocks with a ValidationException naming the block, and documents of one name', async () => {
     const at = 'messages.1.member.content.1.member';
     const cases: [unknown, RegExp][] = [
       [{ image: { format: 'bmp', source: { bytes: PNG } } }, new RegExp(`Value 'bmp' at '${at}.image.format' failed to satisfy constraint`)],
@@ -79,8 +79,14 @@ describe('the mock Bedrock runtime', () => {
       [{ document: { format: 'docx', name: 'notes', source: { bytes: PDF } } }, /not a valid docx file/],
       [{ document: { format: 'rtf', name: 'notes', source: { bytes: PDF } } }, /Value 'rtf'/],
     ];
+    const report = (name: string) => ({ document: { format: 'pdf', name, source: { bytes: PDF } } });
+    cases.push(
+      [[report('report'), { text: 'and again' }, report('report')], /duplicate document names/],
+      [Array.from({ length: 6 }, (_, i) => report(`part ${i}`)), /more than 5 documents/],
+      [Array.from({ length: 21 }, () => ({ image: { format: 'png', source: { bytes: PNG } } })), /more than 20 images/],
+    );
     for (const [block, message] of cases) {
-      expect(await refusalOf(user(block))).toEqual({ status: 400, type: expect.stringMatching(/^ValidationException:/), message: expect.stringMatching(message) });
+      expect(await refusalOf(user(...[block].flat()))).toEqual({ status: 400, type: expect.stringMatching(/^ValidationException:/), message: expect.stringMatching(message) });
     }
     expect(mock.completed).toBe(0);
   });
