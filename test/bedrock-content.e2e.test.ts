@@ -140,6 +140,19 @@ describe('a bedrock channel through the Messages door and @anthropic-ai/sdk', ()
     expect(mock.requests.at(-1)!.body).toMatchObject({ additionalModelRequestFields: { thinking: { type: 'enabled', budget_tokens: 4096 } }, inferenceConfig: { maxTokens: 8000 } });
   });
 
+  it('names a document attached again later in the conversation apart, as Converse wants every name distinct', async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    const report = { type: 'document' as const, source: { type: 'base64' as const, media_type: 'application/pdf' as const, data: PDF }, title: 'report.pdf' };
+    const message = await clients(key).anthropic.messages.create({ model, max_tokens: 1000, messages: [
+      { role: 'user', content: [report, { type: 'text', text: 'Summarise it.' }] },
+      { role: 'assistant', content: 'It is a short report.' },
+      { role: 'user', content: [report, { type: 'text', text: 'I fixed a page: summarise it again.' }] },
+    ] });
+    expect(message.content).toEqual([{ type: 'text', text: `Seen: document pdf 'report pdf (2)' ${sizeOf(PDF)} bytes` }]);
+    const names = (mock.requests.at(-1)!.body.messages as { content: { document?: { name: string } }[] }[]).flatMap((m) => m.content.flatMap((block) => (block.document ? [block.document.name] : [])));
+    expect(names).toEqual(['report pdf', 'report pdf (2)']);
+  });
+
   it('streams the thinking as thinking_delta and signature_delta events, then the text', async ({ bedrockModel, clients }) => {
     const { mock, model, key } = await bedrockModel();
     const stream = clients(key).anthropic.messages.stream({ model, max_tokens: 4096, thinking: THINKING, messages: [{ role: 'user', content: [

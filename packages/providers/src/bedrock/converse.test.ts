@@ -35,6 +35,19 @@ describe('a conversation as Converse', () => {
     expect(budgetOf({ temperature: 0.5 })).toBeUndefined();
   });
 
+  it('names documents apart across the conversation, as Converse refuses a name twice', () => {
+    const pdf = (title?: string) => ({ type: 'document' as const, source: { kind: 'base64' as const, mediaType: 'application/pdf', data: 'JVBE' }, ...(title ? { title } : {}) });
+    const body = converseConversation.toUpstream(request({
+      messages: [
+        { role: 'user', parts: [pdf('report.pdf'), pdf(), pdf()] },
+        { role: 'assistant', parts: [{ type: 'text', text: 'Read.' }] },
+        { role: 'user', parts: [pdf('report.pdf'), pdf('REPORT pdf'), pdf('???')] },
+      ],
+    }), 'm', false) as { messages: { content: { document: { name: string } }[] }[] };
+    const names = [body.messages[0]!, body.messages[2]!].flatMap((message) => message.content.map((block) => block.document.name));
+    expect(names).toEqual(['report pdf', 'document', 'document (2)', 'report pdf (2)', 'REPORT pdf (3)', 'document (3)']);
+  });
+
   it('refuses media by URL with a 400 naming the block', () => {
     const asked = request({ messages: [{ role: 'user', parts: [{ type: 'image', source: { kind: 'url', url: 'https://example.com/a.png' } }] }] });
     expect(() => converseConversation.toUpstream(asked, 'm', false)).toThrow(GatewayError);
