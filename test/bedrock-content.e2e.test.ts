@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect } from 'vitest';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { GoogleGenAI } from '@google/genai';
 import { BEDROCK_THOUGHT, caught, type MockBedrockUpstream } from '@gateway/testkit';
 import { stackTest } from '@gateway/testkit/fixtures';
 
@@ -24,6 +25,7 @@ const it = stackTest({
 }).extend('clients', async ({ stack }) => (key: string) => ({
   openai: new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 15_000 }),
   anthropic: new Anthropic({ baseURL: stack.gateway.url, apiKey: key, maxRetries: 0, timeout: 15_000 }),
+  google: new GoogleGenAI({ apiKey: key, httpOptions: { baseUrl: stack.gateway.url, timeout: 15_000 } }),
 })).extend('bedrockModel', async ({ upstream, channel, apiKey }) => async () => {
   // A bedrock channel serving a model of the test's own, and a key for it.
   const mock = await upstream.bedrock();
@@ -194,5 +196,40 @@ describe('a bedrock channel through the Messages door and @anthropic-ai/sdk', ()
     expect(refused).toBeInstanceOf(Anthropic.BadRequestError);
     expect(refused.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('not a valid png image') } });
     expect(lastUserContent(mock)[0]).toEqual({ image: { format: 'png', source: { bytes: JPEG_BYTES } } });
+  });
+});
+
+describe('a bedrock channel through the Responses and Gemini doors', () => {
+  it('sends input_image and input_file as image and document bytes, and gives the reasoning back as a reasoning item', async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    const response = await clients(key).openai.responses.create({
+      model,
+      reasoning: { effort: 'medium', summary: 'auto' },
+      input: [{ role: 'user', content: [
+        { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+        { type: 'input_file', filename: 'Invoice 7.pdf', file_data: `data:application/pdf;base64,${PDF}` },
+        { type: 'input_text', text: 'What are these?' },
+      ] }],
+    });
+    expect(response.output_text).toBe(`Seen: image png ${sizeOf(PNG)} bytes; document pdf 'Invoice 7 pdf' ${sizeOf(PDF)} bytes`);
+    expect(JSON.stringify(response.output.filter((item) => item.type === 'reasoning'))).toContain(BEDROCK_THOUGHT);
+    expect(lastUserContent(mock)).toEqual([
+      { image: { format: 'png', source: { bytes: PNG } } },
+      { document: { format: 'pdf', name: 'Invoice 7 pdf', source: { bytes: PDF } } },
+      { text: 'What are these?' },
+    ]);
+  });
+
+  it("sends Gemini's inlineData image and PDF as image and document bytes, and the thought as a thought part", async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    const reply = await clients(key).google.models.generateContent({
+      model,
+      contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: PNG } }, { inlineData: { mimeType: 'application/pdf', data: PDF } }, { text: 'What are these?' }] }],
+      config: { thinkingConfig: { includeThoughts: true, thinkingBudget: 2048 } },
+    });
+    const parts = reply.candidates![0]!.content!.parts!;
+    expect(parts.filter((part) => part.thought).map((part) => part.text)).toEqual([BEDROCK_THOUGHT]);
+    expect(reply.text).toBe(`Seen: image png ${sizeOf(PNG)} bytes; document pdf 'document' ${sizeOf(PDF)} bytes`);
+    expect(lastUserContent(mock)).toMatchObject([{ image: { format: 'png', source: { bytes: PNG } } }, { document: { format: 'pdf', source: { bytes: PDF } } }, { text: 'What are these?' }]);
   });
 });
