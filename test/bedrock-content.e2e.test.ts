@@ -175,6 +175,31 @@ describe('a bedrock channel through the Messages door and @anthropic-ai/sdk', ()
     expect(mock.requests.at(-1)).toMatchObject({ action: 'converse-stream', body: { additionalModelRequestFields: { thinking: THINKING } } });
   });
 
+  it('streams thinking then a tool call, and takes the tool result back with the thinking block, as an agent loop does', async ({ bedrockModel, clients }) => {
+    const { mock, model, key } = await bedrockModel();
+    const { anthropic } = clients(key);
+    const tools: Anthropic.Tool[] = [{ name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }];
+    const question: Anthropic.MessageParam = { role: 'user', content: 'What is the weather in Paris?' };
+    const first = await anthropic.messages.stream({ model, max_tokens: 4096, thinking: THINKING, tools, messages: [question] }).finalMessage();
+    expect(first.stop_reason).toBe('tool_use');
+    expect(first.content).toEqual([
+      { type: 'thinking', thinking: BEDROCK_THOUGHT, signature: expect.stringMatching(/^mock-sig-/) },
+      { type: 'tool_use', id: 'tooluse_mock_1', name: 'get_weather', input: { city: 'Paris' } },
+    ]);
+
+    const answer = await anthropic.messages.create({ model, max_tokens: 4096, thinking: THINKING, tools, messages: [
+      question,
+      { role: 'assistant', content: first.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tooluse_mock_1', content: 'Sunny, 24 °C' }] },
+    ] });
+    expect(answer.content.at(-1)).toEqual({ type: 'text', text: 'Hello from Bedrock' });
+    const sent = mock.requests.at(-1)!.body.messages as { content: unknown[] }[];
+    expect(sent.slice(1)).toEqual([
+      { role: 'assistant', content: [{ reasoningContent: { reasoningText: { text: BEDROCK_THOUGHT, signature: (first.content[0] as Anthropic.ThinkingBlock).signature } } }, { toolUse: { toolUseId: 'tooluse_mock_1', name: 'get_weather', input: { city: 'Paris' } } }] },
+      { role: 'user', content: [{ toolResult: { toolUseId: 'tooluse_mock_1', content: [{ text: 'Sunny, 24 °C' }], status: 'success' } }] },
+    ]);
+  });
+
   it('sends a photo of a few megabytes byte for byte, signed over all of it', async ({ bedrockModel, clients }) => {
     const { mock, model, key } = await bedrockModel();
     const photo = Buffer.concat([Buffer.from(PNG, 'base64'), randomBytes(3 * 1024 * 1024)]).toString('base64');
