@@ -11,6 +11,7 @@ export { startStack, type Stack, type StackOptions } from './stack.ts';
 export { startMockUpstream, sleepUnlessGone, writeOrWait, type MockUpstream, type MockBehaviour, type MockWireFormat, type MockExchange, type ReceivedRequest } from './mock-upstream.ts';
 export { startMockOpenAIUpstream, type MockOpenAIUpstream, type MockOpenAIBehaviour, type RecordedRequest } from './mock-openai-upstream.ts';
 export { startMockBedrockUpstream, bedrockCredentialOf, MOCK_AWS_KEY, MOCK_AWS_REGION, type MockBedrockUpstream, type MockBedrockOptions, type MockBedrockBehaviour, type MockBedrockRequest } from './mock-bedrock-upstream.ts';
+export { BEDROCK_THOUGHT } from './mock-bedrock-reply.ts';
 export type { MockAwsKey } from './mock-aws-signature.ts';
 export { startMockVertexUpstream, MOCK_VERTEX_PROJECT, MOCK_VERTEX_REGION, type MockVertexUpstream, type MockVertexOptions, type MockVertexBehaviour, type MockVertexRequest } from './mock-vertex-upstream.ts';
 export { MockGoogleOAuth, newServiceAccount, type MockServiceAccount, type IssuedToken } from './mock-google-oauth.ts';

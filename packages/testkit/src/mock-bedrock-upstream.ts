@@ -1,15 +1,18 @@
 /**
  * A Bedrock runtime on a real HTTP port: `POST /model/{modelId}/converse` (a Converse reply),
- * `/converse-stream` (its events in AWS's binary event stream, encoded by the AWS SDK's own codec)
- * and `/invoke` for Titan's and Cohere's embedding bodies. It refuses what AWS refuses before
+ * `/converse-stream` (its events in AWS's binary event stream) and `/invoke` for Titan's and
+ * Cohere's embedding bodies (`mock-bedrock-reply.ts`). It refuses what AWS refuses before
  * anything else (`mock-aws-signature.ts`): a key it does not know, a signature that does not
- * match, one more than five minutes old (403, `{"message": …}`); and a model it does not serve
- * (400 ValidationException). Its behaviours, counters and scripted failures are the shared base's.
+ * match, one more than five minutes old (403, `{"message": …}`); then, as a 400
+ * ValidationException, a model it does not serve and a Converse body Bedrock would not run
+ * (`mock-bedrock-checks.ts`: image and document blocks, replayed reasoning, thinking's budget).
+ * What it received is each request's `body`; its behaviours, counters and scripted failures are
+ * the shared base's.
  */
-import { createHash } from 'node:crypto';
-import { EventStreamCodec } from '@smithy/core/event-streams';
 import { awsSignatureRefusal, type MockAwsKey } from './mock-aws-signature.ts';
-import { sleepUnlessGone, startMockUpstream, type MockBehaviour, type MockExchange, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
+import { converseRefusal } from './mock-bedrock-checks.ts';
+import { answerConverse } from './mock-bedrock-reply.ts';
+import { startMockUpstream, type MockBehaviour, type MockRefusal, type MockUpstream, type MockWireFormat, type ReceivedRequest } from './mock-upstream.ts';
 
 export const MOCK_AWS_KEY: MockAwsKey = { accessKeyId: 'AKIAMOCKBEDROCK00001', secretAccessKey: 'mock/secret+access/key0123456789abcdefghij' };
 export const MOCK_AWS_REGION = 'us-east-1';
@@ -46,8 +49,13 @@ export interface MockBedrockRequest {
 export type MockBedrockUpstream = MockUpstream<MockBedrockBehaviour, MockBedrockRequest> & { key: MockAwsKey; region: string };
 
 const ROUTE = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/;
-const utf8 = new TextDecoder();
-const codec = new EventStreamCodec((bytes) => utf8.decode(bytes), (text) => new TextEncoder().encode(text));
+
+/** A 400 as Bedrock answers a request it will not run: its type in `x-amzn-ErrorType`, its words in the body. */
+const validationException = (message: string): MockRefusal => ({
+  status: 400,
+  body: { message },
+  headers: { 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' },
+});
 
 /** The credential JSON a `bedrock` channel takes for `key` in `region`. */
 export const bedrockCredentialOf = (key: MockAwsKey, region: string) =>
@@ -71,73 +79,16 @@ function bedrockWireFormat(keys: MockAwsKey[], region: string, models: string[] 
     headers: () => ({ 'x-amzn-requestid': crypto.randomUUID() }),
     invalidJson: () => ({ message: 'Malformed input request, please reformat your input and try again.' }),
     async check(r) {
-      const refusal = await awsSignatureRefusal(r, keys, region, 'bedrock', Date.now() + clockAheadMs);
-      if (refusal) return { status: 403, body: { message: refusal.message } };
+      const unsigned = await awsSignatureRefusal(r, keys, region, 'bedrock', Date.now() + clockAheadMs);
+      if (unsigned) return { status: 403, body: { message: unsigned.message }, headers: { 'x-amzn-errortype': `${unsigned.type}:http://internal.amazon.com/coral/com.amazon.coral.service/` } };
       const { modelId, action } = routeOf(r);
       if (r.method !== 'POST' || !action) return { status: 404, body: { message: 'Not Found' } };
-      if (models && !models.includes(modelId)) return { status: 400, body: { message: 'The provided model identifier is invalid.' } };
-      return undefined;
+      if (models && !models.includes(modelId)) return validationException('The provided model identifier is invalid.');
+      const refusal = action === 'invoke' ? undefined : converseRefusal(r.json ?? {});
+      return refusal ? validationException(refusal) : undefined;
     },
     failureBody: (status) => ({ message: status === 429 ? 'Too many requests, please wait before trying again.' : `mock failure ${status}` }),
     overLimitBody: () => ({ message: 'Too many requests, please wait before trying again.' }),
-    answer: (exchange, b) => answer(exchange, routeOf(exchange.request), b),
+    answer: (exchange, b) => answerConverse(exchange, routeOf(exchange.request).action, b),
   };
-}
-
-const words = (text: string) => text.split(/\s+/).filter(Boolean);
-const tokens = (text: string) => Math.max(1, Math.ceil(text.length / 4));
-
-/** The last user text of a Converse request, and whether it offers tools. */
-function promptOf(body: Record<string, unknown>): { text: string; tools: boolean } {
-  const messages = (body.messages ?? []) as { role: string; content: { text?: string }[] }[];
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  const text = (last?.content ?? []).map((block) => block.text ?? '').join(' ');
-  return { text, tools: Array.isArray((body.toolConfig as { tools?: unknown } | undefined)?.tools) };
-}
-
-async function answer({ res, request, gone }: MockExchange, route: { modelId: string; action: string }, b: MockBedrockBehaviour): Promise<void> {
-  const body = request.json ?? {};
-  if (route.action === 'invoke') return embed(res, body);
-  const prompt = promptOf(body);
-  const weather = prompt.tools && /weather/i.test(prompt.text);
-  const text = b.text ?? 'Hello from Bedrock';
-  const usage = { inputTokens: tokens(JSON.stringify(body.messages ?? [])), outputTokens: weather ? 12 : words(text).length, totalTokens: 0 };
-  usage.totalTokens = usage.inputTokens + usage.outputTokens;
-  const toolUse = { toolUseId: 'tooluse_mock_1', name: 'get_weather', input: { city: 'Paris' } };
-  if (route.action === 'converse') {
-    const content = weather ? [{ toolUse }] : [{ text }];
-    const reply = { output: { message: { role: 'assistant', content } }, stopReason: weather ? 'tool_use' : 'end_turn', usage, metrics: { latencyMs: 1 } };
-    return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
-  }
-  const events: [string, unknown][] = [['messageStart', { role: 'assistant' }]];
-  if (weather) {
-    const args = JSON.stringify(toolUse.input);
-    events.push(['contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: toolUse.toolUseId, name: toolUse.name } } }]);
-    for (const piece of [args.slice(0, 5), args.slice(5)]) events.push(['contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: piece } } }]);
-  } else {
-    for (const [i, word] of words(text).entries()) events.push(['contentBlockDelta', { contentBlockIndex: 0, delta: { text: i === 0 ? word : ` ${word}` } }]);
-  }
-  events.push(['contentBlockStop', { contentBlockIndex: 0 }], ['messageStop', { stopReason: weather ? 'tool_use' : 'end_turn' }], ['metadata', { usage, metrics: { latencyMs: 1 } }]);
-  res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
-  for (const [type, payload] of events) {
-    if (gone.aborted) return;
-    res.write(codec.encode({
-      headers: { ':message-type': { type: 'string', value: 'event' }, ':event-type': { type: 'string', value: type }, ':content-type': { type: 'string', value: 'application/json' } },
-      body: new TextEncoder().encode(JSON.stringify(payload)),
-    }));
-    if (b.chunkDelayMs) await sleepUnlessGone(b.chunkDelayMs, gone);
-  }
-  res.end();
-}
-
-/** A vector of 8 floats from the text's hash: the same text, the same vector. */
-const vectorOf = (text: string) => Array.from(createHash('sha256').update(text).digest().subarray(0, 8), (byte) => (byte - 127.5) / 127.5);
-
-function embed(res: MockExchange['res'], body: Record<string, unknown>): void {
-  const reply = (status: number, value: unknown) => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-  if (typeof body.inputText === 'string') return reply(200, { embedding: vectorOf(body.inputText), inputTextTokenCount: tokens(body.inputText) });
-  if (Array.isArray(body.texts) && body.texts.every((t) => typeof t === 'string') && typeof body.input_type === 'string') {
-    return reply(200, { id: crypto.randomUUID(), embeddings: (body.texts as string[]).map(vectorOf), texts: body.texts, response_type: 'embeddings_floats' });
-  }
-  return reply(400, { message: 'Malformed input request: neither inputText (Titan) nor texts with input_type (Cohere)' });
 }

@@ -32,8 +32,8 @@ export async function openExchange(
     gone.abort();
   });
   const request = await receiveRequest(req);
-  const fail = (status: number, body: unknown, retryAfter?: number) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...headersOf(request) };
+  const fail = (status: number, body: unknown, retryAfter?: number, extra?: Record<string, string>) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...headersOf(request), ...extra };
     if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
     res.writeHead(status, headers).end(JSON.stringify(body));
   };

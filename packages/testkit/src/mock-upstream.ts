@@ -83,7 +83,7 @@ export async function startMockUpstream<B extends MockBehaviour, R>(format: Mock
     if (requests.length > keep) requests.shift();
     const refusal = await format.check(request);
     if (refusal === 'answered-outside') return format.answerOutside?.(exchange);
-    if (refusal) return fail(refusal.status, refusal.body);
+    if (refusal) return fail(refusal.status, refusal.body, undefined, refusal.headers);
     if (concurrencyLimit > 0 && counters.inFlight.inFlight >= concurrencyLimit) {
       counters.overLimit++;
       return fail(429, format.overLimitBody(request), limitRetryAfter ?? undefined);

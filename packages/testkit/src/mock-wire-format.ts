@@ -45,7 +45,7 @@ export interface MockExchange {
   /** Aborted when the client goes away. */
   gone: AbortSignal;
   /** A JSON failure with the provider's headers. */
-  fail(status: number, body: unknown, retryAfter?: number): void;
+  fail(status: number, body: unknown, retryAfter?: number, headers?: Record<string, string>): void;
   /** Drops the connection on purpose (a stream lost mid-way): counted as failed, not as aborted. */
   breakConnection(): void;
 }
@@ -54,6 +54,8 @@ export interface MockExchange {
 export interface MockRefusal {
   status: number;
   body: unknown;
+  /** Headers beside the provider's own (AWS names its error type in `x-amzn-ErrorType`). */
+  headers?: Record<string, string>;
 }
 
 export type MockCheck = MockRefusal | 'answered-outside' | undefined;

@@ -27,6 +27,27 @@ describe('a conversation as Converse', () => {
     expect(body.inferenceConfig).toEqual({ maxTokens: expect.any(Number) });
   });
 
+  it('fits a thinking budget it chooses (an effort, adaptive) under maxTokens, and sends a named one only where it fits', () => {
+    const budgetOf = (fields: Partial<ConversationRequest>) => (converseConversation.toUpstream(request(fields), 'm', false) as { additionalModelRequestFields?: { thinking: { budget_tokens: number } } }).additionalModelRequestFields?.thinking.budget_tokens;
+    expect([budgetOf({ reasoningEffort: 'low' }), budgetOf({ reasoningEffort: 'medium' }), budgetOf({ reasoningEffort: 'high' })]).toEqual([1024, 3072, 3072]);
+    expect([budgetOf({ thinking: {}, maxOutputTokens: 8000 }), budgetOf({ reasoningEffort: 'high', maxOutputTokens: 32000 }), budgetOf({ thinking: {}, maxOutputTokens: 1024 })]).toEqual([4096, 16384, undefined]);
+    expect([budgetOf({ thinking: { budgetTokens: 2000 }, maxOutputTokens: 3000 }), budgetOf({ thinking: { budgetTokens: 3000 }, maxOutputTokens: 3000 }), budgetOf({ thinking: { budgetTokens: 500 }, maxOutputTokens: 1000 })]).toEqual([2000, undefined, undefined]);
+    expect(budgetOf({ temperature: 0.5 })).toBeUndefined();
+  });
+
+  it('names documents apart across the conversation, as Converse refuses a name twice', () => {
+    const pdf = (title?: string) => ({ type: 'document' as const, source: { kind: 'base64' as const, mediaType: 'application/pdf', data: 'JVBE' }, ...(title ? { title } : {}) });
+    const body = converseConversation.toUpstream(request({
+      messages: [
+        { role: 'user', parts: [pdf('report.pdf'), pdf(), pdf()] },
+        { role: 'assistant', parts: [{ type: 'text', text: 'Read.' }] },
+        { role: 'user', parts: [pdf('report.pdf'), pdf('REPORT pdf'), pdf('???')] },
+      ],
+    }), 'm', false) as { messages: { content: { document: { name: string } }[] }[] };
+    const names = [body.messages[0]!, body.messages[2]!].flatMap((message) => message.content.map((block) => block.document.name));
+    expect(names).toEqual(['report pdf', 'document', 'document (2)', 'report pdf (2)', 'REPORT pdf (3)', 'document (3)']);
+  });
+
   it('refuses media by URL with a 400 naming the block', () => {
     const asked = request({ messages: [{ role: 'user', parts: [{ type: 'image', source: { kind: 'url', url: 'https://example.com/a.png' } }] }] });
     expect(() => converseConversation.toUpstream(asked, 'm', false)).toThrow(GatewayError);

@@ -1,57 +1,41 @@
 /**
  * The conversation model (see doors/door.ts) on Bedrock's Converse API: system parts become
- * `system` blocks, turns `messages` of content blocks (text, image and document bytes, toolUse,
- * toolResult, reasoningContent), cache marks `cachePoint` blocks after the part they close, tools
- * `toolConfig`; the reply's blocks and ConverseStream's events (`{"contentBlockDelta": …}`, as
- * `aws-event-stream.ts` gives them) become the model's parts and events, with the cache reads and
- * writes of its usage.
+ * `system` blocks, turns `messages` of content blocks (text, image and document bytes with
+ * distinct names as `converse-media.ts` makes them, toolUse, toolResult, reasoningContent), cache
+ * marks `cachePoint` blocks after the part they close, tools `toolConfig`; the reply's blocks and
+ * ConverseStream's events (`{"contentBlockDelta": …}`, as `aws-event-stream.ts` gives them)
+ * become the model's parts and events, with the cache reads and writes of its usage.
  *
  * By rule, as the Anthropic mapping: `maxTokens` is CHAT_DEFAULT_MAX_TOKENS where the door set
- * none; a reasoning budget asks Claude's thinking through `additionalModelRequestFields`, without
- * a temperature; a JSON response format is an instruction appended to the system prompt; thinking
- * without a signature (another provider's) is left out. Dropped: `topK` and `user` (no Converse
+ * none; thinking (a budget, an effort, or adaptive) asks Claude's through
+ * `additionalModelRequestFields`, with a budget that fits `maxTokens` and without a temperature;
+ * a JSON response format is an instruction appended to the system prompt; thinking without a
+ * signature (another provider's) is left out. Dropped: `topK` and `user` (no Converse
  * field for every model), a tool choice of `none` (Converse has none: the tools stay offered).
  * Refused with a 400: media by URL (Converse takes bytes or S3 locations only).
  */
 import { randomUUID } from 'node:crypto';
-import { badRequest, CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
+import { CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
+import { documentBlock, DocumentNames, imageBlock } from './converse-media.ts';
 
 type Block = Record<string, unknown>;
 
 const CACHE_POINT: Block = { cachePoint: { type: 'default' } };
 
-const IMAGE_FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
-const DOCUMENT_FORMATS: Record<string, string> = {
-  'application/pdf': 'pdf', 'text/csv': 'csv', 'text/html': 'html', 'text/plain': 'txt', 'text/markdown': 'md',
-  'application/msword': 'doc', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
-  'application/vnd.ms-excel': 'xls', 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
-};
-
-/** Media as Converse takes it: its format and base64 bytes. */
-function mediaOf(source: MediaSource, formats: Record<string, string>, path: string): { format: string; source: { bytes: string } } {
-  if (source.kind === 'url') throw badRequest(`${path}: a media source by URL cannot go to a bedrock channel; send it inline as base64`, path);
-  const format = formats[source.mediaType.toLowerCase()];
-  if (!format) throw badRequest(`${path}: ${source.mediaType} is not a media type Bedrock's Converse takes`, path);
-  return { format, source: { bytes: source.kind === 'text' ? Buffer.from(source.data).toString('base64') : source.data } };
-}
-
-/** Converse's rule for a document's name: letters, digits, single spaces, hyphens, parentheses, brackets. */
-const documentName = (title: string | undefined, at: string) => (title ?? '').replace(/[^A-Za-z0-9\s\-()[\]]/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) || `document ${at}`;
-
-function blocksOf(part: ConversationPart, path: string): Block[] {
+function blocksOf(part: ConversationPart, path: string, names: DocumentNames): Block[] {
   const block = ((): Block | undefined => {
     switch (part.type) {
       case 'text':
         return part.text === '' ? undefined : { text: part.text };
       case 'image':
-        return { image: mediaOf(part.source, IMAGE_FORMATS, path) };
+        return imageBlock(part, path);
       case 'document':
-        return { document: { ...mediaOf(part.source, DOCUMENT_FORMATS, path), name: documentName(part.title, path.replace(/\D+/g, '-')) } };
+        return documentBlock(part, path, names);
       case 'tool_use':
         return { toolUse: { toolUseId: part.id, name: part.name, input: part.input } };
       case 'tool_result':
-        return { toolResult: { toolUseId: part.toolUseId, content: part.content.flatMap((inner, i) => blocksOf(inner, `${path}.content[${i}]`)), status: part.isError ? 'error' : 'success' } };
+        return { toolResult: { toolUseId: part.toolUseId, content: part.content.flatMap((inner, i) => blocksOf(inner, `${path}.content[${i}]`, names)), status: part.isError ? 'error' : 'success' } };
       case 'thinking':
         return part.signature ? { reasoningContent: { reasoningText: { text: part.thinking, signature: part.signature } } } : undefined;
       case 'redacted_thinking':
@@ -64,6 +48,22 @@ function blocksOf(part: ConversationPart, path: string): Block[] {
 
 const isTurn = (message: ConversationRequest['messages'][number]) => message.role === 'user' || message.role === 'assistant';
 const EFFORT_BUDGET = { minimal: 1024, low: 1024, medium: 4096, high: 16384 } as const;
+const LEAST_BUDGET = 1024;
+
+/**
+ * Claude's thinking budget: at least 1024, below `maxTokens` (which counts the thinking too). A
+ * budget the caller named is sent as named, or not at all when it cannot fit. One the gateway
+ * chooses, for an effort or for `adaptive` thinking (which not every Claude on Bedrock takes), is
+ * cut to leave the answer room: else a medium or high effort under the default `maxTokens` asks
+ * for no thinking at all.
+ */
+function thinkingBudget(request: ConversationRequest, maxTokens: number): number | undefined {
+  if (!request.thinking && !request.reasoningEffort) return undefined;
+  const named = request.thinking?.budgetTokens;
+  const chosen = EFFORT_BUDGET[request.reasoningEffort ?? 'medium'];
+  const budget = Math.max(LEAST_BUDGET, named ?? Math.min(chosen, maxTokens - LEAST_BUDGET));
+  return budget < maxTokens ? budget : undefined;
+}
 
 function jsonInstruction(format: ConversationRequest['responseFormat']): Block | undefined {
   if (format?.type !== 'json') return undefined;
@@ -73,19 +73,20 @@ function jsonInstruction(format: ConversationRequest['responseFormat']): Block |
 
 function toConverse(request: ConversationRequest): Block {
   const maxTokens = request.maxOutputTokens ?? CHAT_DEFAULT_MAX_TOKENS;
+  const names = new DocumentNames();
   const messages = request.messages
     .map((message, at) => ({ message, at }))
     .filter(({ message }) => isTurn(message))
-    .map(({ message, at }) => ({ role: message.role, content: message.parts.flatMap((part, i) => blocksOf(part, `messages[${at}].content[${i}]`)) }))
+    .map(({ message, at }) => ({ role: message.role, content: message.parts.flatMap((part, i) => blocksOf(part, `messages[${at}].content[${i}]`, names)) }))
     .filter((message) => message.content.length > 0);
   const body: Block = { messages };
   // An instruction mid-conversation (a door's system turn) joins the system prompt: Converse has no system turns.
   const instructions = [...request.system, ...request.messages.filter((message) => !isTurn(message)).flatMap((message) => message.parts)];
-  const system = [...instructions.flatMap((part, i) => blocksOf(part, `system[${i}]`)), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
+  const system = [...instructions.flatMap((part, i) => blocksOf(part, `system[${i}]`, names)), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
   if (system.length > 0) body.system = system;
   const inference: Block = { maxTokens };
-  const budget = request.thinking?.budgetTokens ?? (request.reasoningEffort ? EFFORT_BUDGET[request.reasoningEffort] : undefined);
-  if (budget !== undefined && budget < maxTokens) body.additionalModelRequestFields = { thinking: { type: 'enabled', budget_tokens: Math.max(1024, budget) } };
+  const budget = thinkingBudget(request, maxTokens);
+  if (budget !== undefined) body.additionalModelRequestFields = { thinking: { type: 'enabled', budget_tokens: budget } };
   else if (request.temperature !== undefined) inference.temperature = Math.min(request.temperature, 1);
   else if (request.topP !== undefined) inference.topP = request.topP;
   const stops = request.stopSequences?.filter((stop) => stop.trim() !== '') ?? [];
