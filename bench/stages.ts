@@ -4,15 +4,18 @@
  * the wait for a channel slot, the upstream call, the reply to the gateway). Each stage is the
  * time between two of those spans' edges, so the stages of one request add up to its server
  * span; what the client saw beyond that is the HTTP in and out of the gateway.
+ *
+ * Means, not medians: OpenTelemetry's JavaScript SDK starts a span at `Date.now()`, a whole
+ * millisecond, and times its length on the high-resolution clock, so an edge of one span against
+ * another's is off by up to a millisecond either way, evenly: over a thousand requests the error
+ * of a mean is a few microseconds, where a median keeps it. A span's own length is exact.
  */
 import type { ReceivedSpan } from '@gateway/testkit';
-import { percentile } from './stats.ts';
 
 export interface StageRow {
   stage: string;
   /** Where the time is spent: a process, or between two. */
   where: string;
-  p50us: number;
   meanUs: number;
 }
 
@@ -53,15 +56,17 @@ function requestsOf(spans: ReceivedSpan[]): RequestSpans[] {
   return requests;
 }
 
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+
 /** Nanoseconds from `from` to `to`, or undefined where either edge is missing. */
 const between = (from: bigint | undefined, to: bigint | undefined): number | undefined =>
   from === undefined || to === undefined ? undefined : Number(to - from);
 
 /**
  * The stages of the requests traced in `spans`, in the order a request passes them, with the
- * client's own p50 (`clientP50us`, from the load generator) to price the HTTP around them.
+ * client's own mean (`clientMeanUs`, from the load generator) to price the HTTP around them.
  */
-export function stageTable(spans: ReceivedSpan[], clientP50us: number): StageRow[] {
+export function stageTable(spans: ReceivedSpan[], clientMeanUs: number): StageRow[] {
   const requests = requestsOf(spans).filter((r) => r.admission && r.enqueue && r.waitForReply && r.process && r.upstream && r.reply);
   const stages: [string, string, (r: RequestSpans) => number | undefined][] = [
     ['body read, parsed and validated; key and model checked', 'gateway', (r) => between(r.server.startNs, r.admission!.startNs)],
@@ -80,11 +85,10 @@ export function stageTable(spans: ReceivedSpan[], clientP50us: number): StageRow
   ];
   const rows: StageRow[] = stages.map(([stage, where, of]) => {
     const values = requests.map(of).filter((v): v is number => v !== undefined).map((ns) => ns / 1000);
-    return { stage, where, p50us: percentile(values, 50), meanUs: values.reduce((a, b) => a + b, 0) / Math.max(1, values.length) };
+    return { stage, where, meanUs: mean(values) };
   });
-  const serverUs = requests.map((r) => Number(r.server.endNs - r.server.startNs) / 1000);
-  const serverP50 = percentile(serverUs, 50);
-  rows.push({ stage: 'HTTP in and out of the gateway (client p50 − server span p50)', where: 'client ↔ gateway', p50us: clientP50us - serverP50, meanUs: NaN });
-  rows.push({ stage: `the server span (${requests.length} requests)`, where: 'gateway', p50us: serverP50, meanUs: serverUs.reduce((a, b) => a + b, 0) / Math.max(1, serverUs.length) });
+  const server = mean(requests.map((r) => Number(r.server.endNs - r.server.startNs) / 1000));
+  rows.push({ stage: 'HTTP in and out of the gateway (the client\'s mean less the server span\'s)', where: 'client ↔ gateway', meanUs: clientMeanUs - server });
+  rows.push({ stage: `the whole request as its client saw it (${requests.length} requests)`, where: 'client', meanUs: clientMeanUs });
   return rows;
 }

@@ -25,19 +25,12 @@ declare module 'fastify' {
 export function refusedSpan(request: FastifyRequest, reply: FastifyReply, route: string, model: string, code: string): string | undefined {
   const span = tracer.startSpan(`${request.method} ${route}`, {
     kind: SpanKind.SERVER,
-    startTime: arrivalOf(reply),
+    startTime: Date.now() - reply.elapsedTime,
     attributes: { 'http.request.method': request.method, 'http.route': route, 'http.response.status_code': reply.statusCode, ...(model ? { [GEN_AI.requestModel]: model } : {}) },
   }, contextOf(request.headers.traceparent));
   endSpan(span, code);
   return traceIdOf(span);
 }
-
-/**
- * When the request arrived, to the microsecond (epoch milliseconds with a fraction): Fastify's
- * `elapsedTime` back from now on the same high-resolution clock. `Date.now()` is whole
- * milliseconds, which put a span's start up to a millisecond early.
- */
-const arrivalOf = (reply: FastifyReply): number => performance.timeOrigin + performance.now() - reply.elapsedTime;
 
 export class RelaySpans {
   private readonly server: Span;
@@ -56,7 +49,7 @@ export class RelaySpans {
     this.server = tracer.startSpan(`${request.method} ${route}`, {
       kind: SpanKind.SERVER,
       // From the request's arrival (Fastify's clock of it), its body's reading and validation included.
-      startTime: arrivalOf(reply),
+      startTime: Date.now() - reply.elapsedTime,
       attributes: { 'http.request.method': request.method, 'http.route': route, [GEN_AI.operation]: operation, [GEN_AI.requestModel]: model },
     }, parent);
     this.context = trace.setSpan(parent, this.server);
