@@ -24,6 +24,7 @@ export {
   type MockAnthropicRequest,
 } from './mock-anthropic-upstream.ts';
 export type { MockToolUse } from './mock-anthropic-reply.ts';
+export { THOUGHT as ANTHROPIC_THOUGHT } from './mock-anthropic-reply.ts';
 export {
   startMockGeminiUpstream,
   mockSpeech,

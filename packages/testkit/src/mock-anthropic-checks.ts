@@ -1,7 +1,7 @@
 /**
  * What Anthropic's Messages API refuses before it answers, with its error type and a message
  * like its own: a missing key (401), a missing or unknown anthropic-version, and the request
- * rules a translation from OpenAI's format most easily breaks (400). A mock that took them would
+ * rules a translation from OpenAI's format most easily breaks (400), thinking's budget among them. A mock that took them would
  * let a gateway bug through that the real API catches.
  */
 import type { IncomingHttpHeaders } from 'node:http';
@@ -45,10 +45,28 @@ export function refusalOf(headers: IncomingHttpHeaders, body: Record<string, unk
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.some((s) => typeof s !== 'string' || s.trim() === '')) {
     return invalid('stop_sequences: each stop sequence must contain non-whitespace');
   }
+  const thinking = thinkingProblem(body);
+  if (thinking) return thinking;
   // The mid-conversation-system beta lets a turn of role 'system' stand between the others.
   const midSystem = String(headers['anthropic-beta'] ?? '').split(',').some((beta) => beta.trim().startsWith('mid-conversation-system'));
   const messages = (body.messages as Message[]).filter((message) => !(midSystem && message?.role === 'system'));
   return systemProblem(body.system) ?? messagesProblem(messages);
+}
+
+/**
+ * Extended thinking as Anthropic takes it: a budget of at least 1024 tokens and below
+ * `max_tokens` (which counts the thinking), and no temperature but 1.
+ */
+function thinkingProblem(body: Record<string, unknown>): Refusal | undefined {
+  const thinking = body.thinking as { type?: unknown; budget_tokens?: unknown } | undefined;
+  if (thinking?.type !== 'enabled') return undefined;
+  const budget = thinking.budget_tokens;
+  if (!Number.isInteger(budget) || (budget as number) < 1024) return invalid('thinking.enabled.budget_tokens: Input should be greater than or equal to 1024');
+  if ((budget as number) >= (body.max_tokens as number)) {
+    return invalid('`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size');
+  }
+  if (body.temperature !== undefined && body.temperature !== 1) return invalid('`temperature` may only be set to 1 when thinking is enabled or in interleaved thinking mode');
+  return undefined;
 }
 
 function systemProblem(system: unknown): Refusal | undefined {

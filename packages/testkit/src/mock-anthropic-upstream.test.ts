@@ -182,4 +182,13 @@ describe('what the mock refuses, as Anthropic does', () => {
     ];
     expect(await refused({ messages: unanswered })).toMatch(/tool_use` ids were found without `tool_result`.*toolu_1/);
   });
+
+  it('refuses a thinking budget below 1024 or not below max_tokens, and a temperature with thinking', async () => {
+    const thinking = (budget_tokens: number, more: object = {}) => post({ ...valid, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens }, ...more });
+    expect(await thinking(512)).toMatchObject({ status: 400, body: { error: { type: 'invalid_request_error', message: 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024' } } });
+    expect(await thinking(4096)).toMatchObject({ status: 400, body: { error: { message: expect.stringMatching(/^`max_tokens` must be greater than `thinking.budget_tokens`/) } } });
+    expect(await thinking(3072, { temperature: 0.5 })).toMatchObject({ status: 400, body: { error: { message: expect.stringMatching(/^`temperature` may only be set to 1/) } } });
+    expect(await thinking(3072)).toMatchObject({ status: 200, body: { content: [{ type: 'thinking' }, { type: 'text' }] } });
+    expect(await thinking(3072, { temperature: 1 })).toMatchObject({ status: 200 });
+  });
 });

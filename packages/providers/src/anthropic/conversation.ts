@@ -6,15 +6,16 @@
  * By rule, as in chat.ts's table: `max_tokens` is 4096 where the door set none (Anthropic
  * requires one; the gateway holds the same); temperature is clamped to Anthropic's 0..1 and top_p
  * sent only without it; whitespace-only stop sequences are left out; a JSON response format is an
- * instruction appended to the system prompt; a reasoning effort asks for thinking with a budget
- * (low 1024, medium 4096, high 16384 tokens, within max_tokens), without a temperature, which
- * Anthropic refuses with thinking; thinking of an earlier turn without a signature (another
- * provider's) is left out, as Anthropic refuses it.
+ * instruction appended to the system prompt; thinking (a budget, an effort, or adaptive) asks for
+ * a budget that fits max_tokens (`claude-thinking.ts`), without a temperature, which Anthropic
+ * refuses with thinking; thinking of an earlier turn without a signature (another provider's) is
+ * left out, as Anthropic refuses it.
  */
 import { CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type CacheMark, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type MediaSource, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
 import { errorInPlaceOfReply } from './error-body.ts';
 import { isMessageStop } from './chat-stream.ts';
+import { claudeThinking } from '../claude-thinking.ts';
 import type { AnthropicUsage } from './wire.ts';
 
 type Block = Record<string, unknown>;
@@ -47,8 +48,6 @@ function blockOf(part: ConversationPart): Block | undefined {
 
 const isTurn = (message: ConversationRequest['messages'][number]) => (message.role as string) === 'user' || (message.role as string) === 'assistant';
 
-const EFFORT_BUDGET = { minimal: 1024, low: 1024, medium: 4096, high: 16384 } as const;
-
 function jsonInstruction(format: ConversationRequest['responseFormat']): Block | undefined {
   if (format?.type !== 'json') return undefined;
   if (!format.schema) return { type: 'text', text: 'Respond with one valid JSON object and nothing else: no prose, no code fences.' };
@@ -68,8 +67,8 @@ function toMessages(request: ConversationRequest, upstreamModel: string, stream:
   const instructions = [...request.system, ...request.messages.filter((message) => !isTurn(message)).flatMap((message) => message.parts)];
   const system = [...instructions.map(blockOf).filter((block): block is Block => block !== undefined), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
   if (system.length > 0) body.system = system;
-  const budget = request.thinking?.budgetTokens ?? (request.reasoningEffort ? EFFORT_BUDGET[request.reasoningEffort] : undefined);
-  if (budget !== undefined && budget < maxTokens) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, budget) };
+  const thinking = claudeThinking(request, maxTokens);
+  if (thinking) body.thinking = thinking;
   else if (request.temperature !== undefined) body.temperature = Math.min(request.temperature, 1);
   else if (request.topP !== undefined) body.top_p = request.topP;
   if (request.topK !== undefined) body.top_k = request.topK;

@@ -8,7 +8,8 @@
  *
  * By rule, as the Anthropic mapping: `maxTokens` is CHAT_DEFAULT_MAX_TOKENS where the door set
  * none; thinking (a budget, an effort, or adaptive) asks Claude's through
- * `additionalModelRequestFields`, with a budget that fits `maxTokens` and without a temperature;
+ * `additionalModelRequestFields`, with a budget that fits `maxTokens` (`claude-thinking.ts`, the
+ * rule Anthropic's and Vertex's Claude share) and without a temperature;
  * a JSON response format is an instruction appended to the system prompt; thinking without a
  * signature (another provider's) is left out. Dropped: `topK` and `user` (no Converse
  * field for every model), a tool choice of `none` (Converse has none: the tools stay offered).
@@ -17,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { CHAT_DEFAULT_MAX_TOKENS, upstreamFailure, type ConversationEvent, type ConversationPart, type ConversationReply, type ConversationRequest, type ConversationUsage, type StopReason } from '@gateway/contracts';
 import type { ProviderConversation } from '../doors/door.ts';
+import { claudeThinking } from '../claude-thinking.ts';
 import { documentBlock, DocumentNames, imageBlock } from './converse-media.ts';
 
 type Block = Record<string, unknown>;
@@ -47,24 +49,6 @@ function blocksOf(part: ConversationPart, path: string, names: DocumentNames): B
 }
 
 const isTurn = (message: ConversationRequest['messages'][number]) => message.role === 'user' || message.role === 'assistant';
-const EFFORT_BUDGET = { minimal: 1024, low: 1024, medium: 4096, high: 16384 } as const;
-const LEAST_BUDGET = 1024;
-
-/**
- * Claude's thinking budget: at least 1024, below `maxTokens` (which counts the thinking too). A
- * budget the caller named is sent as named, or not at all when it cannot fit. One the gateway
- * chooses, for an effort or for `adaptive` thinking (which not every Claude on Bedrock takes), is
- * cut to leave the answer room: else a medium or high effort under the default `maxTokens` asks
- * for no thinking at all.
- */
-function thinkingBudget(request: ConversationRequest, maxTokens: number): number | undefined {
-  if (!request.thinking && !request.reasoningEffort) return undefined;
-  const named = request.thinking?.budgetTokens;
-  const chosen = EFFORT_BUDGET[request.reasoningEffort ?? 'medium'];
-  const budget = Math.max(LEAST_BUDGET, named ?? Math.min(chosen, maxTokens - LEAST_BUDGET));
-  return budget < maxTokens ? budget : undefined;
-}
-
 function jsonInstruction(format: ConversationRequest['responseFormat']): Block | undefined {
   if (format?.type !== 'json') return undefined;
   if (!format.schema) return { text: 'Respond with one valid JSON object and nothing else: no prose, no code fences.' };
@@ -85,8 +69,8 @@ function toConverse(request: ConversationRequest): Block {
   const system = [...instructions.flatMap((part, i) => blocksOf(part, `system[${i}]`, names)), ...[jsonInstruction(request.responseFormat)].filter((block): block is Block => block !== undefined)];
   if (system.length > 0) body.system = system;
   const inference: Block = { maxTokens };
-  const budget = thinkingBudget(request, maxTokens);
-  if (budget !== undefined) body.additionalModelRequestFields = { thinking: { type: 'enabled', budget_tokens: budget } };
+  const thinking = claudeThinking(request, maxTokens);
+  if (thinking) body.additionalModelRequestFields = { thinking };
   else if (request.temperature !== undefined) inference.temperature = Math.min(request.temperature, 1);
   else if (request.topP !== undefined) inference.topP = request.topP;
   const stops = request.stopSequences?.filter((stop) => stop.trim() !== '') ?? [];
