@@ -7,6 +7,7 @@ export const channelOperations = {
   'channel.create': operation({
     route: post('/channel/'), input: createChannelBody, job: createChannelJob, minRole: Role.admin,
     prepare: async ({ key, ...rest }, tools) => {
+      tools.checkChannelKey(key, rest.type);
       await tools.checkBaseUrl(rest.base_url);
       return { input: { ...rest, ...tools.sealKey(key) } };
     },
@@ -16,6 +17,8 @@ export const channelOperations = {
   'channel.update': operation({
     route: put('/channel/'), input: updateChannelBody, job: updateChannelJob, minRole: Role.admin,
     prepare: async ({ key, ...rest }, tools) => {
+      // A new type comes with a key (the schema says so); a new key alone is for the stored type.
+      if (key !== undefined) tools.checkChannelKey(key, rest.type ?? (await tools.channelType(rest.id)));
       await tools.checkBaseUrl(rest.base_url);
       return { input: key === undefined ? rest : { ...rest, ...tools.sealKey(key) } };
     },

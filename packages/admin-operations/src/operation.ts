@@ -5,7 +5,7 @@
  * worker reads the job schema and the role and runs `apply`. Neither calls the other's half.
  */
 import type { z } from 'zod';
-import type { Actor, Role } from '@gateway/contracts';
+import type { Actor, ChannelType, Role } from '@gateway/contracts';
 import type { Store, WriteOnce } from '@gateway/store';
 
 /** Where a route's input comes from: the JSON body, the query string, the path's `:id`, or nowhere. */
@@ -34,6 +34,14 @@ export interface PrepareTools {
   hashPassword(password: string): Promise<string>;
   /** A channel key encrypted for the store, and its mask for display. */
   sealKey(key: string): { key: string; key_mask: string };
+  /**
+   * Refuses a channel key its type's provider cannot read (a structured credential that is no
+   * JSON, lacks a field, has one of the wrong type; a plain key where the provider takes none):
+   * a 400 naming the problem, never the key's values.
+   */
+  checkChannelKey(key: string, type: ChannelType): void;
+  /** The type of the channel `id` as stored (a 404 without one): what an update's new key is checked for. */
+  channelType(id: number): Promise<ChannelType>;
   /** Refuses a channel address the gateway will not call (its own Redis, metadata services, …). */
   checkBaseUrl(baseUrl: string | undefined): Promise<void>;
   /** The highest user id that owns rows in PostgreSQL (0 without one): a new user is numbered above it. */

@@ -38,7 +38,28 @@ export function credentialField(credential: Record<string, unknown>, field: stri
  * `problem` names fields, never values.
  */
 export function badCredential(provider: string, problem: string): UpstreamError {
-  return upstreamFailure.credentialRefused(`the channel's key ${problem} (read as the ${provider} provider's credential)`);
+  const error = upstreamFailure.credentialRefused(`the channel's key ${problem} (read as the ${provider} provider's credential)`);
+  problems.set(error, problem);
+  return error;
+}
+
+/** Each `badCredential`'s problem, for `credentialProblem`. */
+const problems = new WeakMap<UpstreamError, string>();
+
+/**
+ * What a provider's `read` finds wrong with a key (`has a "region" that is not a non-empty
+ * string`), or undefined when it reads it: a provider's `checkCredential`, for the management
+ * API to refuse a key before any call. The problem names fields, never values.
+ */
+export function credentialProblem(read: (key: string) => unknown, key: string): string | undefined {
+  try {
+    read(key);
+    return undefined;
+  } catch (error) {
+    const problem = error instanceof UpstreamError ? problems.get(error) : undefined;
+    if (problem === undefined) throw error;
+    return problem;
+  }
 }
 
 /**

@@ -18,7 +18,7 @@ export { azure } from './azure/index.ts';
 export { AZURE_API_VERSION } from './azure/credential.ts';
 export { bedrock } from './bedrock/index.ts';
 export { vertex } from './vertex/index.ts';
-export { channelTypesFor, operationFor, operationOn, passesThrough, tokenCounterFor, type OperationShapes } from './registry.ts';
+export { channelKeyProblem, channelTypesFor, operationFor, operationOn, passesThrough, tokenCounterFor, type OperationShapes } from './registry.ts';
 export { setUpstreamLimits, setAddressPolicy, HOP_HEADER } from './upstream-request.ts';
 export { baseUrlProblem, addressProblem, clusterNodeAddresses, forbidClusterNodes, ownAddresses, redisAddresses, type AddressPolicy } from './upstream-address-policy.ts';
 export { throughConversation, type DoorMapping, type ProviderConversation } from './doors/door.ts';

@@ -55,6 +55,13 @@ export interface ProviderApi {
    * provider cannot read is the channel's failure (`badCredential`, a 401).
    */
   prepare(request: OutgoingRequest, credential: string, stream: boolean): OutgoingRequest | Promise<OutgoingRequest>;
+  /**
+   * What is wrong with a channel's key for this provider (`lacks "region"`), or undefined when
+   * `prepare` can read it: the management API refuses such a key when a channel is created or
+   * updated, rather than the channel failing at its first call. Fields, never values. Unset: any
+   * key is taken as it is.
+   */
+  checkCredential?(credential: string): string | undefined;
   /** How its streams are framed. */
   streamEncoding: StreamEncoding;
   endpoints: Record<string, Endpoint>;

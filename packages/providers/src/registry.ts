@@ -11,7 +11,7 @@ import { bedrock } from './bedrock/index.ts';
 import { gemini } from './gemini/index.ts';
 import { openai } from './openai/index.ts';
 import { vertex } from './vertex/index.ts';
-import type { ProviderOperation } from './provider.ts';
+import type { ProviderApi, ProviderOperation } from './provider.ts';
 
 /** Each operation's request, reply and stream event, as the client's wire format has them. */
 export interface OperationShapes {
@@ -83,4 +83,18 @@ export function operationFor<O extends ModelOperation>(operation: O, type: Chann
 export function tokenCounterFor(type: ChannelType, upstreamModel: string): OperationShapes['countTokens'] | undefined {
   const counter = registry[type]?.countTokens;
   return counter && (counter.servesModel?.(upstreamModel) ?? true) ? counter : undefined;
+}
+
+/**
+ * What is wrong with a key for a channel of this type, as its provider reads it (fields, never
+ * values), or undefined: the problem of the first of its provider's APIs that finds one (a
+ * provider with two, Vertex AI's two publishers, checks with both).
+ */
+export function channelKeyProblem(type: ChannelType, key: string): string | undefined {
+  const operations = [...Object.values(registry[type]), ...Object.values(ownFormat[type] ?? {})] as { api: ProviderApi }[];
+  for (const api of new Set(operations.map((o) => o.api))) {
+    const problem = api.checkCredential?.(key);
+    if (problem !== undefined) return problem;
+  }
+  return undefined;
 }

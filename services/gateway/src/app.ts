@@ -230,7 +230,7 @@ export function buildGateway(deps: GatewayDeps): Gateway {
   // Requests a minute of keys and users, and users' management changes a minute: one counter.
   const rateLimit = new KeyRateLimit(deps.redis);
   const adminJobs = new AdminJobs({
-    signIn, lane, cipher: deps.cipher, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
+    signIn, lane, cipher: deps.cipher, channels: deps.store.channels, addressPolicy: deps.addressPolicy, jobs: deps.jobs, timeoutMs: deps.requestTimeoutMs,
     changesPerMinute: deps.managementChangesPerMinute, rateLimit, database: deps.database, log: deps.log,
     // This gateway's own caches of keys and channels, before the answer: the next request it
     // reads sees the change (every gateway's hear it from the change feed).

@@ -11,6 +11,7 @@
  * token so the next attempt fetches another.
  */
 import type { UpstreamError } from '@gateway/contracts';
+import { credentialProblem } from '../channel-credential.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { azureCredential, type AzureCredential } from './credential.ts';
 import { dropEntraToken, entraTokenFor } from './entra-tokens.ts';
@@ -26,6 +27,7 @@ export const azureApi = {
     if ('bearer' in credential) return signedIn(request, credential, { authorization: `Bearer ${credential.bearer}` });
     return entraTokenFor(credential.servicePrincipal).then((token) => signedIn(request, credential, { authorization: `Bearer ${token}` }));
   },
+  checkCredential: (key: string) => credentialProblem(azureCredential, key),
   failure(error: UpstreamError, key: string): UpstreamError {
     if (error.kind === 'http' && error.status === 401) forgetToken(key);
     return error;

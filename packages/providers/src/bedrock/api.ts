@@ -14,6 +14,7 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { UpstreamError, upstreamFailure } from '@gateway/contracts';
+import { credentialProblem } from '../channel-credential.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { awsCredentialsFromEnvironment } from './aws-credential-chain.ts';
 import { bedrockCredential } from './credential.ts';
@@ -50,6 +51,7 @@ export const bedrockApi = {
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, ''),
   prepare: (request: OutgoingRequest, key: string, stream: boolean) =>
     signedForBedrock({ ...request, headers: { ...request.headers, accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' } }, key),
+  checkCredential: (key: string) => credentialProblem(bedrockCredential, key),
   streamEncoding: 'aws-eventstream',
   endpoints: {
     converse: (model: string, stream: boolean) => `${modelPath(model)}/${stream ? 'converse-stream' : 'converse'}`,

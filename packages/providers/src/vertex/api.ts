@@ -21,7 +21,7 @@ import { anthropicApi } from '../anthropic/api.ts';
 import { geminiApi } from '../gemini/api.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { accessTokenFor, dropAccessToken } from './access-tokens.ts';
-import { vertexCredential } from './credential.ts';
+import { vertexCredential, vertexCredentialProblem } from './credential.ts';
 
 /** The `anthropic_version` Vertex AI takes in the body of an Anthropic model's request. */
 export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
@@ -66,6 +66,7 @@ const common = {
   /** A channel's base_url is the region's endpoint (`https://us-central1-aiplatform.googleapis.com`), with or without `/v1`. */
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''),
   prepare,
+  checkCredential: vertexCredentialProblem,
   streamEncoding: 'sse',
 } as const;
 

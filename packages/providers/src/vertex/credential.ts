@@ -12,8 +12,8 @@
  * another). The key's other fields are not read. A key without `client_email` or `private_key`
  * is the channel's failure (`badCredential`).
  */
-import { createHash } from 'node:crypto';
-import { badCredential, credentialField, structuredCredential } from '../channel-credential.ts';
+import { createHash, createPrivateKey } from 'node:crypto';
+import { badCredential, credentialField, credentialProblem, structuredCredential } from '../channel-credential.ts';
 
 /** Google's OAuth 2.0 token endpoint, the one every service account key names. */
 export const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
@@ -34,6 +34,29 @@ const parsed = new Map<string, VertexCredential>();
 export function vertexCredential(key: string): VertexCredential {
   const known = parsed.get(key);
   if (known) return known;
+  const credential = readVertexCredential(key);
+  // A worker serves a few channels: their keys, parsed once each.
+  if (parsed.size >= 256) parsed.clear();
+  parsed.set(key, credential);
+  return credential;
+}
+
+/**
+ * What is wrong with a `vertex` channel's key, or undefined: its fields as `vertexCredential`
+ * reads them, and a `private_key` Node can sign with (else the channel's first token request fails).
+ */
+export function vertexCredentialProblem(key: string): string | undefined {
+  return credentialProblem((k) => {
+    const { privateKey } = readVertexCredential(k);
+    try {
+      createPrivateKey(privateKey);
+    } catch {
+      throw badCredential('vertex', 'has a "private_key" that is not a PEM private key');
+    }
+  }, key);
+}
+
+function readVertexCredential(key: string): VertexCredential {
   const structured = structuredCredential(key, 'vertex');
   if (!structured) throw badCredential('vertex', 'is not a service account\'s JSON key with a "region"');
   const field = (name: string) => credentialField(structured, name, 'vertex');
@@ -44,7 +67,7 @@ export function vertexCredential(key: string): VertexCredential {
   const region = field('region') ?? field('location');
   if (!project || !region) throw badCredential('vertex', 'lacks "project_id" (or "project") or "region"');
   const privateKeyId = field('private_key_id');
-  const credential: VertexCredential = {
+  return {
     clientEmail,
     privateKey,
     ...(privateKeyId ? { privateKeyId } : {}),
@@ -53,8 +76,4 @@ export function vertexCredential(key: string): VertexCredential {
     region,
     id: createHash('sha256').update(key).digest('base64url'),
   };
-  // A worker serves a few channels: their keys, parsed once each.
-  if (parsed.size >= 256) parsed.clear();
-  parsed.set(key, credential);
-  return credential;
 }

@@ -9,12 +9,12 @@
  */
 import { adminOperation, type AdminJobPayload, type AdminOperationName, type AdminResult, type PrepareTools } from '@gateway/admin-operations';
 import type { KeyRateLimit } from '@gateway/admission';
-import { badRequest, GatewayError, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
-import { baseUrlProblem, type AddressPolicy } from '@gateway/providers';
+import { badRequest, GatewayError, notFound, parseOrThrow, QueueName, Role, type Actor } from '@gateway/contracts';
+import { baseUrlProblem, channelKeyProblem, type AddressPolicy } from '@gateway/providers';
 import { forgetUser, highestUserIdOnRecord, orUnavailable, type Database } from '@gateway/database';
 import type { Logger } from '@gateway/log';
 import type { JobClient } from '@gateway/queue';
-import { maskSecret, type ChannelKeyCipher } from '@gateway/store';
+import { maskSecret, type ChannelKeyCipher, type ChannelStore } from '@gateway/store';
 import type { PasswordLane } from '../auth/password-lane.ts';
 import type { PasswordSignIn } from '../auth/password-sign-in.ts';
 
@@ -22,6 +22,8 @@ export interface AdminJobsOptions {
   signIn: PasswordSignIn;
   lane: PasswordLane;
   cipher: ChannelKeyCipher;
+  /** Where an update's channel is read, for the type its new key is checked for. */
+  channels: Pick<ChannelStore, 'get'>;
   addressPolicy: AddressPolicy;
   jobs: JobClient;
   timeoutMs: number;
@@ -61,6 +63,15 @@ export class AdminJobs {
       },
       hashPassword: (password) => options.lane.hash(password),
       sealKey: (key) => ({ key: options.cipher.encrypt(key), key_mask: maskSecret(key) }),
+      checkChannelKey: (key, type) => {
+        const problem = channelKeyProblem(type, key);
+        if (problem) throw badRequest(`invalid key: a ${type} channel's key ${problem}`, 'key');
+      },
+      channelType: async (id) => {
+        const channel = await options.channels.get(id);
+        if (!channel) throw notFound(`no channel with id ${id}`);
+        return channel.type;
+      },
       checkBaseUrl: async (baseUrl) => {
         const problem = baseUrl === undefined ? undefined : await baseUrlProblem(baseUrl, options.addressPolicy);
         if (problem) throw badRequest(`base_url may not point there: ${problem}`, 'base_url');
