@@ -5,7 +5,7 @@
  * under node_modules, one of ours by its workspace, Node's own internals, the garbage
  * collector) and the functions that took most of it.
  *
- *   node bench/profile-summary.ts /tmp/prof/CPU.*.cpuprofile [top]
+ *   npx node bench/profile-summary.ts /tmp/prof/CPU.*.cpuprofile [top]
  */
 import { readFileSync } from 'node:fs';
 
