@@ -157,7 +157,11 @@ describe('Redis stopped for 5 s under load', () => {
     expect(lost).toBe(0);
     const whileDown = outcomes.filter((o) => o.at > downAt + 300 && o.at < restartAt - 300);
     expect(whileDown.length).toBeGreaterThan(10);
-    expect(whileDown.filter((o) => !(o.status === 503 && o.ms < 1000)).map((o) => JSON.stringify(o).slice(0, 200))).toEqual([]);
+    // Every one a 503 that says why, none held toward its time-out (12 s): a quarter of it at the
+    // most, and most within a second. Alone they take 2 to 7 ms; on a machine running two suites at
+    // once, 17 of the first requests after Redis went took 1.0 to 1.4 s (the gateway's CPU share).
+    expect(whileDown.filter((o) => !(o.status === 503 && o.ms < TIMEOUT_MS / 4)).map((o) => JSON.stringify(o).slice(0, 200))).toEqual([]);
+    expect(whileDown.filter((o) => o.ms < 1000).length).toBeGreaterThan(whileDown.length / 2);
     const recovered = outcomes.filter((o) => o.at > upAt + 3000);
     expect(recovered.length).toBeGreaterThan(10);
     expect(recovered.filter((o) => o.status !== 200).map((o) => JSON.stringify(o).slice(0, 200))).toEqual([]);
