@@ -51,6 +51,24 @@ const problems = new WeakMap<UpstreamError, string>();
  * string`), or undefined when it reads it: a provider's `checkCredential`, for the management
  * API to refuse a key before any call. The problem names fields, never values.
  */
+/**
+ * `read`, remembered by key: a worker serves a few channels, so each key is parsed (its JSON read,
+ * its id hashed) once, not on every request. A key `read` refuses is not remembered: it throws
+ * again. Used on the request path; a check at the management API (`credentialProblem`) reads
+ * afresh, so the gateway keeps no keys.
+ */
+export function readOnce<C>(read: (key: string) => C): (key: string) => C {
+  const known = new Map<string, C>();
+  return (key) => {
+    const found = known.get(key);
+    if (found !== undefined) return found;
+    const credential = read(key);
+    if (known.size >= 256) known.clear();
+    known.set(key, credential);
+    return credential;
+  };
+}
+
 export function credentialProblem(read: (key: string) => unknown, key: string): string | undefined {
   try {
     read(key);

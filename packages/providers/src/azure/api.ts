@@ -11,10 +11,13 @@
  * token so the next attempt fetches another.
  */
 import type { UpstreamError } from '@gateway/contracts';
-import { credentialProblem } from '../channel-credential.ts';
+import { credentialProblem, readOnce } from '../channel-credential.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { azureCredential, type AzureCredential } from './credential.ts';
 import { dropEntraToken, entraTokenFor } from './entra-tokens.ts';
+
+/** The channel's key, parsed once (`readOnce`): its JSON read and its principal's id hashed on the first request, not every one. */
+const credentialOf = readOnce(azureCredential);
 
 const deployment = (model: string) => `/openai/deployments/${encodeURIComponent(model)}`;
 
@@ -22,7 +25,7 @@ export const azureApi = {
   /** A channel's base_url is the resource's endpoint, with or without a trailing `/openai`. */
   baseUrl: (channelBaseUrl: string) => channelBaseUrl.replace(/\/+$/, '').replace(/\/openai$/, ''),
   prepare(request: OutgoingRequest, key: string): OutgoingRequest | Promise<OutgoingRequest> {
-    const credential = azureCredential(key);
+    const credential = credentialOf(key);
     if ('apiKey' in credential) return signedIn(request, credential, { 'api-key': credential.apiKey });
     if ('bearer' in credential) return signedIn(request, credential, { authorization: `Bearer ${credential.bearer}` });
     return entraTokenFor(credential.servicePrincipal).then((token) => signedIn(request, credential, { authorization: `Bearer ${token}` }));
@@ -50,7 +53,7 @@ function signedIn(request: OutgoingRequest, credential: AzureCredential, auth: R
 
 function forgetToken(key: string): void {
   try {
-    const credential = azureCredential(key);
+    const credential = credentialOf(key);
     if ('servicePrincipal' in credential) dropEntraToken(credential.servicePrincipal);
   } catch {
     /* a key it cannot read holds no token */

@@ -14,16 +14,19 @@
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { UpstreamError, upstreamFailure } from '@gateway/contracts';
-import { credentialProblem } from '../channel-credential.ts';
+import { credentialProblem, readOnce } from '../channel-credential.ts';
 import type { OutgoingRequest, ProviderApi } from '../provider.ts';
 import { awsCredentialsFromEnvironment } from './aws-credential-chain.ts';
 import { bedrockCredential } from './credential.ts';
 
 const modelPath = (model: string) => `/model/${encodeURIComponent(model)}`;
 
+/** The channel's key, parsed once (`readOnce`). */
+const credentialOf = readOnce(bedrockCredential);
+
 /** The request signed with Signature V4 for service `bedrock`: `authorization`, `x-amz-date` (and `x-amz-security-token`) added. */
 export async function signedForBedrock(request: OutgoingRequest, key: string): Promise<OutgoingRequest> {
-  const credential = bedrockCredential(key);
+  const credential = credentialOf(key);
   const url = new URL(request.url);
   const signer = new SignatureV4({
     service: 'bedrock',

@@ -13,7 +13,7 @@
  * is the channel's failure (`badCredential`).
  */
 import { createHash, createPrivateKey } from 'node:crypto';
-import { badCredential, credentialField, credentialProblem, structuredCredential } from '../channel-credential.ts';
+import { badCredential, credentialField, credentialProblem, readOnce, structuredCredential } from '../channel-credential.ts';
 
 /** Google's OAuth 2.0 token endpoint, the one every service account key names. */
 export const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
@@ -29,17 +29,8 @@ export interface VertexCredential {
   id: string;
 }
 
-const parsed = new Map<string, VertexCredential>();
-
-export function vertexCredential(key: string): VertexCredential {
-  const known = parsed.get(key);
-  if (known) return known;
-  const credential = readVertexCredential(key);
-  // A worker serves a few channels: their keys, parsed once each.
-  if (parsed.size >= 256) parsed.clear();
-  parsed.set(key, credential);
-  return credential;
-}
+/** A `vertex` channel's key, parsed once (`readOnce`). */
+export const vertexCredential = readOnce(readVertexCredential);
 
 /**
  * What is wrong with a `vertex` channel's key, or undefined: its fields as `vertexCredential`
