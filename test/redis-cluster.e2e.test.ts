@@ -277,12 +277,12 @@ describe('a master killed with SIGKILL under load', () => {
     expect(runTwice).toBe(0);
     // The locks of the jobs caught outlasted the failover (else their runs ran twice by chance).
     expect(Math.min(...lockLeft), 'least lock time left at the kill, ms').toBeGreaterThan(healedAt - killedAt);
-    // Management data is all there. The admin queue's idle lane may still be reopening its
-    // blocking connection to the new master (see lane-timing.ts): one fresh CI run waited past a
-    // request's 20 s for it. It must come back by itself; how long it took is printed.
+    // Management data is all there, and management answers. The admin queue's lane is idle: a
+    // lane whose blocking connection BullMQ reopened mid-failover once never fetched again, and
+    // management answered 504 for good (failover-reconnect.test.ts). How long it took is printed.
     const askedAt = Date.now();
     let listed = await stack.admin('GET', '/api/channel/');
-    while (listed.status !== 200 && Date.now() - askedAt < 40_000) listed = await stack.admin('GET', '/api/channel/');
+    while (listed.status !== 200 && Date.now() - askedAt < 20_000) listed = await stack.admin('GET', '/api/channel/');
     console.log(`[fault] management answered ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill (${((Date.now() - askedAt) / 1000).toFixed(1)} s after the load ended)`);
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     expect((listed.body.data.items ?? listed.body.data).length).toBe(3);

@@ -9,10 +9,11 @@ import { DEFAULT_FAILOVER_WAIT_MS, type RedisTarget } from '@gateway/config';
  *   while its waiting requests ran into their deadline.
  * - `drainDelay`: seconds an idle lane blocks waiting for a job (BullMQ's default 5). BullMQ
  *   drops and reopens a blocking connection that has not answered a second past it; on a
- *   cluster, a wait caught by a failover is still being retried by ioredis then, and the reopened
- *   connection was measured to leave the dead master's shard unserved for 20 s after the
- *   failover. So on a cluster it outlasts the failover wait (REDIS_FAILOVER_WAIT_MS); a job added
- *   wakes the lane at once either way.
+ *   cluster, a wait caught by a failover is still being retried by ioredis then. So on a cluster
+ *   it outlasts the failover wait (REDIS_FAILOVER_WAIT_MS): the wait is carried to the promoted
+ *   replica instead of being dropped mid-failover (a reopened connection also recovers, since
+ *   the cluster ready check that left it pending for good is off: failover-reconnect.test.ts).
+ *   A job added wakes the lane at once either way.
  * - `lockDuration`: how long a job's lock lasts unrenewed (5 s). A lock is renewed every
  *   LOCK_RENEW_MS; one that lapses makes its job stalled, run again by the next worker to take
  *   it. On a cluster, the renewals of a master failing over wait the failover out, and the
