@@ -43,20 +43,28 @@ function clusterAsTestRedis(cluster: TestRedisCluster): TestRedis {
 
 /** Redis, the admin worker, the other workers asked for, and a gateway: all real processes. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const redis = options.cluster ? clusterAsTestRedis(options.cluster) : await useTestRedis();
+  // Redis and PostgreSQL side by side, then the workers side by side, then the gateway.
+  const [redisStarted, postgresStarted] = await Promise.allSettled([
+    options.cluster ? clusterAsTestRedis(options.cluster) : useTestRedis(),
+    options.database ? spawnPostgres() : undefined,
+  ]);
+  if (redisStarted.status === 'rejected' || postgresStarted.status === 'rejected') {
+    if (redisStarted.status === 'fulfilled') await redisStarted.value.close();
+    if (postgresStarted.status === 'fulfilled') await postgresStarted.value?.close();
+    throw redisStarted.status === 'rejected' ? redisStarted.reason : (postgresStarted as PromiseRejectedResult).reason;
+  }
+  const redis = redisStarted.value;
+  const postgres: TestPostgres | undefined = postgresStarted.value;
   const adminToken = 'root-token-for-tests-0123456789';
   const where: Record<string, string> = options.cluster ? { REDIS_CLUSTER_NODES: options.cluster.seeds } : { REDIS_URL: redis.url };
   const services: ServiceProcess[] = [];
-  let postgres: TestPostgres | undefined;
-  const env: Record<string, string> = { ...where, ADMIN_TOKEN: adminToken, ...options.env };
+  const env: Record<string, string> = { ...where, ADMIN_TOKEN: adminToken, ...options.env, ...(postgres ? { DATABASE_URL: postgres.url } : {}) };
   try {
-    if (options.database) {
-      postgres = await spawnPostgres();
-      env.DATABASE_URL = postgres.url;
-    }
-    services.push(await startService('admin-worker', env));
-    const others = (options.workers ?? []).filter((w) => w !== 'admin-worker' && w !== 'gateway');
-    services.push(...(await Promise.all(others.map((w) => startService(w, env)))));
+    const workers = ['admin-worker' as const, ...(options.workers ?? []).filter((w) => w !== 'admin-worker' && w !== 'gateway')];
+    const started = await Promise.allSettled(workers.map((w) => startService(w, env)));
+    for (const one of started) if (one.status === 'fulfilled') services.push(one.value);
+    const failed = started.find((one) => one.status === 'rejected');
+    if (failed) throw failed.reason;
     const gateway = await startService('gateway', env);
     services.push(gateway);
     const stack: Stack = {
