@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { migrate } from '@gateway/database';
 import { freePort, startEmbeddedPostgres } from '@gateway/local-stack';
 
@@ -23,10 +24,33 @@ export async function makePostgresTemplate(): Promise<{ dataDir: string; remove(
   const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), settings: TEST_POSTGRES_SETTINGS });
   try {
     await migrate(server.url);
+    await untilOnlyOneClient(server.url);
   } finally {
     await server.stop();
   }
   return { dataDir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * Waits until the migrations' connections have gone: node-pg-migrate's client may still be
+ * closing when its runner returns, and a server stopped under it fails it with an error event
+ * nobody listens to, which ended a whole run before its first test ("terminating connection due
+ * to administrator command", in a run beside another).
+ */
+async function untilOnlyOneClient(url: string): Promise<void> {
+  const watcher = new pg.Client({ connectionString: url });
+  watcher.on('error', () => {});
+  await watcher.connect();
+  try {
+    const until = Date.now() + 30_000;
+    const others = async () => Number((await watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0].n);
+    while ((await others()) > 0) {
+      if (Date.now() > until) throw new Error('the migrations\' connections to the template PostgreSQL did not close within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the poll's pace
+    }
+  } finally {
+    await watcher.end();
+  }
 }
 
 /**
