@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnPostgres, type TestPostgres } from '@gateway/testkit';
+import { untilOtherClientsGone } from '@gateway/testkit/postgres-template';
 import { migrate, MIGRATIONS_DIR } from './migrate.ts';
 
 describe('migrate', () => {
@@ -29,12 +30,6 @@ describe('migrate', () => {
     // The migrations' own connections may still be closing: a server stopped under one that is
     // still open fails it outside any test ("terminating connection due to administrator
     // command", an unhandled error seen in two full runs). Wait until they are gone.
-    const watcher = new pg.Client({ connectionString: postgres.url });
-    await watcher.connect();
-    const until = Date.now() + 10_000;
-    while (Date.now() < until && Number((await watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = 'fresh'")).rows[0].n) > 0) {
-      await new Promise((resolve) => setTimeout(resolve, 50)); // the poll's pace
-    }
-    await watcher.end();
+    await untilOtherClientsGone(postgres.url, { database: 'fresh', timeoutMs: 10_000 });
   }, 60_000);
 });

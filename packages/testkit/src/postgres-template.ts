@@ -24,7 +24,7 @@ export async function makePostgresTemplate(): Promise<{ dataDir: string; remove(
   const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), settings: TEST_POSTGRES_SETTINGS });
   try {
     await migrate(server.url);
-    await untilOnlyOneClient(server.url);
+    await untilOtherClientsGone(server.url);
   } finally {
     await server.stop();
   }
@@ -32,20 +32,23 @@ export async function makePostgresTemplate(): Promise<{ dataDir: string; remove(
 }
 
 /**
- * Waits until the migrations' connections have gone: node-pg-migrate's client may still be
- * closing when its runner returns, and a server stopped under it fails it with an error event
- * nobody listens to, which ended a whole run before its first test ("terminating connection due
- * to administrator command", in a run beside another).
+ * Waits until the server at `url` has no other client connection (to `database` only, when
+ * named), or `timeoutMs` has passed: migrations' connections may still be closing when
+ * node-pg-migrate's runner returns, and a server stopped under one fails it with an error event
+ * nobody listens to ("terminating connection due to administrator command"), which ended a whole
+ * run before its first test beside another.
  */
-async function untilOnlyOneClient(url: string): Promise<void> {
+export async function untilOtherClientsGone(url: string, { database, timeoutMs = 30_000 }: { database?: string; timeoutMs?: number } = {}): Promise<void> {
   const watcher = new pg.Client({ connectionString: url });
   watcher.on('error', () => {});
   await watcher.connect();
   try {
-    const until = Date.now() + 30_000;
-    const others = async () => Number((await watcher.query("SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows[0].n);
-    while ((await others()) > 0) {
-      if (Date.now() > until) throw new Error('the migrations\' connections to the template PostgreSQL did not close within 30 s');
+    const until = Date.now() + timeoutMs;
+    const others = async () => Number((await watcher.query(
+      "SELECT count(*) AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND ($1::text IS NULL OR datname = $1)",
+      [database ?? null],
+    )).rows[0].n);
+    while (Date.now() < until && (await others()) > 0) {
       await new Promise((resolve) => setTimeout(resolve, 50)); // the poll's pace
     }
   } finally {
@@ -56,12 +59,10 @@ async function untilOnlyOneClient(url: string): Promise<void> {
 /**
  * Copies the run's template into `dataDir` when there is one, with its owner and modes (run by
  * root, the data belongs to the user postgres, and PostgreSQL refuses a data directory that is
- * not private). False when there is none (a test run outside the suite's setup, the bench): the
- * server is then made from nothing.
+ * not private). Nothing when there is none (a test run outside the suite's setup, the bench):
+ * the server is then made from nothing.
  */
-export function copyPostgresTemplate(dataDir: string): boolean {
+export function copyPostgresTemplate(dataDir: string): void {
   const template = process.env[POSTGRES_TEMPLATE_ENV];
-  if (!template || !existsSync(join(template, 'PG_VERSION'))) return false;
-  execFileSync('cp', ['-a', template, dataDir]);
-  return true;
+  if (template && existsSync(join(template, 'PG_VERSION'))) execFileSync('cp', ['-a', template, dataDir]);
 }
