@@ -7,7 +7,8 @@
  *   npm run bench                 # everything (about four minutes)
  *   BENCH_SECONDS=5 npm run bench # shorter throughput runs
  *   BENCH_ONLY=cost,latency npm run bench  # some parts only: cost, latency, throughput, stream, burst, batch, tenants, speech, money, log, stages, traces
- *   BENCH_BATCH=2000,20000 npm run bench    # the Batch API's batch sizes (run one after the other)
+ *   BENCH_BATCH=2000,20000,50000 npm run bench  # the Batch API's batch sizes (run one after the other)
+ *   BENCH_LOG_DAY=1000000 npm run bench     # rows of request log made before the batches (0: none)
  *   BENCH_DOOR_ROUNDS=3 npm run bench       # rounds of the doors' streamed rows (chat, Responses, Messages in turn)
  *   BENCH_INTERACTIVE=1 npm run bench       # the interactive load beside the burst at 1 connection (default 4)
  *   BENCH_VERBOSE=1 npm run bench # also the Redis commands of one request, command by command
@@ -27,6 +28,7 @@ import { configSchema } from '@gateway/config';
 import { freePort } from '@gateway/local-stack';
 import { repoRoot, spawnPostgres, spawnRedis, spawnRedisCluster, startOtlpReceiver, startService, type ServiceProcess } from '@gateway/testkit';
 import { runBatch, postgresCpuMs, postgresMemoryMb, type BatchRun } from './batch.ts';
+import { fillLogDay } from './log-day.ts';
 import { percentile } from './stats.ts';
 import { startMockGeminiProcess } from './mock-gemini.ts';
 import { runSpeech } from './speech.ts';
@@ -42,7 +44,9 @@ const burstUpstreamMs = 20;
 const tenantRounds = Number(process.env.BENCH_TENANT_ROUNDS ?? 3);
 const adminToken = 'bench-root-token-0123456789';
 const parts = new Set((process.env.BENCH_ONLY ?? 'cost,latency,throughput,stream,burst,batch,tenants,speech,money,log,stages,traces').split(','));
-const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000').split(',').map(Number);
+const batchSizes = (process.env.BENCH_BATCH ?? '2000,20000,50000').split(',').map(Number);
+/** Rows of request log made before the batches (a day of traffic at about 12 requests a second). */
+const logDayRows = Number(process.env.BENCH_LOG_DAY ?? 1_000_000);
 
 interface Row { scenario: string; path: string; 'req/s': number | string; 'p50 ms': number | string; 'p99 ms': number | string; errors: number | string; note: string }
 
@@ -579,6 +583,16 @@ try {
       Redis: usedMemoryMb,
       PostgreSQL: () => postgresMemoryMb(postgres!.pid),
     };
+    if (logDayRows > 0) {
+      progress(`batch: a day of request log (${logDayRows.toLocaleString('en')} rows) before the batches…`);
+      const one = await fetch(`${gateway.url}/v1/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body('bench-model') });
+      if (!one.ok) throw new Error(`a request before the log's day: ${one.status}`);
+      const day = await fillLogDay(postgres!.url, logDayRows);
+      rows.push({ scenario: 'the request log before the batches', path: '', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '',
+        note: `${day.rows.toLocaleString('en')} rows in today's partition (${day.partitionMb.toFixed(0)} MB with its indexes), made in ${(day.ms / 1000).toFixed(1)} s` });
+    }
+    /** Each size's cost a line, against the first size's (issue 42: a batch's cost must not grow with its size). */
+    const perLine: { lines: number; cpuMs: number; pathCpuMs: number; ms: number }[] = [];
     for (const lines of batchSizes) {
       await limited.control({ cmd: 'reset' });
       await limited.control({ cmd: 'limit', limit: burstLimit, retryAfter: 1 });
@@ -625,9 +639,20 @@ try {
         { scenario: `memory, batch of ${lines.toLocaleString('en')}`, path: 'MB before → peak → after', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '', note: memory },
         await batchLineTimes(run, lines),
       );
+      perLine.push({ lines, cpuMs: (1000 * batchCpuTotal) / lines, pathCpuMs: pathMsPerLine, ms: run.finishedMs / lines });
       (figures.batch ??= {} as Record<string, unknown>) as Record<string, unknown>;
       (figures.batch as Record<string, unknown>)[String(lines)] = { ...run, upstream, physicalS, slots, interactive: interactiveResult };
     }
+    const [first, ...larger] = perLine;
+    for (const size of first ? larger : []) {
+      const against = (value: number, of: number) => `${value.toFixed(3)} (${(100 * value / of).toFixed(0)}%)`;
+      rows.push({
+        scenario: `a line of the batch of ${size.lines.toLocaleString('en')}, against one of ${first!.lines.toLocaleString('en')}`, path: 'ms a line', 'req/s': '', 'p50 ms': '', 'p99 ms': '', errors: '',
+        note: `CPU, every process (PostgreSQL and the interactive load beside it included) ${against(size.cpuMs, first!.cpuMs)}; on the line's path ${against(size.pathCpuMs, first!.pathCpuMs)}; ` +
+          `created → completed ${against(size.ms, first!.ms)}; the ${first!.lines.toLocaleString('en')}: ${first!.cpuMs.toFixed(3)}, ${first!.pathCpuMs.toFixed(3)}, ${first!.ms.toFixed(3)}; issue 42's target: within 110%`,
+      });
+    }
+    if (perLine.length > 0) (figures.batch as Record<string, unknown>).perLine = perLine;
   }
 
   if (parts.has('speech')) {
