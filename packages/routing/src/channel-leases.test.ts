@@ -30,8 +30,11 @@ async function process(ttlMs = 15_000) {
   const leases = new ChannelLeases(connect(), { ttlMs });
   const queue = new LeaseQueue(leases);
   const subscriber = connect();
-  subscriber.on('message', (_: string, id: string) => queue.hear(Number(id)));
-  await subscriber.subscribe(routingKeys.leaseFreed);
+  subscriber.on('message', (name: string, message: string) => {
+    if (name === routingKeys.leaseFreed) queue.hear(Number(message));
+    else queue.hearWanted(message);
+  });
+  await subscriber.subscribe(routingKeys.leaseFreed, routingKeys.leaseWanted);
   closers.push(() => leases.close());
   return { leases, queue };
 }
@@ -251,9 +254,62 @@ describe('waiting for a lease', () => {
       most = Math.max(most, inFlight);
       await sleep(10 + (i % 4) * 5); // the work a lease is held for
       inFlight--;
-      await p.leases.release(lease!);
+      await p.queue.release(lease!);
     });
     await Promise.all(work);
     expect(most).toBe(3);
+  });
+
+  it('gives a freed slot to a request of the same process waiting for it, with no round trip', async () => {
+    const a = await process();
+    const ch = channel(1);
+    const first = (await a.queue.acquire([ch], wait())).lease!;
+    const waiting = a.queue.acquire([ch], wait());
+    await vi.waitFor(() => expect(a.queue.waiting).toBe(1));
+    const releases = vi.spyOn(a.leases, 'release');
+    expect(await a.queue.release(first)).toBe('handed-over');
+    const second = (await waiting).lease!;
+    expect(second.id).toBe(first.id);
+    expect(releases).not.toHaveBeenCalled();
+    expect(await connections[0]!.zrange(routingKeys.leases(ch.id), 0, -1)).toEqual([first.id]);
+    // Nobody waits any more: the lease goes back to Redis, and the channel is free again.
+    expect(await a.queue.release(second)).toBe('given-back');
+    expect(await connections[0]!.exists(routingKeys.leases(ch.id))).toBe(0);
+    releases.mockRestore();
+  });
+
+  it('gives freed slots back through Redis while another process waits, so a busy process does not keep a channel to itself', async () => {
+    const [a, b] = [await process(), await process()];
+    const ch = channel(1);
+    const stopA = new AbortController();
+    const outcomes: string[] = [];
+    // A busy process: a request of its own always waits behind the one in flight.
+    let held = (await a.queue.acquire([ch], wait())).lease!;
+    const busy = (async () => {
+      let next = a.queue.acquire([ch], wait(10_000, stopA.signal));
+      try {
+        for (;;) {
+          await sleep(10); // the upstream call
+          const following = next;
+          next = a.queue.acquire([ch], wait(10_000, stopA.signal));
+          outcomes.push(await a.queue.release(held));
+          held = (await following).lease!;
+        }
+      } catch {
+        next.catch(() => {});
+      }
+    })();
+    await sleep(200);
+    expect(outcomes.length).toBeGreaterThan(5);
+    expect(new Set(outcomes)).toEqual(new Set(['handed-over']));
+    // Another process's request gets the channel well before its deadline, though the busy one never stops wanting it.
+    const started = Date.now();
+    const slot = await b.queue.acquire([ch], wait(3000));
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(outcomes).toContain('given-back');
+    stopA.abort();
+    await b.queue.release(slot.lease!);
+    await busy;
+    await a.queue.release(held).catch(() => {});
   });
 });

@@ -31,7 +31,7 @@ export interface ChannelLeasesOptions {
 }
 
 type Scripted = Redis & {
-  gwAcquireLeases(key: string, limit: number, ttlMs: number, count: number, prefix: string, first: number): Promise<[number, number, number]>;
+  gwAcquireLeases(key: string, limit: number, ttlMs: number, count: number, prefix: string, first: number, channelId: number, notify: string): Promise<[number, number, number]>;
   gwReleaseLease(key: string, id: string, limit: number, channelId: number, notify: string): Promise<number>;
   gwRenewLeases(key: string, ttlMs: number, ...ids: string[]): Promise<number>;
 };
@@ -46,7 +46,8 @@ type Scripted = Redis & {
 export class ChannelLeases {
   readonly ttlMs: number;
   private readonly redis: Scripted;
-  private readonly owner = randomUUID().slice(0, 8);
+  /** This process's lease ids begin with it (and a colon). */
+  readonly owner = randomUUID().slice(0, 8);
   private sequence = 0;
   /** Leases this process holds, renewed until released. */
   private readonly held = new Map<string, Lease>();
@@ -65,12 +66,13 @@ export class ChannelLeases {
   /**
    * Takes up to `count` leases on the channel, as many as keep it within `limit`; never waits.
    * One round trip however many, so a process with many waiting requests catches up at once.
+   * Taking fewer than `count` is announced on `routingKeys.leaseWanted`.
    */
   async tryAcquire(channelId: number, limit: number, count = 1): Promise<LeaseAttempt> {
     const first = this.sequence + 1;
     this.sequence += count;
     const [taken, free, expiresInMs] = await this.redis.gwAcquireLeases(
-      routingKeys.leases(channelId), limit, this.ttlMs, count, `${this.owner}:`, first,
+      routingKeys.leases(channelId), limit, this.ttlMs, count, `${this.owner}:`, first, channelId, routingKeys.leaseWanted,
     );
     const leases: Lease[] = [];
     for (let i = 0; i < taken; i++) {

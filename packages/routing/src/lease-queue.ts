@@ -35,6 +35,9 @@ export interface LeaseQueueOptions {
   maxPollMs?: number;
 }
 
+/** How `LeaseQueue.release` gave a lease back: to a request of this process waiting for it, or to Redis. */
+export type Released = 'handed-over' | 'given-back';
+
 /**
  * The requests of this process that wait for room on a channel. A request takes a free lease at
  * once when it can (`acquire`); otherwise it joins the waiting line of every channel it could use
@@ -53,6 +56,11 @@ export interface LeaseQueueOptions {
  *    announcements lost while the subscriber reconnected).
  * 4. Nothing leaks: a lease taken for a request that has meanwhile gone is released at once, and
  *    a line with nobody waiting has no timer and leaves the map.
+ * 5. A freed slot is busy again at once: a lease this process is done with (`release`) goes
+ *    straight to the first waiter of its line, with no round trip, unless another process has
+ *    said lately that it waits for the channel too (its attempt took fewer leases than it asked
+ *    for: `hearWanted`). Then the lease goes back to Redis and is announced, and every process's
+ *    waiters try for it, so no process keeps a channel's slots to itself.
  * A waiter leaves every line when it is granted, aborted (499) or past its deadline (504).
  */
 export class LeaseQueue {
@@ -60,11 +68,41 @@ export class LeaseQueue {
   private readonly lines = new Map<number, WaitingLine>();
   private readonly pollMs: number;
   private readonly maxPollMs: number;
+  /** Until when (epoch ms) another process is known to wait for each channel (invariant 5). */
+  private readonly contested = new Map<number, number>();
+  /** Until when every channel counts as contested: announcements may have been missed. */
+  private allContestedUntil = 0;
+  /**
+   * How long a process's word that it waits holds: it tries again at least every `maxPollMs`
+   * while it waits, and says so again each time it comes up short.
+   */
+  private readonly contestedMs: number;
 
   constructor(leases: ChannelLeases, options: LeaseQueueOptions = {}) {
     this.leases = leases;
     this.pollMs = options.pollMs ?? 250;
     this.maxPollMs = options.maxPollMs ?? 2000;
+    this.contestedMs = 2 * this.maxPollMs + this.pollMs;
+  }
+
+  /**
+   * Gives a lease back (invariant 5): to the first request of this process waiting for its
+   * channel when no other process waits for it too, else to Redis, announced to every waiter.
+   */
+  async release(lease: Lease): Promise<Released> {
+    const now = Date.now();
+    if (this.allContestedUntil <= now && (this.contested.get(lease.channelId) ?? 0) <= now && this.lines.get(lease.channelId)?.handOver(lease)) {
+      return 'handed-over';
+    }
+    await this.leases.release(lease);
+    return 'given-back';
+  }
+
+  /** A process found a channel full with requests waiting (`routingKeys.leaseWanted`'s message). */
+  hearWanted(message: string): void {
+    const [channelId, prefix] = message.split(' ');
+    if (prefix === `${this.leases.owner}:`) return;
+    this.contested.set(Number(channelId), Date.now() + this.contestedMs);
   }
 
   /**
@@ -92,8 +130,12 @@ export class LeaseQueue {
     this.lines.get(channelId)?.tryNow();
   }
 
-  /** Announcements may have been missed (the subscriber reconnected): every line tries again. */
+  /**
+   * Announcements may have been missed (the subscriber reconnected): every line tries again, and
+   * every channel counts as contested for a while (another process may have said it waits).
+   */
   wakeAll(): void {
+    this.allContestedUntil = Date.now() + this.contestedMs;
     for (const line of this.lines.values()) line.tryNow();
   }
 
@@ -267,6 +309,18 @@ class WaitingLine {
     const retryInMs = Math.min(this.backoffMs, attempt.expiresInMs + 1);
     this.backoffMs = Math.min(this.backoffMs * 2, this.maxPollMs);
     return retryInMs;
+  }
+
+  /**
+   * A lease this process is done with, given to the first waiter that still wants one, when it
+   * was taken at the channel's limit now (a lowered limit drains through Redis); false when
+   * nobody here took it.
+   */
+  handOver(lease: Lease): boolean {
+    if (this.waiters.length === 0 || lease.limit !== this.channel.max_concurrency) return false;
+    const granted = this.grantFirst(lease);
+    if (this.waiters.length === 0 && !this.attempting) this.close();
+    return granted;
   }
 
   /** Gives the lease to the first waiter that still wants one; the line's turn moves past it. */

@@ -429,7 +429,7 @@ export class ModelRouter {
 
   private release(lease: Lease, log: Logger): void {
     // Not awaited: the answer need not wait; a lease that is not given back runs out by itself.
-    this.leases.release(lease).catch((error: unknown) => {
+    this.leaseQueue.release(lease).catch((error: unknown) => {
       log.warn({ reason: (error as Error).message, channelId: lease.channelId }, 'could not give a channel lease back');
     });
   }

@@ -75,6 +75,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
   const leaseQueue = new LeaseQueue(leases);
   subscriber.on('message', (channel: string, message: string) => {
     if (channel === routingKeys.leaseFreed) leaseQueue.hear(Number(message));
+    else if (channel === routingKeys.leaseWanted) leaseQueue.hearWanted(message);
   });
   subscriber.on('ready', () => leaseQueue.wakeAll());
   const feed = new InvalidationFeed(subscriber);
@@ -90,7 +91,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
 
 export async function startRouterParts(parts: RouterParts): Promise<void> {
   await parts.feed.start();
-  await parts.subscriber.subscribe(routingKeys.leaseFreed);
+  await parts.subscriber.subscribe(routingKeys.leaseFreed, routingKeys.leaseWanted);
   await parts.channels.current();
   await parts.prices.start();
 }

@@ -12,6 +12,11 @@ export const routingKeys = {
   /** Pub/sub channel on which a lease given back on a full channel is announced (message: channel id). */
   leaseFreed: 'gw:channel-lease-freed',
   /**
+   * Pub/sub channel on which a process that found a channel full with requests waiting says so
+   * (message: "channel id, space, the process's lease id prefix"): `LeaseQueue.release`.
+   */
+  leaseWanted: 'gw:channel-lease-wanted',
+  /**
    * String: the channel that served a conversation's last turn. Read and written alone, one
    * command each, so it needs no hash tag: conversations spread over a cluster's slots.
    */
