@@ -625,11 +625,14 @@ try {
       const physicalS = (lines / burstLimit) * burstUpstreamMs / 1000;
       const scenario = `batch ${lines.toLocaleString('en')} lines, limit ${burstLimit}`;
       const slots = upstream.meanInFlight / burstLimit;
+      // Little's law: in flight ÷ the lines' rate while they ran is how long the upstream held each.
+      const heldMs = (upstream.meanInFlight * run.runningMs) / lines;
       const memory = Object.entries(run.memory).map(([name, m]) => `${name} ${m.before.toFixed(0)}→${m.peak.toFixed(0)}→${m.after.toFixed(0)}`).join(', ');
       rows.push(
         {
           scenario, path: 'through the Batch API', 'req/s': Math.round(lines / (run.finishedMs / 1000)), 'p50 ms': '', 'p99 ms': '', errors: lines - run.completed,
           note: `slots ${(100 * slots).toFixed(1)}% busy (${upstream.meanInFlight.toFixed(1)} of ${burstLimit} in flight on average), ${upstream.overLimit} over-limit; ` +
+            `the upstream held a call ${heldMs.toFixed(1)} ms on average (its ${burstUpstreamMs} ms, and its own wait for a core), so each slot idled ${((burstLimit * run.runningMs) / lines - heldMs).toFixed(1)} ms between calls; ` +
             `created → completed ${(run.finishedMs / 1000).toFixed(2)} s (${(100 * run.finishedMs / 1000 / physicalS).toFixed(0)}% of the physical ${physicalS.toFixed(2)} s; ` +
             `upload ${(run.uploadMs / 1000).toFixed(2)} s before it, validation ${(run.validatedMs / 1000).toFixed(2)} s, first line to last ${(run.runningMs / 1000).toFixed(2)} s = ${(100 * run.runningMs / 1000 / physicalS).toFixed(0)}%)`,
         },
