@@ -54,17 +54,18 @@ export async function forgetResults(client: Pick<Database, 'query'>, batchId: st
 /**
  * The next result rows after `$2`, those that begin within PAGE_BYTES (`$4`) of the page (at
  * least one), as `resultFileContent` reads them: an answer larger than `$5` bytes (PART_BYTES)
- * comes without its text (null, `large`), which PostgreSQL then never reads.
+ * comes without its text (null, `large`), which PostgreSQL then never reads. One scan, no join
+ * back to the rows, for the reason `NEXT_LINES` (file-lines.ts) gives.
  */
-const nextResults = (kind: ResultKind) => `
-  WITH next AS (
-    SELECT line_no, coalesce(octet_length(response), 0) + coalesce(octet_length(custom_id), 0) AS bytes FROM batch_lines
-    WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3),
-  placed AS (SELECT line_no, bytes, sum(bytes) OVER (ORDER BY line_no) - bytes AS before FROM next)
-  SELECT l.line_no, l.custom_id, l.status_code, l.request_id, l.error,
-         CASE WHEN octet_length(l.response) <= $5 THEN l.response END AS response, octet_length(l.response) > $5 AS large
-  FROM placed p JOIN batch_lines l ON l.batch_id = $1 AND l.line_no = p.line_no
-  WHERE p.before < $4 ORDER BY p.line_no`;
+export const nextResults = (kind: ResultKind) => `
+  SELECT line_no, custom_id, status_code, request_id, error,
+         CASE WHEN octet_length(response) <= $5 THEN response END AS response, octet_length(response) > $5 AS large
+  FROM (
+    SELECT *, sum(bytes) OVER (ORDER BY line_no) - bytes AS before FROM (
+      SELECT line_no, custom_id, status_code, request_id, error, response,
+             coalesce(octet_length(response), 0) + coalesce(octet_length(custom_id), 0) AS bytes
+      FROM batch_lines WHERE batch_id = $1 AND line_no > $2 AND ${WHERE[kind]} ORDER BY line_no LIMIT $3) next) placed
+  WHERE before < $4 ORDER BY line_no`;
 
 const RESPONSE = `SELECT response AS value FROM batch_lines WHERE batch_id = $1 AND line_no = $2`;
 
