@@ -10,8 +10,7 @@ import { nextCandidates, PAGE_BYTES, PART_BYTES, textInParts } from './page-size
  *
  * One scan of the file's rows, no join back to them: joined, a planner whose statistics did not
  * know the file yet (a large upload, before autovacuum analysed it) looked each page's lines up by
- * the file alone, every line of the file for each line of the page. Validating a 50,000-line
- * batch took 58 s instead of 2, PostgreSQL busy for 54 s, in `npm run bench`.
+ * the file alone, every line of the file for each line of the page (docs/benchmarks.md).
  */
 export const NEXT_LINES = `
   SELECT line_no, CASE WHEN bytes <= $5 THEN content END AS content FROM (

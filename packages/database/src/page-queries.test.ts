@@ -77,8 +77,11 @@ describe('a page of a large upload or result file, read before the statistics kn
     const batches = new BatchStore(db);
     const input = await files.upload(3, 'in.jsonl', lines(1), { bytes: 100, purpose: 'batch' });
     const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
-    const large = await batches.create({ userId: 3, tokenId: 1 }, request, 60_000);
     const runs = new BatchRuns(db);
+    const small = await batches.create({ userId: 3, tokenId: 1 }, request, 60_000);
+    await runs.addLines(small.id, [{ line: 1, customId: 'a', body: '{}' }]);
+    await db.query('ANALYZE batch_lines');
+    const large = await batches.create({ userId: 3, tokenId: 1 }, request, 60_000);
     const numbers = Array.from({ length: LINES }, (_, i) => i + 1);
     await runs.addLines(large.id, numbers.map((line) => ({ line, customId: `line-${line}`, body: '{}' })));
     expect((await runs.claim('runner-1', 10, 60_000)).map((b) => b.id)).toContain(large.id);

@@ -33,7 +33,7 @@ export interface ChannelLeasesOptions {
 type Scripted = Redis & {
   gwAcquireLeases(key: string, limit: number, ttlMs: number, count: number, prefix: string, first: number, channelId: number, notify: string): Promise<[number, number, number]>;
   gwReleaseLease(key: string, id: string, limit: number, channelId: number, notify: string): Promise<number>;
-  gwRenewLeases(key: string, ttlMs: number, ...ids: string[]): Promise<number>;
+  gwRenewLeases(key: string, ttlMs: number, ...ids: string[]): Promise<string[]>;
 };
 
 /**
@@ -49,10 +49,15 @@ export class ChannelLeases {
   /** This process's lease ids begin with it (and a colon). */
   readonly owner = randomUUID().slice(0, 8);
   private sequence = 0;
-  /** Leases this process holds, renewed until released. */
-  private readonly held = new Map<string, Lease>();
+  /**
+   * Leases this process holds, renewed until released, each with the time (epoch ms, by this
+   * process's clock when it asked) until which Redis keeps it at least: set when it is taken,
+   * moved on by each renewal. A lease a renewal finds gone (it ran out in a stall, or a failover
+   * lost it) is no longer held: its slot may be another's already.
+   */
+  private readonly held = new Map<string, { lease: Lease; until: number }>();
   private readonly renewer: NodeJS.Timeout;
-  /** Told when renewing found leases gone (expired while this process stalled). */
+  /** Told when renewing found leases gone (expired while this process stalled, or lost in a failover). */
   onLost?: (channelId: number, count: number) => void;
 
   constructor(redis: Redis, options: ChannelLeasesOptions = {}) {
@@ -66,18 +71,20 @@ export class ChannelLeases {
   /**
    * Takes up to `count` leases on the channel, as many as keep it within `limit`; never waits.
    * One round trip however many, so a process with many waiting requests catches up at once.
-   * Taking fewer than `count` is announced on `routingKeys.leaseWanted`.
+   * Taking fewer than `count` is announced on `routingKeys.leaseWanted` when `waiting` (the
+   * requests asked for wait for this channel, not for whichever of several has room).
    */
-  async tryAcquire(channelId: number, limit: number, count = 1): Promise<LeaseAttempt> {
+  async tryAcquire(channelId: number, limit: number, count = 1, waiting = true): Promise<LeaseAttempt> {
     const first = this.sequence + 1;
     this.sequence += count;
+    const asked = Date.now();
     const [taken, free, expiresInMs] = await this.redis.gwAcquireLeases(
-      routingKeys.leases(channelId), limit, this.ttlMs, count, `${this.owner}:`, first, channelId, routingKeys.leaseWanted,
+      routingKeys.leases(channelId), limit, this.ttlMs, count, `${this.owner}:`, first, channelId, waiting ? routingKeys.leaseWanted : '',
     );
     const leases: Lease[] = [];
     for (let i = 0; i < taken; i++) {
       const lease: Lease = { id: `${this.owner}:${first + i}`, channelId, limit };
-      this.held.set(lease.id, lease);
+      this.held.set(lease.id, { lease, until: asked + this.ttlMs });
       leases.push(lease);
     }
     return { leases, free, expiresInMs: Math.max(0, expiresInMs) };
@@ -87,6 +94,17 @@ export class ChannelLeases {
   async release(lease: Lease): Promise<void> {
     if (!this.held.delete(lease.id)) return;
     await this.redis.gwReleaseLease(routingKeys.leases(lease.channelId), lease.id, lease.limit, lease.channelId, routingKeys.leaseFreed);
+  }
+
+  /**
+   * Whether Redis surely keeps the lease for a while yet (a third of its TTL), so that it may go
+   * to another request of this process without a round trip (`LeaseQueue.release`). A lease that
+   * ran out while the process stalled, whose slot another process may have taken meanwhile, is
+   * not: it goes back to Redis.
+   */
+  surelyHeld(lease: Lease): boolean {
+    const held = this.held.get(lease.id);
+    return held !== undefined && held.until - Date.now() > this.ttlMs / 3;
   }
 
   /** Leases held by this process now. */
@@ -101,14 +119,22 @@ export class ChannelLeases {
   private renew(): void {
     if (this.held.size === 0) return;
     const byChannel = new Map<number, string[]>();
-    for (const lease of this.held.values()) {
+    for (const { lease } of this.held.values()) {
       const ids = byChannel.get(lease.channelId);
       if (ids) ids.push(lease.id);
       else byChannel.set(lease.channelId, [lease.id]);
     }
+    const asked = Date.now();
     for (const [channelId, ids] of byChannel) {
       this.redis.gwRenewLeases(routingKeys.leases(channelId), this.ttlMs, ...ids).then(
-        (lost) => { if (lost > 0) this.onLost?.(channelId, lost); },
+        (lost) => {
+          for (const id of lost) this.held.delete(id);
+          for (const id of ids) {
+            const held = this.held.get(id);
+            if (held) held.until = asked + this.ttlMs;
+          }
+          if (lost.length > 0) this.onLost?.(channelId, lost.length);
+        },
         () => { /* the next round tries again; the ttl leaves two more */ },
       );
     }

@@ -59,8 +59,9 @@ export type Released = 'handed-over' | 'given-back';
  * 5. A freed slot is busy again at once: a lease this process is done with (`release`) goes
  *    straight to the first waiter of its line, with no round trip, unless another process has
  *    said lately that it waits for the channel too (its attempt took fewer leases than it asked
- *    for: `hearWanted`). Then the lease goes back to Redis and is announced, and every process's
- *    waiters try for it, so no process keeps a channel's slots to itself.
+ *    for: `hearWanted`), or Redis may have let the lease run out (`ChannelLeases.surelyHeld`).
+ *    Then the lease goes back to Redis and is announced, and every process's waiters try for
+ *    it, so no process keeps a channel's slots to itself, nor calls on a slot it lost.
  * A waiter leaves every line when it is granted, aborted (499) or past its deadline (504).
  */
 export class LeaseQueue {
@@ -70,7 +71,10 @@ export class LeaseQueue {
   private readonly maxPollMs: number;
   /** Until when (epoch ms) another process is known to wait for each channel (invariant 5). */
   private readonly contested = new Map<number, number>();
-  /** Until when every channel counts as contested: announcements may have been missed. */
+  /**
+   * Until when every channel counts as contested: announcements may have been missed (forever
+   * while the subscriber is away, `deaf`).
+   */
   private allContestedUntil = 0;
   /**
    * How long a process's word that it waits holds: it tries again at least every `maxPollMs`
@@ -90,8 +94,7 @@ export class LeaseQueue {
    * channel when no other process waits for it too, else to Redis, announced to every waiter.
    */
   async release(lease: Lease): Promise<Released> {
-    const now = Date.now();
-    if (this.allContestedUntil <= now && (this.contested.get(lease.channelId) ?? 0) <= now && this.lines.get(lease.channelId)?.handOver(lease)) {
+    if (!this.isContested(lease.channelId) && this.leases.surelyHeld(lease) && this.lines.get(lease.channelId)?.handOver(lease)) {
       return 'handed-over';
     }
     await this.leases.release(lease);
@@ -103,6 +106,22 @@ export class LeaseQueue {
     const [channelId, prefix] = message.split(' ');
     if (prefix === `${this.leases.owner}:`) return;
     this.contested.set(Number(channelId), Date.now() + this.contestedMs);
+  }
+
+  /** The subscriber is away: what other processes say is not heard until `wakeAll`. */
+  deaf(): void {
+    this.allContestedUntil = Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether another process may wait for the channel too (invariant 5). */
+  private isContested(channelId: number): boolean {
+    const now = Date.now();
+    if (this.allContestedUntil > now) return true;
+    const until = this.contested.get(channelId);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.contested.delete(channelId);
+    return false;
   }
 
   /**
@@ -118,7 +137,8 @@ export class LeaseQueue {
       line?.see(channel);
       if (channel.max_concurrency <= 0) return { channel };
       if (line?.hasWaitersAsUrgentAs(batch)) continue;
-      const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency);
+      // Not announced when short: this request may yet run on the next channel.
+      const { leases } = await this.leases.tryAcquire(channel.id, channel.max_concurrency, 1, false);
       if (leases[0]) return { channel, lease: leases[0] };
     }
     const waited = this.wait(order, wait);

@@ -78,6 +78,7 @@ export function buildRouterParts(options: RouterPartsOptions): RouterParts {
     else if (channel === routingKeys.leaseWanted) leaseQueue.hearWanted(message);
   });
   subscriber.on('ready', () => leaseQueue.wakeAll());
+  subscriber.on('close', () => leaseQueue.deaf());
   const feed = new InvalidationFeed(subscriber);
   feed.on((message) => {
     if (touchesCallers(message)) ledger.forgetQuotas();

@@ -1,5 +1,5 @@
 -- KEYS: the channel's lease set. ARGV: limit, ttl ms, how many, lease id prefix, first number,
--- channel id, notification channel.
+-- channel id, notification channel ('' for none).
 -- Takes up to "how many" leases, ids prefix..number. Returns {taken, free left, ms until the
 -- first lease expires when none was free}. When it takes fewer than asked, announces that the
 -- asking process has requests waiting ("channel id prefix"), so that a process which hands its
@@ -9,7 +9,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local held = redis.call('ZCARD', KEYS[1])
 local limit = tonumber(ARGV[1])
 local taken = math.max(0, math.min(tonumber(ARGV[3]), limit - held))
-if taken < tonumber(ARGV[3]) then
+if taken < tonumber(ARGV[3]) and ARGV[7] ~= '' then
   redis.call('PUBLISH', ARGV[7], ARGV[6] .. ' ' .. ARGV[4])
 end
 if taken > 0 then
