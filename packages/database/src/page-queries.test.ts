@@ -29,6 +29,21 @@ describe('a page of a large upload or result file, read before the statistics kn
     return { rows: plan['Actual Rows'], buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'] };
   };
 
+  /** A batch of LINES lines of `userId`'s, written after batch_lines was analysed with one small batch in it. */
+  const aLargeBatchAfterASmallOne = async (userId: number) => {
+    const batches = new BatchStore(db);
+    const runs = new BatchRuns(db);
+    const input = await new FileStore(db).upload(userId, 'in.jsonl', lines(1), { bytes: 100, purpose: 'batch' });
+    const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
+    const small = await batches.create({ userId, tokenId: 1 }, request, 60_000);
+    await runs.addLines(small.id, [{ line: 1, customId: 'a', body: '{}' }]);
+    await db.query('ANALYZE batch_lines');
+    const large = await batches.create({ userId, tokenId: 1 }, request, 60_000);
+    const numbers = Array.from({ length: LINES }, (_, i) => i + 1);
+    await runs.addLines(large.id, numbers.map((line) => ({ line, customId: `line-${line}`, body: '{}' })));
+    return { runs, large, numbers };
+  };
+
   beforeAll(async () => {
     db = database.db();
     // Statistics as a busy server has them: analysed while the tables were small, not since.
@@ -52,17 +67,7 @@ describe('a page of a large upload or result file, read before the statistics kn
   });
 
   it('reads a page of a batch\'s results from the page\'s rows alone', async () => {
-    const files = new FileStore(db);
-    const batches = new BatchStore(db);
-    const runs = new BatchRuns(db);
-    const input = await files.upload(2, 'in.jsonl', lines(1), { bytes: 100, purpose: 'batch' });
-    const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
-    const small = await batches.create({ userId: 2, tokenId: 1 }, request, 60_000);
-    await runs.addLines(small.id, [{ line: 1, customId: 'a', body: '{}' }]);
-    await db.query('ANALYZE batch_lines');
-    const large = await batches.create({ userId: 2, tokenId: 1 }, request, 60_000);
-    const numbers = Array.from({ length: LINES }, (_, i) => i + 1);
-    await runs.addLines(large.id, numbers.map((line) => ({ line, customId: `line-${line}`, body: '{}' })));
+    const { runs, large, numbers } = await aLargeBatchAfterASmallOne(2);
     await runs.record(large.id, numbers.map((line) => ({ line, statusCode: 200, requestId: `r-${line}`, response: '{"choices":[{"text":"This is a test"}]}', error: null })));
 
     const page = await cost(nextResults('output'), [large.id, LINES / 2, 1000, PAGE_BYTES, PART_BYTES]);
@@ -73,17 +78,7 @@ describe('a page of a large upload or result file, read before the statistics kn
   });
 
   it('hands out a large batch\'s next lines, and records their results, from those lines\' rows alone', async () => {
-    const files = new FileStore(db);
-    const batches = new BatchStore(db);
-    const input = await files.upload(3, 'in.jsonl', lines(1), { bytes: 100, purpose: 'batch' });
-    const request = { input_file_id: input.id, endpoint: '/v1/completions', completion_window: '24h' as const };
-    const runs = new BatchRuns(db);
-    const small = await batches.create({ userId: 3, tokenId: 1 }, request, 60_000);
-    await runs.addLines(small.id, [{ line: 1, customId: 'a', body: '{}' }]);
-    await db.query('ANALYZE batch_lines');
-    const large = await batches.create({ userId: 3, tokenId: 1 }, request, 60_000);
-    const numbers = Array.from({ length: LINES }, (_, i) => i + 1);
-    await runs.addLines(large.id, numbers.map((line) => ({ line, customId: `line-${line}`, body: '{}' })));
+    const { runs, large, numbers } = await aLargeBatchAfterASmallOne(3);
     expect((await runs.claim('runner-1', 10, 60_000)).map((b) => b.id)).toContain(large.id);
     await runs.nextLines(large.id, LINES / 2, 'runner-1');
 
