@@ -62,7 +62,7 @@ describe('a page of a large upload or result file, read before the statistics kn
     const page = await cost(NEXT_LINES, [large.id, LINES / 2, 1000, PAGE_BYTES, INT4_MAX]);
     expect(page.rows).toBeGreaterThan(100);
     // A page is some 20 blocks of the table and its index; joined back to the rows by the file
-    // alone, it was 300,000 (every line of the file for each line of the page).
+    // alone, it was 176,000 (every line of the file for each line of the page).
     expect(page.buffers).toBeLessThan(200);
   });
 
